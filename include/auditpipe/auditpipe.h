@@ -1,0 +1,18 @@
+// auditpipe: asynchronous, batched audit logging into SQL databases.
+// The one header an application includes (sinks have their own).
+#pragma once
+
+#include "auditpipe/column.h"
+#include "auditpipe/diagnostics.h"
+#include "auditpipe/fixed_string.h"
+#include "auditpipe/histogram.h"
+#include "auditpipe/logger.h"
+#include "auditpipe/mapping.h"
+#include "auditpipe/options.h"
+#include "auditpipe/record_pool.h"
+#include "auditpipe/sink.h"
+#include "auditpipe/stats.h"
+#include "auditpipe/status.h"
+#include "auditpipe/table.h"
+#include "auditpipe/timestamp.h"
+#include "auditpipe/url.h"

@@ -1,0 +1,141 @@
+// The type-erased description of a record type: what every part of auditpipe
+// behind the front door (writer, sinks, spill file) works from.
+//
+// A TableDescriptor says, per column, its name, its SQL-neutral type, and
+// where its bytes sit inside a record. It never names the user's C++ type, so
+// the writer and sinks are ordinary compiled code. Descriptors are built at
+// compile time by auditpipe::table() (see table.h).
+//
+// Every record also carries two columns that are not in the descriptor:
+// `source_id` and `seq`, stamped at commit; tables get a unique key on them.
+//
+// Thread safety: immutable after construction.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string_view>
+
+#include "auditpipe/fixed_string.h"
+#include "auditpipe/timestamp.h"
+
+namespace auditpipe {
+
+enum class ColumnType : std::uint8_t {
+  boolean,
+  int8,
+  int16,
+  int32,
+  int64,
+  uint8,
+  uint16,
+  uint32,
+  float64,
+  timestamp,  // auditpipe::timestamp, microseconds since the epoch
+  text,       // auditpipe::fixed_string<N>, max_length = N bytes of UTF-8
+};
+
+std::string_view to_string(ColumnType type) noexcept;
+
+constexpr bool is_integer(ColumnType t) noexcept {
+  return t == ColumnType::boolean || t == ColumnType::int8 || t == ColumnType::int16 ||
+         t == ColumnType::int32 || t == ColumnType::int64 || t == ColumnType::uint8 ||
+         t == ColumnType::uint16 || t == ColumnType::uint32;
+}
+
+struct Column {
+  std::string_view name;
+  ColumnType type;
+  std::uint32_t offset;      // of the member inside the record, in bytes
+  std::uint32_t size;        // sizeof the member
+  std::uint32_t max_length;  // text: capacity in bytes; otherwise 0
+};
+
+// The names of the two columns every table gets in addition to the record's.
+inline constexpr std::string_view source_id_column = "source_id";
+inline constexpr std::string_view seq_column = "seq";
+
+struct TableDescriptor {
+  std::string_view name;
+  std::span<const Column> columns;
+  std::uint32_t record_size;
+  std::uint32_t record_align;
+  // A default-constructed record: freed slots are reset to these bytes so a
+  // record never shows fields left over from an earlier one.
+  const std::byte* prototype;
+};
+
+// Readers of one column of one record, by the column's description. Bytes
+// are copied with memcpy: records are byte images, never aliased objects.
+
+inline std::int64_t read_integer(const std::byte* record, const Column& c) noexcept {
+  const std::byte* p = record + c.offset;
+  switch (c.type) {
+    case ColumnType::boolean: {
+      bool v;
+      std::memcpy(&v, p, sizeof v);
+      return v ? 1 : 0;
+    }
+    case ColumnType::int8: {
+      std::int8_t v;
+      std::memcpy(&v, p, sizeof v);
+      return v;
+    }
+    case ColumnType::int16: {
+      std::int16_t v;
+      std::memcpy(&v, p, sizeof v);
+      return v;
+    }
+    case ColumnType::int32: {
+      std::int32_t v;
+      std::memcpy(&v, p, sizeof v);
+      return v;
+    }
+    case ColumnType::uint8: {
+      std::uint8_t v;
+      std::memcpy(&v, p, sizeof v);
+      return v;
+    }
+    case ColumnType::uint16: {
+      std::uint16_t v;
+      std::memcpy(&v, p, sizeof v);
+      return v;
+    }
+    case ColumnType::uint32: {
+      std::uint32_t v;
+      std::memcpy(&v, p, sizeof v);
+      return v;
+    }
+    case ColumnType::int64:
+    case ColumnType::timestamp: {
+      std::int64_t v;
+      std::memcpy(&v, p, sizeof v);
+      return v;
+    }
+    default:
+      return 0;
+  }
+}
+
+inline double read_float64(const std::byte* record, const Column& c) noexcept {
+  double v;
+  std::memcpy(&v, record + c.offset, sizeof v);
+  return v;
+}
+
+inline std::string_view read_text(const std::byte* record, const Column& c) noexcept {
+  std::uint32_t size;
+  std::memcpy(&size, record + c.offset + text_layout::size_offset, sizeof size);
+  if (size > c.max_length) size = c.max_length;  // a damaged record never reads out of bounds
+  return {reinterpret_cast<const char*>(record + c.offset + text_layout::data_offset), size};
+}
+
+inline std::uint32_t read_text_flags(const std::byte* record, const Column& c) noexcept {
+  std::uint32_t flags;
+  std::memcpy(&flags, record + c.offset + text_layout::flags_offset, sizeof flags);
+  return flags;
+}
+
+}  // namespace auditpipe

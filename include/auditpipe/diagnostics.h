@@ -1,0 +1,26 @@
+// Where auditpipe reports on itself: write failures and retries, records it
+// could not write, pool timeouts.
+//
+// All of it goes through one spdlog logger named "auditpipe". If the
+// application registers a logger under that name first (or passes one to
+// set_diagnostics_logger), auditpipe uses it; otherwise it creates one that
+// writes to stderr. Silence it with
+// auditpipe::diagnostics()->set_level(spdlog::level::off).
+//
+// Thread safety: both functions may be called from any thread.
+#pragma once
+
+#include <memory>
+
+namespace spdlog {
+class logger;
+}  // namespace spdlog
+
+namespace auditpipe {
+
+inline constexpr const char* diagnostics_logger_name = "auditpipe";
+
+std::shared_ptr<spdlog::logger> diagnostics();
+void set_diagnostics_logger(std::shared_ptr<spdlog::logger> logger);
+
+}  // namespace auditpipe

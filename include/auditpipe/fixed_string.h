@@ -1,0 +1,119 @@
+// fixed_string<N>: text stored inline in a record, at most N bytes.
+//
+// Records live in a flat, preallocated slab and are copied as bytes, so their
+// text fields cannot own heap memory. A fixed_string keeps its bytes inline
+// and is trivially copyable. Assigning longer text truncates it at a UTF-8
+// character boundary and sets a flag in the string itself; the writer thread
+// counts those flags off the hot path, so truncation is never silent and
+// costs the producer nothing beyond the copy.
+//
+// Layout (relied on by sinks, which read columns by offset without knowing
+// N): a 32-bit byte count, a 32-bit flag word, then the N bytes.
+//
+// Thread safety: a plain value; no internal synchronization.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+
+namespace auditpipe {
+
+// Flags kept in a fixed_string's flag word.
+namespace text_flags {
+inline constexpr std::uint32_t truncated = 1u << 0;
+}  // namespace text_flags
+
+// Byte offsets inside every fixed_string<N>, for readers that only have the
+// column descriptor.
+namespace text_layout {
+inline constexpr std::size_t size_offset = 0;
+inline constexpr std::size_t flags_offset = 4;
+inline constexpr std::size_t data_offset = 8;
+}  // namespace text_layout
+
+// The largest prefix of `text` no longer than `limit` bytes that does not end
+// inside a UTF-8 character. Looks back at most three bytes: input that is not
+// valid UTF-8 there is cut at `limit` as it stands.
+constexpr std::size_t utf8_prefix_length(std::string_view text, std::size_t limit) noexcept {
+  if (text.size() <= limit) return text.size();
+  std::size_t cut = limit;
+  // text[cut] is the first byte left out; if it continues a character, that
+  // character started inside the prefix and must be left out whole.
+  for (int back = 0; back < 4; ++back) {
+    if ((static_cast<unsigned char>(text[cut]) & 0xC0u) != 0x80u) return cut;
+    if (cut == 0) break;
+    --cut;
+  }
+  return limit;  // not valid UTF-8 around the limit: cut where it falls
+}
+
+template <std::size_t N>
+class fixed_string {
+  static_assert(N > 0, "auditpipe::fixed_string<N> needs N > 0");
+  static_assert(N <= (1u << 24), "auditpipe::fixed_string<N> is limited to 16 MiB");
+
+ public:
+  static constexpr std::size_t max_size = N;
+
+  constexpr fixed_string() noexcept = default;
+  // Implicit on purpose: a record field is filled as `record.sender = name;`.
+  constexpr fixed_string(std::string_view text) noexcept { assign(text); }  // NOLINT
+
+  // Copies `text`, truncated at a UTF-8 boundary to N bytes. Returns true if
+  // it had to truncate (the string remembers it as well).
+  constexpr bool assign(std::string_view text) noexcept {
+    const std::size_t n = utf8_prefix_length(text, N);
+    if (std::is_constant_evaluated()) {
+      for (std::size_t i = 0; i < n; ++i) data_[i] = text[i];
+    } else if (n != 0) {
+      std::memcpy(data_, text.data(), n);
+    }
+    size_ = static_cast<std::uint32_t>(n);
+    flags_ = n < text.size() ? text_flags::truncated : 0u;
+    return n < text.size();
+  }
+  constexpr fixed_string& operator=(std::string_view text) noexcept {
+    assign(text);
+    return *this;
+  }
+
+  constexpr void clear() noexcept {
+    size_ = 0;
+    flags_ = 0;
+  }
+
+  constexpr std::string_view view() const noexcept { return {data_, size_}; }
+  constexpr operator std::string_view() const noexcept { return view(); }  // NOLINT
+  constexpr const char* data() const noexcept { return data_; }
+  constexpr std::size_t size() const noexcept { return size_; }
+  constexpr bool empty() const noexcept { return size_ == 0; }
+  static constexpr std::size_t capacity() noexcept { return N; }
+  // True if the last assignment did not fit and was cut.
+  constexpr bool truncated() const noexcept { return (flags_ & text_flags::truncated) != 0; }
+
+  friend constexpr bool operator==(const fixed_string& a, std::string_view b) noexcept {
+    return a.view() == b;
+  }
+
+ private:
+  template <std::size_t>
+  friend struct fixed_string_layout_check;
+
+  std::uint32_t size_ = 0;
+  std::uint32_t flags_ = 0;
+  char data_[N] = {};
+};
+
+// Compile-time proof that the layout matches text_layout.
+template <std::size_t N>
+struct fixed_string_layout_check {
+  static_assert(offsetof(fixed_string<N>, size_) == text_layout::size_offset);
+  static_assert(offsetof(fixed_string<N>, flags_) == text_layout::flags_offset);
+  static_assert(offsetof(fixed_string<N>, data_) == text_layout::data_offset);
+  static constexpr bool ok = true;
+};
+static_assert(fixed_string_layout_check<1>::ok && fixed_string_layout_check<255>::ok);
+
+}  // namespace auditpipe

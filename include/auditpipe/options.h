@@ -1,0 +1,47 @@
+// Options of a Logger: the memory cap, batching, and what happens when the
+// pool is full.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace auditpipe {
+
+// What acquire() does when every slot of the pool is in use.
+enum class Overflow {
+  block,  // wait for a free slot up to max_wait, then give up (counted as timed_out)
+  drop,   // give up at once; the record is counted as dropped
+  fail,   // give up at once and tell the caller (Status::pool_exhausted), counted as rejected
+};
+
+std::string_view to_string(Overflow overflow) noexcept;
+
+struct Options {
+  // Slots in the record pool: the hard cap on records held in memory.
+  std::size_t capacity = 65536;
+  // Most records handed to the sink in one write.
+  std::size_t batch_size = 1000;
+  // Longest a committed record waits before the writer hands it over, even
+  // if the batch is not full. Also how long an idle writer sleeps.
+  std::chrono::milliseconds flush_interval{100};
+  // Writer threads; each takes its own batches (and, for pooled sinks, its
+  // own connection).
+  unsigned writers = 1;
+  Overflow overflow = Overflow::block;
+  // With Overflow::block: the longest acquire() waits for a free slot.
+  std::chrono::milliseconds max_wait{500};
+  // How long the destructor's close() may take to drain.
+  std::chrono::milliseconds close_timeout{30000};
+  // Backoff between retries of a failed write: doubles from the first to the
+  // cap, with jitter.
+  std::chrono::milliseconds retry_backoff_initial{10};
+  std::chrono::milliseconds retry_backoff_max{5000};
+  // Base of the source ids this logger stamps (one source per producer
+  // thread). Unset: random, so restarts and other processes do not collide.
+  std::optional<std::int64_t> source_id_base;
+};
+
+}  // namespace auditpipe

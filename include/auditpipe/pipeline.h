@@ -1,0 +1,61 @@
+// Pipeline: the compiled, type-erased engine behind Logger<Record>.
+//
+// It owns the record pool, the queue, the writer threads and the sink, and
+// knows records only as bytes described by a TableDescriptor. Logger<Record>
+// is a thin typed door in front of it; most users never name this class.
+//
+// Thread safety: acquire/commit/abandon from any number of threads;
+// flush/close/stats from any thread, concurrently with producers.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+
+#include "auditpipe/column.h"
+#include "auditpipe/options.h"
+#include "auditpipe/sink.h"
+#include "auditpipe/stats.h"
+#include "auditpipe/status.h"
+
+namespace auditpipe {
+
+class Pipeline {
+ public:
+  using clock = std::chrono::steady_clock;
+
+  // Validates the options, opens the sink (which creates or checks the
+  // table) and starts the writers. Throws auditpipe::error on any problem,
+  // before a single record is accepted.
+  Pipeline(const TableDescriptor& table, std::shared_ptr<Sink> sink, const Options& options);
+  // Closes with Options::close_timeout if close() was not called.
+  ~Pipeline();
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+  // A record slot to fill (holding the prototype's bytes), or nullptr with
+  // the reason in *status.
+  std::byte* acquire(Status* status) noexcept;
+  // Stamps (source_id, seq) and queues the record for writing.
+  Status commit(std::byte* record) noexcept;
+  // Gives back an acquired record without writing it.
+  void abandon(std::byte* record) noexcept;
+
+  // Waits until every record committed before the call is written (or
+  // refused by the sink), or until `deadline`. True if all were.
+  bool flush(clock::time_point deadline);
+  // Stops intake, drains until `deadline`, stops the writers and closes the
+  // sink. What could not be written is counted in the report. Safe to call
+  // twice (the second call returns the first report).
+  CloseReport close(clock::time_point deadline);
+
+  Stats stats() const;
+  const TableDescriptor& table() const noexcept;
+  const Options& options() const noexcept;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace auditpipe

@@ -1,0 +1,70 @@
+// Sink: where batches of records go (a database, a file, a test double).
+//
+// A sink sees a batch as the table descriptor plus pointers to record bytes;
+// it never sees the user's record type. Sinks live in their own libraries
+// (auditpipe::soci, auditpipe::mysql, ...); the core depends on none of them.
+//
+// Thread safety: write() is called from every writer thread at once when
+// Options::writers > 1; a sink serializes internally if its target needs it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "auditpipe/column.h"
+
+namespace auditpipe {
+
+// One committed record: its identity and its bytes (laid out as the
+// descriptor says).
+struct RecordRef {
+  std::int64_t source_id;
+  std::int64_t seq;
+  const std::byte* data;
+};
+
+struct Batch {
+  const TableDescriptor& table;
+  std::span<const RecordRef> records;
+};
+
+struct WriteResult {
+  enum class Kind {
+    ok,         // every record is stored (or was already: a retried batch)
+    transient,  // nothing can be assumed stored; retry the same batch later
+    rejected,   // the target refuses the data itself; retrying will not help
+  };
+  Kind kind = Kind::ok;
+  std::string message;
+
+  static WriteResult success() { return {}; }
+  static WriteResult transient_error(std::string message) {
+    return {Kind::transient, std::move(message)};
+  }
+  static WriteResult rejection(std::string message) { return {Kind::rejected, std::move(message)}; }
+  bool ok() const noexcept { return kind == Kind::ok; }
+};
+
+class Sink {
+ public:
+  virtual ~Sink() = default;
+
+  // Prepares the target for records of `table` (creating or checking the
+  // table). Called once, before any write. Throws auditpipe::error with a
+  // message naming the problem; the logger then fails to start.
+  virtual void open(const TableDescriptor& table) = 0;
+
+  // Writes one batch as one unit. A batch may be offered again after a
+  // transient failure, so writing must be idempotent on (source_id, seq).
+  virtual WriteResult write(const Batch& batch) noexcept = 0;
+
+  // Releases the target. Called once, after the last write.
+  virtual void close() noexcept {}
+
+  // Where this sink writes, for messages (never includes a password).
+  virtual std::string describe() const = 0;
+};
+
+}  // namespace auditpipe

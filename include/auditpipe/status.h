@@ -1,0 +1,30 @@
+// Results of the producer-side calls and the library's exception type.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace auditpipe {
+
+// What happened to one record offered by a producer.
+enum class Status {
+  ok,              // committed: it will be written or reported by close()
+  timed_out,       // Overflow::block: no slot freed up within max_wait
+  dropped,         // Overflow::drop: the pool was full
+  pool_exhausted,  // Overflow::fail: the pool was full
+  closed,          // the logger is closed or closing
+  empty_handle,    // commit() of a handle that holds no record
+};
+
+std::string_view to_string(Status status) noexcept;
+
+// Thrown for errors found when a logger or sink is set up: a malformed URL,
+// an unreachable database, a table whose columns do not match. Never thrown
+// on the producer path.
+class error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace auditpipe

@@ -1,0 +1,58 @@
+// Connection URLs: `scheme://user:password@host:port,host2:port2/path?key=value`.
+//
+// One parser for every sink, so every sink reports a malformed URL the same
+// clear way and never prints a password. Percent-decoding applies to the
+// user, password, host, path and query; a host may be a bracketed IPv6
+// address or, percent-encoded, a unix socket path (`%2Frun%2Fmysqld.sock`).
+//
+// Thread safety: plain values and pure functions.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace auditpipe {
+
+struct UrlHost {
+  std::string host;  // name, IPv4, IPv6 (no brackets) or a socket path
+  std::optional<std::uint16_t> port;
+};
+
+struct Url {
+  std::string scheme;  // lower-cased
+  std::string user;
+  std::optional<std::string> password;
+  std::vector<UrlHost> hosts;                              // in the order given
+  std::string path;                                        // without the leading '/'
+  std::vector<std::pair<std::string, std::string>> query;  // in the order given
+
+  // The value of a query option, if given (the last one wins).
+  std::optional<std::string> option(std::string_view key) const;
+  // The URL as text with the password replaced by "***".
+  std::string redacted() const;
+};
+
+// Parses `text`; throws auditpipe::error naming what is wrong (the message
+// shows the URL with its password masked).
+Url parse_url(std::string_view text);
+
+// `text` with anything that looks like a password between "://" and "@"
+// masked, for messages about URLs that could not be parsed.
+std::string redact_url(std::string_view text);
+
+// Parses `key=value&key2=value2` (percent-decoded), as in a URL's query.
+std::vector<std::pair<std::string, std::string>> parse_query(std::string_view text);
+
+// Decodes %XX escapes (and nothing else: '+' stays '+'). Throws
+// auditpipe::error on a bad escape.
+std::string percent_decode(std::string_view text);
+
+// Throws auditpipe::error unless every query key of `url` is in `known`.
+void require_known_options(const Url& url, std::initializer_list<std::string_view> known);
+
+}  // namespace auditpipe

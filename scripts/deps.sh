@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs the Debian packages auditpipe builds and tests with, if any are
+# missing. Idempotent: with everything present it changes nothing and needs
+# no network. Run as root (or with sudo available).
+#
+#   scripts/deps.sh          # build + test dependencies
+set -euo pipefail
+
+packages=(
+  g++ cmake make pkg-config
+  libconcurrentqueue-dev   # the lock-free queue between producers and writers
+  libspdlog-dev            # diagnostics
+  libsoci-dev libsqlite3-dev sqlite3
+  libboost-dev             # Debian's SOCI headers include Boost (SOCI_HAVE_BOOST)
+  libgtest-dev libbenchmark-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "deps: installing ${missing[*]}" >&2
+if [ "$(id -u)" -eq 0 ]; then
+  run=()
+elif command -v sudo >/dev/null 2>&1; then
+  run=(sudo)
+else
+  echo "deps: missing packages (${missing[*]}); run this script as root" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${run[@]}" apt-get update -qq
+"${run[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The whole test suite: installs what is missing, builds with warnings as
+# errors, starts the servers the tests use, runs every test with CTest, then
+# runs the concurrent tests again under ASan+UBSan and under TSan. Exits
+# non-zero on any failure; servers are stopped either way.
+#
+#   ./scripts/test.sh            # everything
+#   ./scripts/test.sh --quick    # the main build only (no sanitizer builds)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+quick=0
+[ "${1:-}" = "--quick" ] && quick=1
+jobs=$(nproc)
+
+./scripts/deps.sh
+
+# build <dir> <cmake args...>: configure and build one tree.
+build() {
+  local dir=$1
+  shift
+  cmake -S . -B "$dir" -DAUDITPIPE_WERROR=ON "$@" >/dev/null
+  cmake --build "$dir" -j"$jobs"
+}
+
+status=0
+step() {  # step <name> <command...>: runs a step, remembers a failure, goes on
+  local name=$1
+  shift
+  echo "=== $name" >&2
+  if ! "$@"; then
+    echo "=== FAILED: $name" >&2
+    status=1
+  fi
+}
+
+build build/test -DCMAKE_BUILD_TYPE=Release
+step "tests (Release)" ctest --test-dir build/test --no-tests=error --output-on-failure -j"$jobs"
+
+if [ $quick -eq 0 ]; then
+  sanitizer_flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DAUDITPIPE_BUILD_EXAMPLES=OFF
+                   -DAUDITPIPE_BUILD_BENCH=OFF)
+  build build/asan -DAUDITPIPE_ASAN=ON "${sanitizer_flags[@]}"
+  step "concurrent tests under ASan+UBSan" \
+    env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir build/asan -L concurrent --no-tests=error --output-on-failure -j"$jobs"
+  build build/tsan -DAUDITPIPE_TSAN=ON "${sanitizer_flags[@]}"
+  # TSan's shadow memory needs a fixed layout: run without address-space
+  # randomization (setarch -R), which newer kernels' mmap entropy breaks.
+  step "concurrent tests under TSan" \
+    env TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp" \
+    setarch "$(uname -m)" -R ctest --test-dir build/tsan -L concurrent --no-tests=error --output-on-failure -j"$jobs"
+fi
+
+[ $status -eq 0 ] && echo "=== all tests passed" >&2 || echo "=== some tests FAILED" >&2
+exit $status

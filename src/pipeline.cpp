@@ -1,0 +1,294 @@
+#include "auditpipe/pipeline.h"
+
+#include <spdlog/spdlog.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "auditpipe/diagnostics.h"
+#include "batch_writer.h"
+#include "pipeline_core.h"
+#include "producer_registry.h"
+
+namespace auditpipe {
+
+namespace {
+
+using internal::PipelineCore;
+
+void validate(const TableDescriptor& table, const Sink* sink, const Options& o) {
+  auto fail = [](const std::string& what) { throw error("auditpipe: invalid options: " + what); };
+  if (sink == nullptr) fail("no sink given");
+  if (table.columns.empty()) fail("the table has no columns");
+  if (o.capacity == 0) fail("capacity must be at least 1");
+  if (o.batch_size == 0) fail("batch_size must be at least 1");
+  if (o.batch_size > o.capacity) {
+    fail("batch_size (" + std::to_string(o.batch_size) + ") must not exceed capacity (" +
+         std::to_string(o.capacity) + "): a batch is taken from the pool's records");
+  }
+  if (o.writers == 0 || o.writers > 256) fail("writers must be between 1 and 256");
+  if (o.flush_interval.count() <= 0) fail("flush_interval must be positive");
+  if (o.max_wait.count() < 0) fail("max_wait must not be negative");
+  if (o.close_timeout.count() < 0) fail("close_timeout must not be negative");
+  if (o.retry_backoff_initial.count() <= 0 || o.retry_backoff_max < o.retry_backoff_initial) {
+    fail("retry backoff must be positive, with the cap not below the first delay");
+  }
+}
+
+}  // namespace
+
+class Pipeline::Impl {
+ public:
+  Impl(const TableDescriptor& table, std::shared_ptr<Sink> sink, const Options& options)
+      : core_(table, std::move(sink), options),
+        registry_(
+            std::make_shared<internal::ProducerRegistry>(core_.queue, options.source_id_base)) {
+    // Open before accepting anything: a bad URL, a missing table or wrong
+    // credentials fail here, not at the first batch.
+    core_.sink->open(table);
+    writers_.reserve(options.writers);
+    for (unsigned i = 0; i < options.writers; ++i) {
+      writers_.push_back(std::make_unique<internal::BatchWriter>(core_, i));
+    }
+  }
+
+  ~Impl() {
+    close(clock::now() + core_.options.close_timeout);
+    // Tokens refer to the queue: destroy them while it still exists.
+    registry_->shutdown();
+  }
+
+  std::byte* acquire(Status* status) noexcept {
+    // Behind anyone already waiting: queue up rather than overtake them.
+    SlotHeader* s = core_.pool.waiters() == 0 ? core_.pool.try_acquire() : nullptr;
+    if (s == nullptr) {
+      s = acquire_slow(status);
+      if (s == nullptr) return nullptr;
+    }
+    // Checked after taking the slot (pairs with close(), which sets the flag
+    // and then reads the pool): either this sees closing, or close() sees
+    // the slot in use and waits for it.
+    if (core_.closing.load(std::memory_order_seq_cst)) {
+      core_.pool.release(&s, 1);
+      *status = Status::closed;
+      return nullptr;
+    }
+    return core_.pool.record(s);
+  }
+
+  Status commit(std::byte* record) noexcept {
+    SlotHeader* s = core_.pool.slot_of(record);
+    if (core_.stopped.load(std::memory_order_acquire)) {
+      core_.pool.release(&s, 1);
+      core_.counters.abandoned.fetch_add(1, std::memory_order_relaxed);
+      return Status::closed;
+    }
+    internal::Producer* p = registry_->current();
+    const std::int64_t seq = p->next_seq.load(std::memory_order_relaxed);
+    s->source_id = p->source_id;
+    s->seq = seq;
+    s->state.store(static_cast<std::uint32_t>(SlotState::committed), std::memory_order_release);
+    p->next_seq.store(seq + 1, std::memory_order_relaxed);
+    if (!core_.queue.enqueue(p->token, s)) [[unlikely]] {
+      // Only when the queue needs a new block and the allocation fails.
+      p->next_seq.store(seq, std::memory_order_relaxed);
+      core_.pool.release(&s, 1);
+      core_.counters.dropped.fetch_add(1, std::memory_order_relaxed);
+      return Status::dropped;
+    }
+    core_.signal.on_commit(core_.pool.acquisitions());
+    return Status::ok;
+  }
+
+  void abandon(std::byte* record) noexcept {
+    SlotHeader* s = core_.pool.slot_of(record);
+    core_.pool.release(&s, 1);
+    core_.counters.abandoned.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  bool flush(clock::time_point deadline) {
+    // The records committed before this call, by slot and generation: a
+    // slot is done once its generation moves on (it was freed).
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> pending;
+    for (std::size_t i = 0; i < core_.pool.capacity(); ++i) {
+      SlotHeader* s = core_.pool.slot(i);
+      const std::uint32_t generation = s->generation.load(std::memory_order_acquire);
+      if (s->state.load(std::memory_order_acquire) ==
+          static_cast<std::uint32_t>(SlotState::committed)) {
+        pending.emplace_back(static_cast<std::uint32_t>(i), generation);
+      }
+    }
+    UrgentScope urgent(core_);
+    while (true) {
+      std::erase_if(pending, [&](const auto& p) {
+        return core_.pool.slot(p.first)->generation.load(std::memory_order_acquire) != p.second;
+      });
+      if (pending.empty()) return true;
+      const auto now = clock::now();
+      if (now >= deadline || core_.stopped.load(std::memory_order_acquire)) return false;
+      core_.wait_progress(std::min(deadline, now + std::chrono::milliseconds(10)));
+    }
+  }
+
+  CloseReport close(clock::time_point deadline) {
+    std::lock_guard<std::mutex> lock(close_mutex_);
+    if (report_) return *report_;
+    core_.closing.store(true, std::memory_order_seq_cst);
+    core_.pool.wake_waiters();  // blocked acquirers return Status::closed
+    bool drained = false;
+    {
+      UrgentScope urgent(core_);
+      while (true) {
+        // in_use covers records being filled (they may still be committed)
+        // and records committed but not yet written.
+        if (core_.pool.in_use() == 0) {
+          drained = true;
+          break;
+        }
+        const auto now = clock::now();
+        if (now >= deadline) break;
+        core_.wait_progress(std::min(deadline, now + std::chrono::milliseconds(10)));
+      }
+    }
+    if (!drained) core_.declare_give_up();
+    core_.stopping.store(true, std::memory_order_release);
+    core_.signal.wake_all();
+    for (auto& w : writers_) w->join();
+    core_.stopped.store(true, std::memory_order_seq_cst);
+    core_.sink->close();
+
+    // Whatever is still committed (or was being filled when time ran out)
+    // will never be written: count it, loudly.
+    std::uint64_t unwritten = 0;
+    for (std::size_t i = 0; i < core_.pool.capacity(); ++i) {
+      const auto state = core_.pool.slot(i)->state.load(std::memory_order_acquire);
+      if (state == static_cast<std::uint32_t>(SlotState::committed)) ++unwritten;
+    }
+    core_.counters.unwritten.store(unwritten, std::memory_order_relaxed);
+    if (unwritten != 0) {
+      diagnostics()->error("auditpipe: closed with {} committed records unwritten to {}", unwritten,
+                           core_.sink->describe());
+    }
+    CloseReport report;
+    report.stats = stats();
+    report.unwritten = unwritten;
+    report.drained = unwritten == 0 && drained;
+    report_ = report;
+    return report;
+  }
+
+  Stats stats() const {
+    const auto& k = core_.counters;
+    Stats s;
+    s.committed = registry_->committed();
+    s.written = k.written.load(std::memory_order_relaxed);
+    s.dropped = k.dropped.load(std::memory_order_relaxed);
+    s.timed_out = k.timed_out.load(std::memory_order_relaxed);
+    s.pool_exhausted = k.pool_exhausted.load(std::memory_order_relaxed);
+    s.abandoned = k.abandoned.load(std::memory_order_relaxed);
+    s.rejected_by_sink = k.rejected_by_sink.load(std::memory_order_relaxed);
+    s.unwritten = k.unwritten.load(std::memory_order_relaxed);
+    s.truncated_fields = k.truncated_fields.load(std::memory_order_relaxed);
+    s.blocked = k.blocked.load(std::memory_order_relaxed);
+    s.batches = k.batches.load(std::memory_order_relaxed);
+    s.write_failures = k.write_failures.load(std::memory_order_relaxed);
+    s.retries = k.retries.load(std::memory_order_relaxed);
+    s.pool_capacity = core_.pool.capacity();
+    s.pool_in_use = core_.pool.in_use();
+    s.batch_size = k.batch_size.snapshot();
+    s.write_latency_us = k.write_latency_us.snapshot();
+    s.producer_wait_ns = k.producer_wait_ns.snapshot();
+    return s;
+  }
+
+  const TableDescriptor& table() const noexcept { return core_.table; }
+  const Options& options() const noexcept { return core_.options; }
+
+ private:
+  // While alive, writers hand over partial batches at once.
+  struct UrgentScope {
+    explicit UrgentScope(PipelineCore& c) : core(c) {
+      core.urgent.fetch_add(1, std::memory_order_acq_rel);
+      core.signal.wake_all();
+    }
+    ~UrgentScope() { core.urgent.fetch_sub(1, std::memory_order_acq_rel); }
+    PipelineCore& core;
+  };
+
+  SlotHeader* acquire_slow(Status* status) noexcept {
+    auto& k = core_.counters;
+    if (core_.closing.load(std::memory_order_acquire)) {
+      *status = Status::closed;
+      return nullptr;
+    }
+    switch (core_.options.overflow) {
+      case Overflow::drop:
+        k.dropped.fetch_add(1, std::memory_order_relaxed);
+        *status = Status::dropped;
+        return nullptr;
+      case Overflow::fail:
+        k.pool_exhausted.fetch_add(1, std::memory_order_relaxed);
+        *status = Status::pool_exhausted;
+        return nullptr;
+      case Overflow::block:
+        break;
+    }
+    const auto t0 = clock::now();
+    // A full pool means writers should not wait for fuller batches.
+    core_.signal.wake_all();
+    SlotHeader* s = core_.pool.acquire_until(t0 + core_.options.max_wait, core_.closing);
+    const auto waited =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t0).count();
+    k.blocked.fetch_add(1, std::memory_order_relaxed);
+    k.producer_wait_ns.record(static_cast<std::uint64_t>(waited));
+    if (s == nullptr) {
+      if (core_.closing.load(std::memory_order_acquire)) {
+        *status = Status::closed;
+      } else {
+        k.timed_out.fetch_add(1, std::memory_order_relaxed);
+        *status = Status::timed_out;
+      }
+    }
+    return s;
+  }
+
+  PipelineCore core_;
+  std::shared_ptr<internal::ProducerRegistry> registry_;
+  std::vector<std::unique_ptr<internal::BatchWriter>> writers_;
+  std::mutex close_mutex_;
+  std::optional<CloseReport> report_;
+};
+
+Pipeline::Pipeline(const TableDescriptor& table, std::shared_ptr<Sink> sink, const Options& options)
+    : impl_((validate(table, sink.get(), options),
+             std::make_unique<Impl>(table, std::move(sink), options))) {}
+
+Pipeline::~Pipeline() = default;
+
+std::byte* Pipeline::acquire(Status* status) noexcept {
+  return impl_->acquire(status);
+}
+Status Pipeline::commit(std::byte* record) noexcept {
+  return impl_->commit(record);
+}
+void Pipeline::abandon(std::byte* record) noexcept {
+  impl_->abandon(record);
+}
+bool Pipeline::flush(clock::time_point deadline) {
+  return impl_->flush(deadline);
+}
+CloseReport Pipeline::close(clock::time_point deadline) {
+  return impl_->close(deadline);
+}
+Stats Pipeline::stats() const {
+  return impl_->stats();
+}
+const TableDescriptor& Pipeline::table() const noexcept {
+  return impl_->table();
+}
+const Options& Pipeline::options() const noexcept {
+  return impl_->options();
+}
+
+}  // namespace auditpipe

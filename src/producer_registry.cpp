@@ -1,0 +1,97 @@
+#include "producer_registry.h"
+
+#include <random>
+
+namespace auditpipe::internal {
+
+namespace {
+
+std::atomic<std::uint64_t> next_registry_id{1};
+
+// Source ids are base + index; a random base keeps the ids of different
+// processes and restarts apart (2^46 bases, 2^16 sources each).
+std::int64_t random_source_id_base() {
+  std::random_device device;
+  const std::uint64_t r = (static_cast<std::uint64_t>(device()) << 32) | device();
+  return static_cast<std::int64_t>((r & ((std::uint64_t{1} << 46) - 1)) | 1) << 16;
+}
+
+}  // namespace
+
+constinit thread_local ProducerRegistry::FastCache ProducerRegistry::fast_cache{};
+
+// The sources a thread uses, released to their registries at thread exit.
+struct ThreadSources {
+  struct Binding {
+    std::uint64_t registry_id;
+    Producer* producer;
+    std::weak_ptr<ProducerRegistry> registry;
+  };
+  std::vector<Binding> bindings;
+
+  ~ThreadSources() {
+    for (auto& b : bindings) {
+      if (auto registry = b.registry.lock()) registry->detach(b.producer);
+    }
+  }
+};
+
+namespace {
+thread_local ThreadSources thread_sources;
+}  // namespace
+
+ProducerRegistry::ProducerRegistry(RecordQueue& queue, std::optional<std::int64_t> source_id_base)
+    : id_(next_registry_id.fetch_add(1, std::memory_order_relaxed)),
+      queue_(queue),
+      source_id_base_(source_id_base ? *source_id_base : random_source_id_base()) {}
+
+Producer* ProducerRegistry::attach() {
+  for (auto& b : thread_sources.bindings) {
+    if (b.registry_id == id_) {
+      fast_cache = {id_, b.producer};
+      return b.producer;
+    }
+  }
+  Producer* producer = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!idle_.empty()) {
+      producer = idle_.back();
+      idle_.pop_back();
+    } else {
+      producers_.push_back(std::make_unique<Producer>(
+          queue_, source_id_base_ + static_cast<std::int64_t>(producers_.size())));
+      producer = producers_.back().get();
+    }
+  }
+  // Forget bindings of registries that are gone, so a long-lived thread
+  // that outlives many loggers does not accumulate them.
+  std::erase_if(thread_sources.bindings,
+                [](const ThreadSources::Binding& b) { return b.registry.expired(); });
+  thread_sources.bindings.push_back({id_, producer, weak_from_this()});
+  fast_cache = {id_, producer};
+  return producer;
+}
+
+void ProducerRegistry::detach(Producer* producer) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (alive_) idle_.push_back(producer);
+}
+
+std::uint64_t ProducerRegistry::committed() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::uint64_t total = 0;
+  for (const auto& p : producers_) {
+    total += static_cast<std::uint64_t>(p->next_seq.load(std::memory_order_relaxed));
+  }
+  return total;
+}
+
+void ProducerRegistry::shutdown() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  alive_ = false;
+  idle_.clear();
+  producers_.clear();
+}
+
+}  // namespace auditpipe::internal

@@ -1,0 +1,12 @@
+// The queue between producers and writers: pointers to committed slots.
+#pragma once
+
+#include <concurrentqueue/concurrentqueue.h>
+
+#include "auditpipe/record_pool.h"
+
+namespace auditpipe::internal {
+
+using RecordQueue = moodycamel::ConcurrentQueue<SlotHeader*>;
+
+}  // namespace auditpipe::internal

@@ -1,0 +1,225 @@
+#include "auditpipe/url.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include "auditpipe/status.h"
+
+namespace auditpipe {
+
+namespace {
+
+[[noreturn]] void malformed(std::string_view text, const std::string& why) {
+  std::string reason = why;
+  if (reason.rfind("auditpipe: ", 0) == 0) reason.erase(0, 11);
+  throw error("auditpipe: malformed URL '" + redact_url(text) + "': " + reason);
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+bool valid_scheme(std::string_view s) {
+  if (s.empty() || !std::isalpha(static_cast<unsigned char>(s[0]))) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '-' || c == '.';
+  });
+}
+
+UrlHost parse_host(std::string_view whole, std::string_view item) {
+  UrlHost h;
+  std::string_view port_text;
+  bool has_port = false;
+  if (!item.empty() && item.front() == '[') {
+    const auto close = item.find(']');
+    if (close == std::string_view::npos) malformed(whole, "unterminated '[' in host");
+    h.host = std::string(item.substr(1, close - 1));
+    const auto rest = item.substr(close + 1);
+    if (!rest.empty()) {
+      if (rest.front() != ':') malformed(whole, "unexpected text after ']' in host");
+      port_text = rest.substr(1);
+      has_port = true;
+    }
+  } else {
+    const auto colon = item.rfind(':');
+    if (colon != std::string_view::npos) {
+      port_text = item.substr(colon + 1);
+      has_port = true;
+      item = item.substr(0, colon);
+    }
+    h.host = percent_decode(item);
+  }
+  if (h.host.empty()) malformed(whole, "empty host name");
+  if (has_port) {
+    unsigned value = 0;
+    const auto* end = port_text.data() + port_text.size();
+    const auto [ptr, ec] = std::from_chars(port_text.data(), end, value);
+    if (port_text.empty() || ec != std::errc() || ptr != end || value == 0 || value > 65535) {
+      malformed(whole, "port '" + std::string(port_text) + "' is not a number from 1 to 65535");
+    }
+    h.port = static_cast<std::uint16_t>(value);
+  }
+  return h;
+}
+
+}  // namespace
+
+std::string percent_decode(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out.push_back(text[i]);
+      continue;
+    }
+    if (i + 2 >= text.size() || hex_value(text[i + 1]) < 0 || hex_value(text[i + 2]) < 0) {
+      throw error("bad percent-escape (a '%' must be followed by two hex digits)");
+    }
+    out.push_back(static_cast<char>(hex_value(text[i + 1]) * 16 + hex_value(text[i + 2])));
+    i += 2;
+  }
+  return out;
+}
+
+std::string redact_url(std::string_view text) {
+  const auto start = text.find("://");
+  if (start == std::string_view::npos) return std::string(text);
+  const auto auth_begin = start + 3;
+  auto auth_end = text.find_first_of("/?#", auth_begin);
+  if (auth_end == std::string_view::npos) auth_end = text.size();
+  const auto at = text.rfind('@', auth_end);
+  if (at == std::string_view::npos || at < auth_begin) return std::string(text);
+  const auto colon = text.find(':', auth_begin);
+  if (colon == std::string_view::npos || colon > at) return std::string(text);
+  return std::string(text.substr(0, colon + 1)) + "***" + std::string(text.substr(at));
+}
+
+static Url parse_url_unchecked(std::string_view text) {
+  Url url;
+  const auto colon = text.find(':');
+  if (colon == std::string_view::npos) malformed(text, "no scheme (expected e.g. mysql://...)");
+  const auto scheme = text.substr(0, colon);
+  if (!valid_scheme(scheme)) malformed(text, "invalid scheme '" + std::string(scheme) + "'");
+  url.scheme.resize(scheme.size());
+  std::transform(scheme.begin(), scheme.end(), url.scheme.begin(), [](char c) {
+    return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  });
+  std::string_view rest = text.substr(colon + 1);
+  if (rest.find('#') != std::string_view::npos) malformed(text, "fragments ('#') are not allowed");
+  if (rest.substr(0, 2) != "//") malformed(text, "expected '//' after '" + url.scheme + ":'");
+  rest.remove_prefix(2);
+
+  std::string_view query_text;
+  if (const auto q = rest.find('?'); q != std::string_view::npos) {
+    query_text = rest.substr(q + 1);
+    rest = rest.substr(0, q);
+  }
+  std::string_view authority = rest;
+  if (const auto slash = rest.find('/'); slash != std::string_view::npos) {
+    authority = rest.substr(0, slash);
+    url.path = percent_decode(rest.substr(slash + 1));
+  }
+  // The last '@' ends the user part, so an unescaped '@' in a password works.
+  if (const auto at = authority.rfind('@'); at != std::string_view::npos) {
+    const auto userinfo = authority.substr(0, at);
+    authority = authority.substr(at + 1);
+    const auto sep = userinfo.find(':');
+    url.user = percent_decode(userinfo.substr(0, sep));
+    if (sep != std::string_view::npos) url.password = percent_decode(userinfo.substr(sep + 1));
+    if (url.user.empty()) malformed(text, "empty user name before '@'");
+  }
+  if (!authority.empty()) {
+    std::size_t begin = 0;
+    while (begin <= authority.size()) {
+      auto end = authority.find(',', begin);
+      if (end == std::string_view::npos) end = authority.size();
+      const auto item = authority.substr(begin, end - begin);
+      if (item.empty()) malformed(text, "empty entry in the host list");
+      url.hosts.push_back(parse_host(text, item));
+      begin = end + 1;
+    }
+  }
+  url.query = parse_query(query_text);
+  return url;
+}
+
+std::vector<std::pair<std::string, std::string>> parse_query(std::string_view text) {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::size_t begin = 0;
+  while (begin < text.size()) {
+    auto end = text.find('&', begin);
+    if (end == std::string_view::npos) end = text.size();
+    const auto item = text.substr(begin, end - begin);
+    if (!item.empty()) {
+      const auto eq = item.find('=');
+      if (eq == 0) throw error("query option without a name");
+      out.emplace_back(
+          percent_decode(item.substr(0, eq)),
+          eq == std::string_view::npos ? std::string() : percent_decode(item.substr(eq + 1)));
+    }
+    begin = end + 1;
+  }
+  return out;
+}
+
+Url parse_url(std::string_view text) {
+  try {
+    return parse_url_unchecked(text);
+  } catch (const error& e) {
+    const std::string_view what = e.what();
+    if (what.find("malformed URL") != std::string_view::npos) throw;
+    malformed(text, std::string(what));
+  }
+}
+
+std::optional<std::string> Url::option(std::string_view key) const {
+  std::optional<std::string> value;
+  for (const auto& [k, v] : query) {
+    if (k == key) value = v;
+  }
+  return value;
+}
+
+std::string Url::redacted() const {
+  // Built with append(): GCC 12 warns falsely (-Wrestrict) on chains of
+  // operator+ here.
+  std::string out;
+  out.append(scheme).append("://");
+  if (!user.empty()) {
+    out.append(user);
+    if (password) out.append(":***");
+    out.push_back('@');
+  }
+  for (std::size_t i = 0; i < hosts.size(); ++i) {
+    if (i) out.push_back(',');
+    const bool v6 = hosts[i].host.find(':') != std::string::npos;
+    if (v6) out.push_back('[');
+    out.append(hosts[i].host);
+    if (v6) out.push_back(']');
+    if (hosts[i].port) out.append(":").append(std::to_string(*hosts[i].port));
+  }
+  out.push_back('/');
+  out.append(path);
+  for (std::size_t i = 0; i < query.size(); ++i) {
+    out.push_back(i ? '&' : '?');
+    out.append(query[i].first);
+    if (!query[i].second.empty()) out.append("=").append(query[i].second);
+  }
+  return out;
+}
+
+void require_known_options(const Url& url, std::initializer_list<std::string_view> known) {
+  for (const auto& [key, value] : url.query) {
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      std::string list;
+      for (auto k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+      throw error("auditpipe: unknown option '" + key + "' in URL '" + url.redacted() +
+                  "' (known: " + list + ")");
+    }
+  }
+}
+
+}  // namespace auditpipe

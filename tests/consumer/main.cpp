@@ -1,0 +1,48 @@
+// Logs three records through the installed auditpipe and checks they arrive.
+#include <auditpipe/auditpipe.h>
+
+#include <cstdio>
+#include <memory>
+#include <mutex>
+
+#ifdef CONSUMER_HAS_SOCI
+#include <auditpipe/soci/sqlite_sink.h>
+#endif
+
+struct Event {
+  std::int64_t id = 0;
+  auditpipe::fixed_string<16> what;
+};
+constexpr auto describe(auditpipe::type_tag<Event>) {
+  return auditpipe::table<Event>("events", AUDITPIPE_COLUMN(Event, id),
+                                 AUDITPIPE_COLUMN(Event, what));
+}
+
+class CountingSink : public auditpipe::Sink {
+ public:
+  void open(const auditpipe::TableDescriptor&) override {}
+  auditpipe::WriteResult write(const auditpipe::Batch& b) noexcept override {
+    std::lock_guard<std::mutex> lock(mutex);
+    count += b.records.size();
+    return auditpipe::WriteResult::success();
+  }
+  std::string describe() const override { return "counting"; }
+  std::mutex mutex;
+  std::size_t count = 0;
+};
+
+int main() {
+  auto sink = std::make_shared<CountingSink>();
+  {
+    auditpipe::Logger<Event> logger(sink);
+    for (int i = 0; i < 3; ++i) {
+      auto r = logger.acquire();
+      r->id = i;
+      r->what = "installed";
+      if (r.commit() != auditpipe::Status::ok) return 1;
+    }
+    if (!logger.close().drained) return 2;
+  }
+  std::printf("consumer: %zu records written\n", sink->count);
+  return sink->count == 3 ? 0 : 3;
+}

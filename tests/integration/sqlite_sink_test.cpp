@@ -1,0 +1,304 @@
+// The SQLite sink on a real SQLite file: byte-exact round trips of hostile
+// text, idempotent retries, exactly-once delivery from several producers,
+// and clear errors at open.
+#include "auditpipe/soci/sqlite_sink.h"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "audit_row.h"
+#include "auditpipe/logger.h"
+#include "temp_dir.h"
+
+namespace {
+
+using namespace std::string_literals;
+using auditpipe::Status;
+using testing_support::AuditRow;
+using testing_support::TempDir;
+
+// A read-only view of the database through SQLite's own C API, so what the
+// test sees does not depend on the code under test.
+class Db {
+ public:
+  explicit Db(const std::string& path) {
+    if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+      ADD_FAILURE() << "cannot open " << path << ": " << sqlite3_errmsg(db_);
+    }
+  }
+  ~Db() { sqlite3_close(db_); }
+
+  long long scalar(const std::string& sql) {
+    sqlite3_stmt* st = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(db_, sql.c_str(), -1, &st, nullptr), SQLITE_OK)
+        << sqlite3_errmsg(db_);
+    long long v = -1;
+    if (sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+  }
+
+  // Column `col` of the row with message_id = id, as exact bytes.
+  std::string text(const std::string& col, long long id) {
+    sqlite3_stmt* st = nullptr;
+    const std::string sql =
+        "SELECT " + col + ", typeof(" + col + ") FROM audit_log WHERE message_id = ?";
+    EXPECT_EQ(sqlite3_prepare_v2(db_, sql.c_str(), -1, &st, nullptr), SQLITE_OK);
+    sqlite3_bind_int64(st, 1, id);
+    std::string out = "<no row>";
+    if (sqlite3_step(st) == SQLITE_ROW) {
+      EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 1)), "text");
+      const auto* p = static_cast<const char*>(sqlite3_column_blob(st, 0));
+      out.assign(p ? p : "", static_cast<std::size_t>(sqlite3_column_bytes(st, 0)));
+    }
+    sqlite3_finalize(st);
+    return out;
+  }
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+void exec(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  char* err = nullptr;
+  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
+  EXPECT_EQ(rc, SQLITE_OK) << (err ? err : "");
+  sqlite3_free(err);
+  sqlite3_close(db);
+}
+
+std::string open_error(const std::string& url) {
+  try {
+    auditpipe::Logger<AuditRow> logger(auditpipe::soci_sink::open_sqlite(url));
+  } catch (const auditpipe::error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const std::vector<std::string>& hostile_strings() {
+  static const std::vector<std::string> v = {
+      "it's a \"quoted\" string",
+      "back\\slash \\' \\\" \\0 \\n",
+      "'; DROP TABLE audit_log; --",
+      "Robert'); DELETE FROM audit_log WHERE ('1'='1",
+      "emoji \xF0\x9F\x98\x80 and \xE2\x82\xAC and \xC3\xA9",
+      "nul\0inside\0"s,
+      "\0"s,
+      "tab\tnewline\ncr\r percent %s %d %%",
+      "",
+      "\xFF\xFE not UTF-8 at all \x80",
+  };
+  return v;
+}
+
+TEST(SqliteSink, HostileTextRoundTripsByteExact) {
+  TempDir dir;
+  const std::string path = dir.file("audit.db");
+  {
+    auditpipe::Logger<AuditRow> logger(auditpipe::soci_sink::open_sqlite("sqlite://" + path));
+    for (std::size_t i = 0; i < hostile_strings().size(); ++i) {
+      auto r = logger.acquire();
+      ASSERT_TRUE(r);
+      r->message_id = static_cast<std::int64_t>(i);
+      r->sender = hostile_strings()[i];
+      r->payload = hostile_strings()[i];
+      ASSERT_EQ(r.commit(), Status::ok);
+    }
+    ASSERT_TRUE(logger.close().drained);
+  }
+  Db db(path);
+  EXPECT_EQ(db.scalar("SELECT COUNT(*) FROM audit_log"),
+            static_cast<long long>(hostile_strings().size()));
+  for (std::size_t i = 0; i < hostile_strings().size(); ++i) {
+    const std::string expected = hostile_strings()[i].substr(0, 32);
+    EXPECT_EQ(db.text("sender", static_cast<long long>(i)), expected) << "string " << i;
+    EXPECT_EQ(db.text("payload", static_cast<long long>(i)), hostile_strings()[i])
+        << "string " << i;
+  }
+  EXPECT_EQ(db.scalar("SELECT COUNT(*) FROM sqlite_master WHERE name = 'audit_log'"), 1);
+}
+
+TEST(SqliteSink, EveryColumnTypeRoundTrips) {
+  TempDir dir;
+  const std::string path = dir.file("types.db");
+  {
+    auditpipe::Logger<AuditRow> logger(auditpipe::soci_sink::open_sqlite("sqlite://" + path));
+    auto r = logger.acquire();
+    r->at = auditpipe::timestamp{1'700'000'000'123'456};
+    r->message_id = -9'000'000'000'000'000'000;
+    r->status = -2'147'483'647;
+    r->channel = 65535;
+    r->latency_ms = 0.1;
+    r->delivered = true;
+    ASSERT_EQ(r.commit(), Status::ok);
+    logger.close();
+  }
+  Db db(path);
+  EXPECT_EQ(db.scalar("SELECT at FROM audit_log"), 1'700'000'000'123'456);
+  EXPECT_EQ(db.scalar("SELECT message_id FROM audit_log"), -9'000'000'000'000'000'000);
+  EXPECT_EQ(db.scalar("SELECT status FROM audit_log"), -2'147'483'647);
+  EXPECT_EQ(db.scalar("SELECT channel FROM audit_log"), 65535);
+  EXPECT_EQ(db.scalar("SELECT latency_ms = 0.1 FROM audit_log"), 1);
+  EXPECT_EQ(db.scalar("SELECT delivered FROM audit_log"), 1);
+}
+
+TEST(SqliteSink, ARetriedBatchIsNotWrittenTwice) {
+  TempDir dir;
+  const std::string path = dir.file("retry.db");
+  auto sink = auditpipe::soci_sink::open_sqlite("sqlite://" + path);
+  const auto& table = auditpipe::descriptor_of<AuditRow>();
+  sink->open(table);
+  std::vector<AuditRow> rows(100);
+  std::vector<auditpipe::RecordRef> refs;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    rows[i].message_id = static_cast<std::int64_t>(i);
+    refs.push_back(
+        {42, static_cast<std::int64_t>(i), reinterpret_cast<const std::byte*>(&rows[i])});
+  }
+  const auditpipe::Batch batch{table, refs};
+  ASSERT_TRUE(sink->write(batch).ok());
+  ASSERT_TRUE(sink->write(batch).ok());  // as after an ambiguous failure
+  const auditpipe::Batch half{table, std::span(refs).subspan(50)};
+  ASSERT_TRUE(sink->write(half).ok());
+  sink->close();
+  Db db(path);
+  EXPECT_EQ(db.scalar("SELECT COUNT(*) FROM audit_log"), 100);
+  EXPECT_EQ(db.scalar("SELECT COUNT(*) FROM (SELECT DISTINCT source_id, seq FROM audit_log)"), 100);
+}
+
+TEST(SqliteSink, ManyProducersLandExactlyOnce) {
+  TempDir dir;
+  const std::string path = dir.file("many.db");
+  constexpr int producers = 8;
+  constexpr int per_producer = 25000;
+  {
+    auditpipe::Options o;
+    o.capacity = 8192;
+    o.batch_size = 1000;
+    o.max_wait = std::chrono::seconds(30);
+    auditpipe::Logger<AuditRow> logger(auditpipe::soci_sink::open_sqlite("sqlite://" + path), o);
+    std::vector<std::thread> threads;
+    std::atomic<int> failures{0};
+    for (int p = 0; p < producers; ++p) {
+      threads.emplace_back([&, p] {
+        for (int i = 0; i < per_producer; ++i) {
+          auto r = logger.acquire();
+          if (!r) {
+            ++failures;
+            continue;
+          }
+          r->message_id = p * per_producer + i;
+          r->payload = "payload";
+          if (r.commit() != Status::ok) ++failures;
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    const auto report = logger.close();
+    EXPECT_EQ(failures.load(), 0);
+    EXPECT_TRUE(report.drained);
+    EXPECT_EQ(report.stats.written, static_cast<std::uint64_t>(producers * per_producer));
+  }
+  Db db(path);
+  EXPECT_EQ(db.scalar("SELECT COUNT(*) FROM audit_log"), producers * per_producer);
+  EXPECT_EQ(db.scalar("SELECT COUNT(*) FROM (SELECT DISTINCT source_id, seq FROM audit_log)"),
+            producers * per_producer);
+  EXPECT_EQ(db.scalar("SELECT COUNT(DISTINCT message_id) FROM audit_log"),
+            producers * per_producer);
+  // Per source, seq runs 0..n-1 with no gap.
+  EXPECT_EQ(db.scalar("SELECT COUNT(*) FROM (SELECT source_id FROM audit_log GROUP BY source_id "
+                      "HAVING MIN(seq) <> 0 OR MAX(seq) <> COUNT(*) - 1)"),
+            0);
+}
+
+TEST(SqliteSink, PathsWithSpacesAndPercentEncoding) {
+  TempDir dir;
+  const std::string path = dir.file("with space.db");
+  {
+    auditpipe::Logger<AuditRow> logger(
+        auditpipe::soci_sink::open_sqlite("sqlite://" + dir.path().string() + "/with%20space.db"));
+    auto r = logger.acquire();
+    ASSERT_EQ(r.commit(), Status::ok);
+    logger.close();
+  }
+  Db db(path);
+  EXPECT_EQ(db.scalar("SELECT COUNT(*) FROM audit_log"), 1);
+}
+
+TEST(SqliteSink, ClearErrorsAtOpen) {
+  TempDir dir;
+  EXPECT_NE(open_error("sqlite:///nonexistent-dir-for-auditpipe/x.db")
+                .find("cannot open SQLite database"),
+            std::string::npos);
+  EXPECT_NE(open_error("postgres://x/y").find("malformed SQLite URL"), std::string::npos);
+  EXPECT_NE(
+      open_error("sqlite://" + dir.file("a.db") + "?colour=blue").find("unknown option 'colour'"),
+      std::string::npos);
+  EXPECT_NE(
+      open_error("sqlite://" + dir.file("a.db") + "?synchronous=sometimes").find("synchronous"),
+      std::string::npos);
+  EXPECT_NE(open_error("sqlite://").find("no database file path"), std::string::npos);
+  EXPECT_NE(
+      open_error("sqlite://" + dir.file("b.db") + "?create_table=false").find("does not exist"),
+      std::string::npos);
+}
+
+TEST(SqliteSink, AnExistingTableMustHaveTheColumnsAndTheUniqueKey) {
+  TempDir dir;
+  const std::string wrong_columns = dir.file("wrong.db");
+  exec(wrong_columns,
+       "CREATE TABLE audit_log (at INTEGER, message_id INTEGER, source_id INTEGER, seq INTEGER, "
+       "UNIQUE(source_id, seq))");
+  const std::string e1 = open_error("sqlite://" + wrong_columns);
+  EXPECT_NE(e1.find("lacks the columns"), std::string::npos) << e1;
+  EXPECT_NE(e1.find("payload"), std::string::npos) << e1;
+
+  const std::string no_key = dir.file("nokey.db");
+  exec(no_key,
+       "CREATE TABLE audit_log (at INTEGER, message_id INTEGER, status INTEGER, channel INTEGER, "
+       "latency_ms REAL, delivered INTEGER, sender TEXT, receiver TEXT, payload TEXT, "
+       "source_id INTEGER, seq INTEGER)");
+  const std::string e2 = open_error("sqlite://" + no_key);
+  EXPECT_NE(e2.find("no unique key on (source_id, seq)"), std::string::npos) << e2;
+
+  // With the key, an existing table is used as it is.
+  exec(no_key, "CREATE UNIQUE INDEX audit_once ON audit_log (seq, source_id)");
+  EXPECT_EQ(open_error("sqlite://" + no_key), "");
+}
+
+TEST(SqliteSink, AConstraintViolationRefusesOnlyTheBadRecord) {
+  TempDir dir;
+  const std::string path = dir.file("check.db");
+  exec(
+      path,
+      "CREATE TABLE audit_log (at INTEGER, message_id INTEGER, status INTEGER CHECK (status >= 0), "
+      "channel INTEGER, latency_ms REAL, delivered INTEGER, sender TEXT, receiver TEXT, "
+      "payload TEXT, source_id INTEGER, seq INTEGER, UNIQUE (source_id, seq))");
+  {
+    auditpipe::Options o;
+    o.flush_interval = std::chrono::seconds(60);
+    auditpipe::Logger<AuditRow> logger(auditpipe::soci_sink::open_sqlite("sqlite://" + path), o);
+    for (int i = 0; i < 50; ++i) {
+      auto r = logger.acquire();
+      r->message_id = i;
+      r->status = i == 17 ? -1 : 0;
+      ASSERT_EQ(r.commit(), Status::ok);
+    }
+    const auto report = logger.close();
+    EXPECT_EQ(report.stats.rejected_by_sink, 1u);
+    EXPECT_EQ(report.stats.written, 49u);
+  }
+  Db db(path);
+  EXPECT_EQ(db.scalar("SELECT COUNT(*) FROM audit_log"), 49);
+  EXPECT_EQ(db.scalar("SELECT COUNT(*) FROM audit_log WHERE message_id = 17"), 0);
+}
+
+}  // namespace

@@ -1,0 +1,125 @@
+// CollectingSink: a Sink double that remembers every (source_id, seq) it is
+// given, for tests of the pipeline alone. It can be told to fail, to refuse
+// chosen records, or to hold writes until released.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "auditpipe/sink.h"
+
+namespace testing_support {
+
+class CollectingSink : public auditpipe::Sink {
+ public:
+  using Key = std::pair<std::int64_t, std::int64_t>;
+
+  void open(const auditpipe::TableDescriptor& table) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (fail_open_) throw auditpipe::error("test sink: refusing to open");
+    table_ = &table;
+    opened_ = true;
+  }
+
+  auditpipe::WriteResult write(const auditpipe::Batch& batch) noexcept override {
+    std::unique_lock<std::mutex> lock(mutex_);
+    ++attempts_;
+    gate_cv_.wait(lock, [&] { return !held_; });
+    if (transient_failures_ > 0) {
+      --transient_failures_;
+      return auditpipe::WriteResult::transient_error("test sink: induced failure");
+    }
+    if (refuse_) {
+      for (const auto& r : batch.records) {
+        if (refuse_(r)) return auditpipe::WriteResult::rejection("test sink: refused record");
+      }
+    }
+    for (const auto& r : batch.records) {
+      keys_.emplace_back(r.source_id, r.seq);
+      if (keep_bytes_) {
+        rows_.emplace_back(r.data, r.data + batch.table.record_size);
+      }
+    }
+    batch_sizes_.push_back(batch.records.size());
+    written_cv_.notify_all();
+    return auditpipe::WriteResult::success();
+  }
+
+  void close() noexcept override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    closed_ = true;
+  }
+
+  std::string describe() const override { return "test://collecting"; }
+
+  // Setup.
+  void keep_bytes() { keep_bytes_ = true; }
+  void fail_open() { fail_open_ = true; }
+  void fail_next(int n) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    transient_failures_ = n;
+  }
+  void refuse_if(std::function<bool(const auditpipe::RecordRef&)> f) { refuse_ = std::move(f); }
+  void hold() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    held_ = true;
+  }
+  void release() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      held_ = false;
+    }
+    gate_cv_.notify_all();
+  }
+
+  // Results.
+  std::vector<Key> keys() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return keys_;
+  }
+  std::vector<std::vector<std::byte>> rows() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return rows_;
+  }
+  std::vector<std::size_t> batch_sizes() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return batch_sizes_;
+  }
+  std::size_t attempts() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return attempts_;
+  }
+  bool opened() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return opened_;
+  }
+  bool closed() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return closed_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::condition_variable gate_cv_;
+  std::condition_variable written_cv_;
+  const auditpipe::TableDescriptor* table_ = nullptr;
+  bool opened_ = false;
+  bool closed_ = false;
+  bool held_ = false;
+  bool keep_bytes_ = false;
+  bool fail_open_ = false;
+  int transient_failures_ = 0;
+  std::size_t attempts_ = 0;
+  std::function<bool(const auditpipe::RecordRef&)> refuse_;
+  std::vector<Key> keys_;
+  std::vector<std::vector<std::byte>> rows_;
+  std::vector<std::size_t> batch_sizes_;
+};
+
+}  // namespace testing_support

@@ -1,0 +1,83 @@
+#include "auditpipe/fixed_string.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <type_traits>
+
+namespace {
+
+using auditpipe::fixed_string;
+using auditpipe::utf8_prefix_length;
+
+static_assert(std::is_trivially_copyable_v<fixed_string<16>>);
+static_assert(std::is_standard_layout_v<fixed_string<16>>);
+
+TEST(FixedString, FitsWithoutTruncation) {
+  fixed_string<8> s;
+  EXPECT_FALSE(s.assign("abcdefgh"));
+  EXPECT_EQ(s.view(), "abcdefgh");
+  EXPECT_FALSE(s.truncated());
+}
+
+TEST(FixedString, TruncatesAsciiAtCapacity) {
+  fixed_string<4> s;
+  EXPECT_TRUE(s.assign("abcdef"));
+  EXPECT_EQ(s.view(), "abcd");
+  EXPECT_TRUE(s.truncated());
+}
+
+TEST(FixedString, NeverSplitsAMultiByteCharacter) {
+  // "é" is 2 bytes, "€" 3, "😀" 4: each cut must land before the character.
+  const std::string two = "ab\xC3\xA9";          // a b é
+  const std::string three = "a\xE2\x82\xAC";     // a €
+  const std::string four = "a\xF0\x9F\x98\x80";  // a 😀
+  fixed_string<3> s2;
+  EXPECT_TRUE(s2.assign(two));
+  EXPECT_EQ(s2.view(), "ab");
+  fixed_string<3> s3;
+  EXPECT_TRUE(s3.assign(three));
+  EXPECT_EQ(s3.view(), "a");
+  for (std::size_t limit = 1; limit < 5; ++limit) {
+    EXPECT_EQ(utf8_prefix_length(four, limit), 1u) << "limit " << limit;
+  }
+  EXPECT_EQ(utf8_prefix_length(four, 5), 5u);
+}
+
+TEST(FixedString, CutIsAlwaysAValidBoundaryForEveryLimit) {
+  const std::string text = "x\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80y";  // x é € 😀 y
+  for (std::size_t limit = 0; limit <= text.size(); ++limit) {
+    const std::size_t cut = utf8_prefix_length(text, limit);
+    EXPECT_LE(cut, limit);
+    if (cut < text.size()) {
+      EXPECT_NE(static_cast<unsigned char>(text[cut]) & 0xC0u, 0x80u) << "limit " << limit;
+    }
+    // No character that fits is dropped: at most 3 bytes are given up.
+    EXPECT_GE(cut + 3, limit);
+  }
+}
+
+TEST(FixedString, InvalidUtf8IsCutAtTheLimit) {
+  const std::string junk(10, '\x80');  // continuation bytes only
+  EXPECT_EQ(utf8_prefix_length(junk, 6), 6u);
+}
+
+TEST(FixedString, KeepsNulBytesAndReportsLaterFits) {
+  const std::string with_nul("a\0b", 3);
+  fixed_string<8> s;
+  EXPECT_FALSE(s.assign(with_nul));
+  EXPECT_EQ(s.view(), with_nul);
+  s.assign("0123456789");
+  EXPECT_TRUE(s.truncated());
+  s.assign("ok");
+  EXPECT_FALSE(s.truncated());  // the flag describes the last assignment
+}
+
+TEST(FixedString, IsUsableAtCompileTime) {
+  constexpr fixed_string<4> s("abcdef");
+  static_assert(s.view() == "abcd");
+  static_assert(s.truncated());
+  SUCCEED();
+}
+
+}  // namespace

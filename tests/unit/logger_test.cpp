@@ -1,0 +1,364 @@
+// The pipeline alone, against a test sink: exactly-once delivery, draining,
+// the overflow policies, retries and refusals, and the counters.
+#include "auditpipe/logger.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "audit_row.h"
+#include "collecting_sink.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+using auditpipe::Options;
+using auditpipe::Overflow;
+using auditpipe::Status;
+using testing_support::AuditRow;
+using testing_support::CollectingSink;
+using Clock = std::chrono::steady_clock;
+
+Status log_one(auditpipe::Logger<AuditRow>& logger, std::int64_t id) {
+  auto r = logger.acquire();
+  if (!r) return r.status();
+  r->message_id = id;
+  r->sender = "tester";
+  return r.commit();
+}
+
+// Every (source_id, seq) the sink saw, checked to be unique and dense per
+// source; returns the number of records.
+std::size_t expect_exactly_once(const std::vector<CollectingSink::Key>& keys) {
+  std::map<std::int64_t, std::vector<std::int64_t>> by_source;
+  for (const auto& [source, seq] : keys) by_source[source].push_back(seq);
+  for (auto& [source, seqs] : by_source) {
+    std::sort(seqs.begin(), seqs.end());
+    for (std::size_t i = 0; i < seqs.size(); ++i) {
+      EXPECT_EQ(seqs[i], static_cast<std::int64_t>(i)) << "source " << source;
+      if (seqs[i] != static_cast<std::int64_t>(i)) break;
+    }
+  }
+  return keys.size();
+}
+
+TEST(Logger, SixteenProducersTwoWritersDeliverEveryRecordExactlyOnce) {
+  auto sink = std::make_shared<CollectingSink>();
+  Options o;
+  o.capacity = 4096;
+  o.batch_size = 256;
+  o.writers = 2;
+  o.flush_interval = 5ms;
+  o.max_wait = 10s;
+  constexpr int producers = 16;
+  constexpr int per_producer = 20000;
+  auditpipe::Logger<AuditRow> logger(sink, o);
+  std::atomic<int> not_ok{0};
+  std::vector<std::thread> threads;
+  for (int p = 0; p < producers; ++p) {
+    threads.emplace_back([&, p] {
+      for (int i = 0; i < per_producer; ++i) {
+        if (log_one(logger, p * per_producer + i) != Status::ok) ++not_ok;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  const auto report = logger.close();
+  EXPECT_EQ(not_ok.load(), 0);
+  EXPECT_TRUE(report.drained);
+  EXPECT_EQ(report.unwritten, 0u);
+  const auto keys = sink->keys();
+  EXPECT_EQ(expect_exactly_once(keys), static_cast<std::size_t>(producers * per_producer));
+  std::set<CollectingSink::Key> distinct(keys.begin(), keys.end());
+  EXPECT_EQ(distinct.size(), keys.size());
+  EXPECT_EQ(report.stats.committed, static_cast<std::uint64_t>(producers * per_producer));
+  EXPECT_EQ(report.stats.written, report.stats.committed);
+  EXPECT_EQ(report.stats.pool_in_use, 0u);
+  for (std::size_t n : sink->batch_sizes()) EXPECT_LE(n, o.batch_size);
+  EXPECT_TRUE(sink->closed());
+}
+
+TEST(Logger, CloseDrainsPartialBatchesWithoutWaitingForTheInterval) {
+  auto sink = std::make_shared<CollectingSink>();
+  Options o;
+  o.capacity = 64;
+  o.batch_size = 64;
+  o.flush_interval = 60s;
+  auditpipe::Logger<AuditRow> logger(sink, o);
+  for (int i = 0; i < 10; ++i) ASSERT_EQ(log_one(logger, i), Status::ok);
+  const auto report = logger.close(30s);
+  EXPECT_TRUE(report.drained);
+  EXPECT_EQ(sink->keys().size(), 10u);
+  EXPECT_EQ(log_one(logger, 11), Status::closed);
+  const auto again = logger.close();  // a second close is harmless
+  EXPECT_EQ(again.stats.written, 10u);
+}
+
+TEST(Logger, FlushWritesWhatWasCommittedBeforeIt) {
+  auto sink = std::make_shared<CollectingSink>();
+  Options o;
+  o.capacity = 64;
+  o.batch_size = 64;
+  o.flush_interval = 60s;
+  auditpipe::Logger<AuditRow> logger(sink, o);
+  for (int i = 0; i < 5; ++i) ASSERT_EQ(log_one(logger, i), Status::ok);
+  EXPECT_TRUE(logger.flush(30s));
+  EXPECT_EQ(sink->keys().size(), 5u);
+}
+
+TEST(Logger, FlushReportsFailureAtItsDeadline) {
+  auto sink = std::make_shared<CollectingSink>();
+  sink->hold();
+  Options o;
+  o.capacity = 64;
+  o.batch_size = 8;
+  auditpipe::Logger<AuditRow> logger(sink, o);
+  ASSERT_EQ(log_one(logger, 1), Status::ok);
+  EXPECT_FALSE(logger.flush(100ms));
+  sink->release();
+  EXPECT_TRUE(logger.flush(30s));
+  EXPECT_EQ(sink->keys().size(), 1u);
+}
+
+TEST(Logger, BlockPolicyNeverWaitsLongerThanMaxWait) {
+  auto sink = std::make_shared<CollectingSink>();
+  sink->hold();  // the database is stalled: nothing gets freed
+  Options o;
+  o.capacity = 16;
+  o.batch_size = 4;
+  o.max_wait = 100ms;
+  o.overflow = Overflow::block;
+  auditpipe::Logger<AuditRow> logger(sink, o);
+  constexpr int threads = 8;
+  constexpr int attempts = 6;
+  std::vector<std::thread> workers;
+  std::atomic<int> timed_out{0}, ok{0};
+  std::atomic<long long> longest_ns{0};
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&] {
+      for (int i = 0; i < attempts; ++i) {
+        const auto t0 = Clock::now();
+        const Status s = log_one(logger, i);
+        const long long ns =
+            std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
+        long long seen = longest_ns.load();
+        while (ns > seen && !longest_ns.compare_exchange_weak(seen, ns)) {
+        }
+        (s == Status::ok ? ok : timed_out)++;
+      }
+    });
+  }
+  for (auto& w : workers) w.join();
+  // Generous slack for a loaded machine; without the bound this would be
+  // the length of the stall (forever, here).
+  EXPECT_LT(longest_ns.load(), std::chrono::nanoseconds(2s).count());
+  EXPECT_EQ(ok.load(), 16);
+  EXPECT_EQ(timed_out.load(), threads * attempts - 16);
+  const auto stats = logger.stats();
+  EXPECT_EQ(stats.timed_out, static_cast<std::uint64_t>(timed_out.load()));
+  EXPECT_GE(stats.blocked, stats.timed_out);
+  EXPECT_GE(stats.producer_wait_ns.max,
+            static_cast<std::uint64_t>(std::chrono::nanoseconds(o.max_wait).count()));
+  sink->release();
+  const auto report = logger.close();
+  EXPECT_EQ(report.stats.written, 16u);
+}
+
+TEST(Logger, DropPolicyCountsEveryDrop) {
+  auto sink = std::make_shared<CollectingSink>();
+  sink->hold();
+  Options o;
+  o.capacity = 8;
+  o.batch_size = 8;
+  o.overflow = Overflow::drop;
+  auditpipe::Logger<AuditRow> logger(sink, o);
+  int ok = 0, dropped = 0;
+  for (int i = 0; i < 100; ++i) {
+    const Status s = log_one(logger, i);
+    if (s == Status::ok) ++ok;
+    if (s == Status::dropped) ++dropped;
+  }
+  EXPECT_EQ(ok, 8);
+  EXPECT_EQ(dropped, 92);
+  EXPECT_EQ(logger.stats().dropped, 92u);
+  sink->release();
+  const auto report = logger.close();
+  EXPECT_EQ(report.stats.written, 8u);
+  EXPECT_EQ(report.stats.written + report.stats.dropped, 100u);
+}
+
+TEST(Logger, FailPolicyTellsTheCaller) {
+  auto sink = std::make_shared<CollectingSink>();
+  sink->hold();
+  Options o;
+  o.capacity = 2;
+  o.batch_size = 2;
+  o.overflow = Overflow::fail;
+  auditpipe::Logger<AuditRow> logger(sink, o);
+  EXPECT_EQ(log_one(logger, 1), Status::ok);
+  EXPECT_EQ(log_one(logger, 2), Status::ok);
+  auto r = logger.acquire();
+  EXPECT_FALSE(r);
+  EXPECT_EQ(r.status(), Status::pool_exhausted);
+  EXPECT_EQ(logger.stats().pool_exhausted, 1u);
+  sink->release();
+}
+
+TEST(Logger, TransientFailuresAreRetriedWithoutDuplicates) {
+  auto sink = std::make_shared<CollectingSink>();
+  sink->fail_next(3);
+  Options o;
+  o.capacity = 256;
+  o.batch_size = 50;
+  o.retry_backoff_initial = 1ms;
+  o.retry_backoff_max = 4ms;
+  auditpipe::Logger<AuditRow> logger(sink, o);
+  for (int i = 0; i < 100; ++i) ASSERT_EQ(log_one(logger, i), Status::ok);
+  const auto report = logger.close();
+  EXPECT_TRUE(report.drained);
+  EXPECT_EQ(expect_exactly_once(sink->keys()), 100u);
+  EXPECT_EQ(report.stats.write_failures, 3u);
+  EXPECT_EQ(report.stats.retries, 3u);
+}
+
+TEST(Logger, ARefusedRecordIsIsolatedAndTheRestWritten) {
+  auto sink = std::make_shared<CollectingSink>();
+  sink->refuse_if([](const auditpipe::RecordRef& r) { return r.seq == 37; });
+  Options o;
+  o.capacity = 256;
+  o.batch_size = 100;
+  o.flush_interval = 60s;
+  auditpipe::Logger<AuditRow> logger(sink, o);
+  for (int i = 0; i < 100; ++i) ASSERT_EQ(log_one(logger, i), Status::ok);
+  const auto report = logger.close();
+  const auto keys = sink->keys();
+  EXPECT_EQ(keys.size(), 99u);
+  EXPECT_TRUE(std::none_of(keys.begin(), keys.end(), [](const auto& k) { return k.second == 37; }));
+  EXPECT_EQ(report.stats.rejected_by_sink, 1u);
+  EXPECT_EQ(report.stats.written, 99u);
+  EXPECT_EQ(report.unwritten, 0u);
+}
+
+TEST(Logger, CloseGivesUpAtItsDeadlineAndCountsWhatIsLeft) {
+  auto sink = std::make_shared<CollectingSink>();
+  sink->fail_next(1'000'000);  // the database never comes back
+  Options o;
+  o.capacity = 64;
+  o.batch_size = 8;
+  o.retry_backoff_initial = 1ms;
+  o.retry_backoff_max = 10ms;
+  auditpipe::Logger<AuditRow> logger(sink, o);
+  for (int i = 0; i < 20; ++i) ASSERT_EQ(log_one(logger, i), Status::ok);
+  const auto t0 = Clock::now();
+  const auto report = logger.close(200ms);
+  EXPECT_LT(Clock::now() - t0, 10s);
+  EXPECT_FALSE(report.drained);
+  EXPECT_EQ(report.unwritten, 20u);
+  EXPECT_EQ(report.stats.unwritten, 20u);
+  EXPECT_EQ(report.stats.written, 0u);
+}
+
+TEST(Logger, AnUncommittedHandleGivesItsSlotBack) {
+  auto sink = std::make_shared<CollectingSink>();
+  Options o;
+  o.capacity = 1;
+  o.batch_size = 1;
+  o.overflow = Overflow::fail;
+  auditpipe::Logger<AuditRow> logger(sink, o);
+  {
+    auto r = logger.acquire();
+    ASSERT_TRUE(r);
+    r->message_id = 5;
+  }
+  auto r = logger.acquire();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->message_id, 0);  // reset, not the abandoned contents
+  EXPECT_EQ(r.commit(), Status::ok);
+  EXPECT_EQ(r.commit(), Status::empty_handle);
+  logger.close();
+  EXPECT_EQ(logger.stats().abandoned, 1u);
+  EXPECT_EQ(sink->keys().size(), 1u);
+}
+
+TEST(Logger, CountsTruncatedFields) {
+  auto sink = std::make_shared<CollectingSink>();
+  auditpipe::Logger<AuditRow> logger(sink);
+  auto r = logger.acquire();
+  r->sender = std::string(100, 's');  // 32-byte column
+  r->payload = "fits";
+  ASSERT_EQ(r.commit(), Status::ok);
+  const auto report = logger.close();
+  EXPECT_EQ(report.stats.truncated_fields, 1u);
+}
+
+TEST(Logger, InvalidOptionsAreRefusedWithAReason) {
+  Options o;
+  o.capacity = 10;
+  o.batch_size = 20;
+  try {
+    auditpipe::Logger<AuditRow> logger(std::make_shared<CollectingSink>(), o);
+    FAIL() << "expected auditpipe::error";
+  } catch (const auditpipe::error& e) {
+    EXPECT_NE(std::string(e.what()).find("batch_size"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(auditpipe::Logger<AuditRow>(nullptr), auditpipe::error);
+}
+
+TEST(Logger, ASinkThatCannotOpenFailsConstruction) {
+  auto sink = std::make_shared<CollectingSink>();
+  sink->fail_open();
+  EXPECT_THROW(auditpipe::Logger<AuditRow>{sink}, auditpipe::error);
+}
+
+TEST(Logger, ThreadsThatComeAndGoReuseSources) {
+  auto sink = std::make_shared<CollectingSink>();
+  auditpipe::Logger<AuditRow> logger(sink);
+  for (int t = 0; t < 50; ++t) {
+    std::thread([&] {
+      for (int i = 0; i < 10; ++i) ASSERT_EQ(log_one(logger, i), Status::ok);
+    }).join();
+  }
+  logger.close();
+  const auto keys = sink->keys();
+  EXPECT_EQ(expect_exactly_once(keys), 500u);
+  std::set<std::int64_t> sources;
+  for (const auto& k : keys) sources.insert(k.first);
+  EXPECT_EQ(sources.size(), 1u);  // one thread at a time: one source, continued
+}
+
+TEST(Logger, ExplicitSourceIdBase) {
+  auto sink = std::make_shared<CollectingSink>();
+  Options o;
+  o.source_id_base = 7000;
+  auditpipe::Logger<AuditRow> logger(sink, o);
+  ASSERT_EQ(log_one(logger, 1), Status::ok);
+  logger.close();
+  ASSERT_EQ(sink->keys().size(), 1u);
+  EXPECT_EQ(sink->keys()[0].first, 7000);
+}
+
+TEST(Logger, StatsDescribeTheBatches) {
+  auto sink = std::make_shared<CollectingSink>();
+  Options o;
+  o.capacity = 1024;
+  o.batch_size = 100;
+  o.flush_interval = 60s;
+  auditpipe::Logger<AuditRow> logger(sink, o);
+  for (int i = 0; i < 1000; ++i) ASSERT_EQ(log_one(logger, i), Status::ok);
+  const auto report = logger.close();
+  std::uint64_t total = 0;
+  for (std::size_t n : sink->batch_sizes()) total += n;
+  EXPECT_EQ(total, 1000u);
+  EXPECT_EQ(report.stats.batches, sink->batch_sizes().size());
+  EXPECT_EQ(report.stats.batch_size.count, report.stats.batches);
+  EXPECT_EQ(report.stats.batch_size.sum, 1000u);
+  EXPECT_LE(report.stats.batch_size.max, 100u);
+}
+
+}  // namespace

@@ -1,0 +1,99 @@
+#include "auditpipe/mapping.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+
+#include "audit_row.h"
+
+namespace app {
+
+enum class Outcome : std::int32_t { delivered = 3, bounced = 9 };
+
+// A caller's own message type: std::string fields, an enum, a time point.
+struct SubMessage {
+  std::int64_t id = 0;
+  std::string from;
+  std::string to;
+  Outcome outcome = Outcome::delivered;
+  std::uint16_t channel = 0;
+  double latency_ms = 0;
+  bool ok = false;
+  std::string body;
+  std::chrono::system_clock::time_point sent_at;
+};
+
+constexpr auto map_fields(auditpipe::type_tag<SubMessage>,
+                          auditpipe::type_tag<testing_support::AuditRow>) {
+  using testing_support::AuditRow;
+  return auditpipe::mapping(auditpipe::field(&SubMessage::sent_at, &AuditRow::at),
+                            auditpipe::field(&SubMessage::id, &AuditRow::message_id),
+                            auditpipe::field(&SubMessage::outcome, &AuditRow::status),
+                            auditpipe::field(&SubMessage::channel, &AuditRow::channel),
+                            auditpipe::field(&SubMessage::latency_ms, &AuditRow::latency_ms),
+                            auditpipe::field(&SubMessage::ok, &AuditRow::delivered),
+                            auditpipe::field(&SubMessage::from, &AuditRow::sender),
+                            auditpipe::field(&SubMessage::to, &AuditRow::receiver),
+                            auditpipe::field(&SubMessage::body, &AuditRow::payload));
+}
+
+}  // namespace app
+
+namespace {
+
+using testing_support::AuditRow;
+
+TEST(Mapping, CopiesEveryField) {
+  app::SubMessage m;
+  m.id = 123456789012;
+  m.from = "alice@example.org";
+  m.to = "bob@example.org";
+  m.outcome = app::Outcome::bounced;
+  m.channel = 4;
+  m.latency_ms = 12.75;
+  m.ok = true;
+  m.body = std::string(200, 'x');  // longer than the 128-byte column
+  m.sent_at =
+      std::chrono::system_clock::time_point{std::chrono::microseconds{1'700'000'000'000'001}};
+
+  AuditRow row;
+  auditpipe::mapping_of<app::SubMessage, AuditRow>.apply(m, row);
+  EXPECT_EQ(row.at.micros, 1'700'000'000'000'001);
+  EXPECT_EQ(row.message_id, 123456789012);
+  EXPECT_EQ(row.status, 9);
+  EXPECT_EQ(row.channel, 4);
+  EXPECT_EQ(row.latency_ms, 12.75);
+  EXPECT_TRUE(row.delivered);
+  EXPECT_EQ(row.sender.view(), "alice@example.org");
+  EXPECT_EQ(row.receiver.view(), "bob@example.org");
+  EXPECT_EQ(row.payload.view(), std::string(128, 'x'));
+  EXPECT_TRUE(row.payload.truncated());
+  EXPECT_FALSE(row.sender.truncated());
+}
+
+TEST(Mapping, ComputedAndStampedFields) {
+  struct Event {
+    int code;
+  };
+  const auto before = auditpipe::timestamp::now();
+  constexpr auto map = auditpipe::mapping(
+      auditpipe::compute(&AuditRow::status, [](const Event& e) { return e.code * 2; }),
+      auditpipe::compute(&AuditRow::sender,
+                         [](const Event& e) { return e.code > 0 ? "positive" : "other"; }),
+      auditpipe::stamp_now(&AuditRow::at));
+  AuditRow row;
+  map.apply(Event{21}, row);
+  EXPECT_EQ(row.status, 42);
+  EXPECT_EQ(row.sender.view(), "positive");
+  EXPECT_GE(row.at, before);
+  EXPECT_LE(row.at, auditpipe::timestamp::now());
+}
+
+TEST(Mapping, IsDeclaredForTheMessageType) {
+  static_assert(auditpipe::mapped<app::SubMessage, AuditRow>);
+  static_assert(!auditpipe::mapped<int, AuditRow>);
+  SUCCEED();
+}
+
+}  // namespace

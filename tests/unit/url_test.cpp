@@ -1,0 +1,89 @@
+#include "auditpipe/url.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "auditpipe/status.h"
+
+namespace {
+
+using auditpipe::parse_url;
+
+std::string error_of(const std::string& url) {
+  try {
+    parse_url(url);
+  } catch (const auditpipe::error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Url, ParsesEveryPart) {
+  const auto u = parse_url(
+      "MySQL://au%40dit:p%3Ass@db1:3306,[::1]:3307,db3/audit%20db?charset=utf8mb4&tls=required");
+  EXPECT_EQ(u.scheme, "mysql");
+  EXPECT_EQ(u.user, "au@dit");
+  ASSERT_TRUE(u.password);
+  EXPECT_EQ(*u.password, "p:ss");
+  ASSERT_EQ(u.hosts.size(), 3u);
+  EXPECT_EQ(u.hosts[0].host, "db1");
+  EXPECT_EQ(*u.hosts[0].port, 3306);
+  EXPECT_EQ(u.hosts[1].host, "::1");
+  EXPECT_EQ(*u.hosts[1].port, 3307);
+  EXPECT_EQ(u.hosts[2].host, "db3");
+  EXPECT_FALSE(u.hosts[2].port);
+  EXPECT_EQ(u.path, "audit db");
+  EXPECT_EQ(u.option("charset"), "utf8mb4");
+  EXPECT_EQ(u.option("tls"), "required");
+  EXPECT_FALSE(u.option("missing"));
+}
+
+TEST(Url, SocketPathAsPercentEncodedHost) {
+  const auto u = parse_url("mysql://root@%2Frun%2Fmysqld%2Fmysqld.sock/audit");
+  ASSERT_EQ(u.hosts.size(), 1u);
+  EXPECT_EQ(u.hosts[0].host, "/run/mysqld/mysqld.sock");
+  EXPECT_FALSE(u.password);
+}
+
+TEST(Url, AnUnescapedAtInThePasswordStillParses) {
+  const auto u = parse_url("mysql://user:p@ss@host/db");
+  EXPECT_EQ(*u.password, "p@ss");
+  EXPECT_EQ(u.hosts[0].host, "host");
+}
+
+TEST(Url, MalformedUrlsNameTheProblemAndHideThePassword) {
+  EXPECT_NE(error_of("no-scheme").find("no scheme"), std::string::npos);
+  EXPECT_NE(error_of("mysql:/host/db").find("'//'"), std::string::npos);
+  EXPECT_NE(error_of("mysql://u:secret@host:99999/db").find("port '99999'"), std::string::npos);
+  EXPECT_NE(error_of("mysql://u:secret@host:x/db").find("port 'x'"), std::string::npos);
+  EXPECT_NE(error_of("mysql://u:secret@h1,,h2/db").find("empty entry"), std::string::npos);
+  EXPECT_NE(error_of("mysql://u:secret@host/db?%zz=1").find("percent-escape"), std::string::npos);
+  EXPECT_NE(error_of("mysql://u:secret@[::1/db").find("'['"), std::string::npos);
+  for (const char* bad : {"mysql://u:secret@host:99999/db", "mysql://u:secret@host/db?%zz=1",
+                          "mysql://u:secret@h1,,h2/db"}) {
+    const std::string message = error_of(bad);
+    EXPECT_FALSE(message.empty()) << bad;
+    EXPECT_EQ(message.find("secret"), std::string::npos) << message;
+    EXPECT_NE(message.find("***"), std::string::npos) << message;
+  }
+}
+
+TEST(Url, RedactedNeverShowsThePassword) {
+  const auto u = parse_url("postgresql://app:hunter2@localhost:5432/audit?sslmode=require");
+  EXPECT_EQ(u.redacted(), "postgresql://app:***@localhost:5432/audit?sslmode=require");
+}
+
+TEST(Url, UnknownOptionsAreRefusedByName) {
+  const auto u = parse_url("mysql://u:secret@h/db?charset=utf8mb4&colour=blue");
+  try {
+    auditpipe::require_known_options(u, {"charset", "tls"});
+    FAIL() << "expected auditpipe::error";
+  } catch (const auditpipe::error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("'colour'"), std::string::npos) << m;
+    EXPECT_EQ(m.find("secret"), std::string::npos) << m;
+  }
+}
+
+}  // namespace
