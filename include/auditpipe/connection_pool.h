@@ -1,0 +1,187 @@
+// ConnectionPool: database connections kept open and lent out, with
+// HikariCP's semantics and names.
+//
+// What the pool exists to prevent (the incidents in docs/DESIGN.md):
+// connections destroyed and re-created under load because the idle cap was
+// below the active cap, every connect serialized behind one factory lock,
+// and borrowers that wait forever when the database slows down. So:
+//   - min_idle defaults to max_size: the pool keeps what it made;
+//   - connections are opened by opener threads, outside the pool's lock and
+//     several at once; a borrower waits for whichever connection frees up
+//     or opens first, never behind a particular connect;
+//   - every wait is bounded by connection_timeout;
+//   - a connection is validated (a cheap ping) only when it sat idle longer
+//     than validation_threshold, not on every lease;
+//   - idle connections above min_idle are closed after idle_timeout, every
+//     connection is retired after max_lifetime (while idle), idle ones are
+//     pinged every keepalive_interval, and a lease held longer than
+//     leak_detection_threshold is reported with the place it was taken.
+//
+// The pool is generic: it holds PooledConnection objects made by a factory
+// the sink supplies; the MySQL sink's connections are one kind.
+//
+// Thread safety: acquire() from any thread; a Lease belongs to one thread.
+// Every Lease must be gone before the pool is destroyed.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <source_location>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "auditpipe/histogram.h"
+
+namespace auditpipe {
+
+// A connection the pool can manage.
+class PooledConnection {
+ public:
+  virtual ~PooledConnection() = default;
+  // A cheap liveness check (a protocol ping, not a query). False: the pool
+  // closes the connection and opens another.
+  virtual bool ping() noexcept = 0;
+};
+
+struct ConnectionPoolOptions {
+  std::string name = "pool";  // in messages
+  std::size_t max_size = 4;
+  std::optional<std::size_t> min_idle;  // unset: max_size
+  std::chrono::milliseconds connection_timeout{30000};
+  std::chrono::milliseconds idle_timeout{600000};        // 0: never
+  std::chrono::milliseconds max_lifetime{1800000};       // 0: unlimited
+  std::chrono::milliseconds keepalive_interval{120000};  // 0: off
+  std::chrono::milliseconds validation_threshold{500};
+  std::chrono::milliseconds leak_detection_threshold{0};  // 0: off
+  // Connects in flight at once. 0: min(max_size, 4).
+  unsigned opener_threads = 0;
+};
+
+struct ConnectionPoolStats {
+  std::size_t active = 0;   // lent out
+  std::size_t idle = 0;     // open, waiting to be lent
+  std::size_t waiting = 0;  // borrowers waiting for a connection
+  std::size_t opening = 0;  // connects in flight
+  std::uint64_t created = 0;
+  std::uint64_t closed = 0;
+  std::uint64_t timeouts = 0;          // acquire() calls that gave up
+  std::uint64_t connect_failures = 0;  // factory calls that threw
+  std::uint64_t validations = 0;       // pings on lease
+  std::uint64_t leaks_reported = 0;
+  HistogramSnapshot wait_ns;  // time in acquire()
+  std::string last_connect_error;
+};
+
+class ConnectionPool {
+ public:
+  using clock = std::chrono::steady_clock;
+  // Opens one connection; throws (any std::exception) with a message that
+  // names the problem. Called from several opener threads at once.
+  using Factory = std::function<std::unique_ptr<PooledConnection>()>;
+
+ private:
+  struct Entry;
+
+ public:
+  // A lent connection; gives it back when destroyed.
+  class Lease {
+   public:
+    Lease() = default;
+    Lease(Lease&& other) noexcept;
+    Lease& operator=(Lease&& other) noexcept;
+    ~Lease();
+
+    explicit operator bool() const noexcept { return entry_ != nullptr; }
+    PooledConnection& operator*() const noexcept;
+    PooledConnection* operator->() const noexcept;
+    template <class C>
+    C& as() const noexcept {
+      return static_cast<C&>(**this);
+    }
+    // The connection is broken (or in an unknown state): close it instead
+    // of lending it again.
+    void invalidate() noexcept { invalid_ = true; }
+
+   private:
+    friend class ConnectionPool;
+    Lease(ConnectionPool* pool, std::unique_ptr<Entry> entry) noexcept;
+    void give_back() noexcept;
+
+    ConnectionPool* pool_ = nullptr;
+    std::unique_ptr<Entry> entry_;
+    bool invalid_ = false;
+  };
+
+  // Starts the opener and housekeeping threads, which open connections up
+  // to min_idle in the background. Throws auditpipe::error for bad options.
+  ConnectionPool(Factory factory, ConnectionPoolOptions options);
+  ~ConnectionPool();
+  ConnectionPool(const ConnectionPool&) = delete;
+  ConnectionPool& operator=(const ConnectionPool&) = delete;
+
+  // A connection, waiting at most connection_timeout. Throws
+  // auditpipe::error on timeout, naming the pool, how long it waited and
+  // the last connect error.
+  Lease acquire(std::source_location where = std::source_location::current());
+
+  // Opens one connection on the calling thread and adds it to the pool;
+  // rethrows the factory's error. Lets a sink fail at start, with the
+  // database's own message, instead of at its first write.
+  void open_one();
+
+  ConnectionPoolStats stats() const;
+  const ConnectionPoolOptions& options() const noexcept { return options_; }
+
+ private:
+  struct Entry {
+    std::unique_ptr<PooledConnection> connection;
+    clock::time_point created;
+    clock::time_point retire_at;  // created + max_lifetime (minus jitter)
+    clock::time_point last_used;
+    clock::time_point leased_at;
+    std::source_location leased_where;
+    bool leak_reported = false;
+  };
+
+  std::unique_ptr<Entry> make_entry(std::unique_ptr<PooledConnection> connection);
+  // Connections wanted open now: min_idle, or more while borrowers wait.
+  std::size_t wanted_locked() const noexcept;
+  void opener_loop();
+  void housekeeper_loop();
+  void give_back(std::unique_ptr<Entry> entry, bool invalid) noexcept;
+  void close_entries(std::vector<std::unique_ptr<Entry>> entries) noexcept;
+  void forget_locked(const Entry* entry) noexcept;
+
+  const Factory factory_;
+  const ConnectionPoolOptions options_;
+  const std::size_t min_idle_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable available_cv_;  // borrowers: a connection was added or returned
+  std::condition_variable work_cv_;       // openers and housekeeper: something changed
+  bool closing_ = false;
+  std::deque<std::unique_ptr<Entry>> idle_;  // most recently returned at the back
+  std::vector<Entry*> leased_;               // for leak detection
+  std::size_t total_ = 0;                    // idle + leased + opening
+  std::size_t opening_ = 0;
+  std::size_t waiting_ = 0;
+  clock::time_point next_connect_ = {};  // backoff after a failed connect
+  std::chrono::milliseconds connect_backoff_{0};
+  std::uint64_t created_ = 0, closed_ = 0, timeouts_ = 0, connect_failures_ = 0, validations_ = 0,
+                leaks_reported_ = 0;
+  std::string last_connect_error_;
+  Histogram wait_ns_;
+
+  std::vector<std::thread> openers_;
+  std::thread housekeeper_;
+};
+
+}  // namespace auditpipe

@@ -1,0 +1,390 @@
+#include "auditpipe/connection_pool.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <random>
+#include <string>
+
+#include "auditpipe/diagnostics.h"
+#include "auditpipe/status.h"
+
+namespace auditpipe {
+
+namespace {
+
+using std::chrono::milliseconds;
+
+long long ms(ConnectionPool::clock::duration d) {
+  return std::chrono::duration_cast<milliseconds>(d).count();
+}
+
+// How often the housekeeper looks: often enough for the shortest of the
+// timeouts it enforces, at most once a second.
+milliseconds housekeeping_period(const ConnectionPoolOptions& o) {
+  milliseconds period{1000};
+  for (milliseconds t :
+       {o.idle_timeout, o.max_lifetime, o.keepalive_interval, o.leak_detection_threshold}) {
+    if (t.count() > 0) period = std::min(period, t / 4);
+  }
+  return std::max(period, milliseconds{10});
+}
+
+}  // namespace
+
+// Lease -------------------------------------------------------------------
+
+ConnectionPool::Lease::Lease(ConnectionPool* pool, std::unique_ptr<Entry> entry) noexcept
+    : pool_(pool), entry_(std::move(entry)) {}
+
+ConnectionPool::Lease::Lease(Lease&& other) noexcept
+    : pool_(other.pool_), entry_(std::move(other.entry_)), invalid_(other.invalid_) {}
+
+ConnectionPool::Lease& ConnectionPool::Lease::operator=(Lease&& other) noexcept {
+  if (this != &other) {
+    give_back();
+    pool_ = other.pool_;
+    entry_ = std::move(other.entry_);
+    invalid_ = other.invalid_;
+  }
+  return *this;
+}
+
+ConnectionPool::Lease::~Lease() {
+  give_back();
+}
+
+PooledConnection& ConnectionPool::Lease::operator*() const noexcept {
+  return *entry_->connection;
+}
+PooledConnection* ConnectionPool::Lease::operator->() const noexcept {
+  return entry_->connection.get();
+}
+
+void ConnectionPool::Lease::give_back() noexcept {
+  if (entry_) pool_->give_back(std::move(entry_), invalid_);
+  invalid_ = false;
+}
+
+// Pool --------------------------------------------------------------------
+
+ConnectionPool::ConnectionPool(Factory factory, ConnectionPoolOptions options)
+    : factory_(std::move(factory)),
+      options_(std::move(options)),
+      min_idle_(std::min(options_.min_idle.value_or(options_.max_size), options_.max_size)) {
+  if (!factory_) throw error("auditpipe: connection pool '" + options_.name + "' has no factory");
+  if (options_.max_size == 0) {
+    throw error("auditpipe: connection pool '" + options_.name + "': max_size must be at least 1");
+  }
+  if (options_.connection_timeout.count() <= 0) {
+    throw error("auditpipe: connection pool '" + options_.name +
+                "': connection_timeout must be positive (a wait without a bound is how a slow "
+                "database stalls every thread)");
+  }
+  const unsigned openers = options_.opener_threads != 0
+                               ? options_.opener_threads
+                               : static_cast<unsigned>(std::min<std::size_t>(options_.max_size, 4));
+  for (unsigned i = 0; i < openers; ++i) openers_.emplace_back([this] { opener_loop(); });
+  housekeeper_ = std::thread([this] { housekeeper_loop(); });
+}
+
+ConnectionPool::~ConnectionPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    closing_ = true;
+  }
+  work_cv_.notify_all();
+  available_cv_.notify_all();
+  for (auto& t : openers_) t.join();
+  housekeeper_.join();
+  std::vector<std::unique_ptr<Entry>> rest;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& e : idle_) rest.push_back(std::move(e));
+    idle_.clear();
+  }
+  close_entries(std::move(rest));
+}
+
+std::unique_ptr<ConnectionPool::Entry> ConnectionPool::make_entry(
+    std::unique_ptr<PooledConnection> connection) {
+  auto e = std::make_unique<Entry>();
+  e->connection = std::move(connection);
+  e->created = clock::now();
+  e->last_used = e->created;
+  if (options_.max_lifetime.count() > 0) {
+    // Up to 2.5% earlier, so connections opened together do not all retire
+    // together.
+    thread_local std::minstd_rand rng{std::random_device{}()};
+    const auto lifetime = std::chrono::duration_cast<clock::duration>(options_.max_lifetime);
+    std::uniform_int_distribution<clock::rep> jitter(0, lifetime.count() / 40);
+    e->retire_at = e->created + lifetime - clock::duration(jitter(rng));
+  } else {
+    e->retire_at = clock::time_point::max();
+  }
+  return e;
+}
+
+std::size_t ConnectionPool::wanted_locked() const noexcept {
+  return std::min(options_.max_size, std::max(min_idle_, leased_.size() + waiting_));
+}
+
+ConnectionPool::Lease ConnectionPool::acquire(std::source_location where) {
+  const auto t0 = clock::now();
+  const auto deadline = t0 + options_.connection_timeout;
+  std::unique_lock<std::mutex> lock(mutex_);
+  ++waiting_;
+  work_cv_.notify_all();  // openers: demand may have grown
+  while (true) {
+    if (closing_) {
+      --waiting_;
+      throw error("auditpipe: connection pool '" + options_.name + "' is closed");
+    }
+    if (!idle_.empty()) {
+      std::unique_ptr<Entry> entry = std::move(idle_.back());
+      idle_.pop_back();
+      --waiting_;
+      const auto now = clock::now();
+      entry->leased_at = now;
+      entry->leased_where = where;
+      entry->leak_reported = false;
+      leased_.push_back(entry.get());
+      const bool validate = now - entry->last_used > options_.validation_threshold;
+      if (validate) ++validations_;
+      lock.unlock();
+      if (validate && !entry->connection->ping()) {
+        give_back(std::move(entry), true);
+        lock.lock();
+        ++waiting_;
+        continue;
+      }
+      wait_ns_.record(static_cast<std::uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t0).count()));
+      return Lease(this, std::move(entry));
+    }
+    if (available_cv_.wait_until(lock, deadline) == std::cv_status::timeout && idle_.empty()) {
+      --waiting_;
+      ++timeouts_;
+      std::string message = "auditpipe: timed out after " + std::to_string(ms(clock::now() - t0)) +
+                            " ms waiting for a connection from pool '" + options_.name + "' (" +
+                            std::to_string(leased_.size()) + " in use, " +
+                            std::to_string(opening_) + " opening, max_size " +
+                            std::to_string(options_.max_size) + ")";
+      if (!last_connect_error_.empty()) message += "; last connect error: " + last_connect_error_;
+      lock.unlock();
+      wait_ns_.record(static_cast<std::uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t0).count()));
+      throw error(message);
+    }
+  }
+}
+
+void ConnectionPool::open_one() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (total_ >= options_.max_size) return;
+    ++total_;
+    ++opening_;
+  }
+  std::unique_ptr<PooledConnection> connection;
+  try {
+    connection = factory_();
+    if (!connection) throw error("the connection factory returned no connection");
+  } catch (const std::exception& e) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    --total_;
+    --opening_;
+    ++connect_failures_;
+    last_connect_error_ = e.what();
+    throw;
+  }
+  auto entry = make_entry(std::move(connection));
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    --opening_;
+    ++created_;
+    idle_.push_back(std::move(entry));
+  }
+  available_cv_.notify_one();
+}
+
+void ConnectionPool::opener_loop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!closing_) {
+    const auto now = clock::now();
+    if (total_ < wanted_locked() && now >= next_connect_) {
+      ++total_;
+      ++opening_;
+      lock.unlock();
+      // The connect happens here, with no lock held: borrowers keep being
+      // served from returned connections, and other openers connect too.
+      std::unique_ptr<PooledConnection> connection;
+      std::string failure;
+      try {
+        connection = factory_();
+        if (!connection) failure = "the connection factory returned no connection";
+      } catch (const std::exception& e) {
+        failure = e.what();
+      } catch (...) {
+        failure = "unknown error";
+      }
+      std::unique_ptr<Entry> entry = connection ? make_entry(std::move(connection)) : nullptr;
+      std::vector<std::unique_ptr<Entry>> discard;
+      lock.lock();
+      --opening_;
+      if (entry && !closing_) {
+        ++created_;
+        connect_backoff_ = milliseconds{0};
+        idle_.push_back(std::move(entry));
+        available_cv_.notify_one();
+      } else if (entry) {
+        --total_;
+        discard.push_back(std::move(entry));
+      } else {
+        --total_;
+        ++connect_failures_;
+        last_connect_error_ = failure;
+        // Back off so a database that is down is not hammered (a few
+        // openers retrying in a tight loop would be).
+        connect_backoff_ = std::clamp(connect_backoff_ * 2, milliseconds{100}, milliseconds{5000});
+        next_connect_ = clock::now() + connect_backoff_;
+        diagnostics()->warn("auditpipe: pool '{}': connect failed (retrying in {} ms): {}",
+                            options_.name, connect_backoff_.count(), failure);
+      }
+      if (!discard.empty()) {
+        lock.unlock();
+        close_entries(std::move(discard));
+        lock.lock();
+      }
+      continue;
+    }
+    if (total_ < wanted_locked()) {
+      work_cv_.wait_until(lock, next_connect_);
+    } else {
+      work_cv_.wait(lock);
+    }
+  }
+}
+
+void ConnectionPool::give_back(std::unique_ptr<Entry> entry, bool invalid) noexcept {
+  std::vector<std::unique_ptr<Entry>> to_close;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    forget_locked(entry.get());
+    const auto now = clock::now();
+    if (invalid || closing_ || now >= entry->retire_at) {
+      --total_;
+      ++closed_;
+      to_close.push_back(std::move(entry));
+      work_cv_.notify_all();  // openers: replace it
+    } else {
+      entry->last_used = now;
+      idle_.push_back(std::move(entry));
+      available_cv_.notify_one();
+    }
+  }
+  close_entries(std::move(to_close));
+}
+
+void ConnectionPool::forget_locked(const Entry* entry) noexcept {
+  auto it = std::find(leased_.begin(), leased_.end(), entry);
+  if (it != leased_.end()) leased_.erase(it);
+}
+
+void ConnectionPool::close_entries(std::vector<std::unique_ptr<Entry>> entries) noexcept {
+  // Closing a connection may do I/O (a goodbye to the server): never under
+  // the pool's lock.
+  entries.clear();
+}
+
+void ConnectionPool::housekeeper_loop() {
+  const milliseconds period = housekeeping_period(options_);
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!closing_) {
+    work_cv_.wait_for(lock, period);
+    if (closing_) break;
+    const auto now = clock::now();
+    std::vector<std::unique_ptr<Entry>> to_close, to_ping;
+    for (auto it = idle_.begin(); it != idle_.end();) {
+      Entry& e = **it;
+      const bool retired = now >= e.retire_at;
+      const bool idle_too_long = options_.idle_timeout.count() > 0 &&
+                                 now - e.last_used >= options_.idle_timeout && total_ > min_idle_;
+      const bool keepalive = options_.keepalive_interval.count() > 0 &&
+                             now - e.last_used >= options_.keepalive_interval;
+      if (retired || idle_too_long) {
+        --total_;
+        ++closed_;
+        to_close.push_back(std::move(*it));
+        it = idle_.erase(it);
+      } else if (keepalive) {
+        to_ping.push_back(std::move(*it));  // still counted in total_
+        it = idle_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    std::vector<std::string> leaks;
+    if (options_.leak_detection_threshold.count() > 0) {
+      for (Entry* e : leased_) {
+        if (!e->leak_reported && now - e->leased_at > options_.leak_detection_threshold) {
+          e->leak_reported = true;
+          ++leaks_reported_;
+          leaks.push_back("auditpipe: pool '" + options_.name + "': a connection leased " +
+                          std::to_string(ms(now - e->leased_at)) + " ms ago at " +
+                          e->leased_where.file_name() + ":" +
+                          std::to_string(e->leased_where.line()) + " (" +
+                          e->leased_where.function_name() +
+                          ") has not been returned (leak_detection_threshold " +
+                          std::to_string(options_.leak_detection_threshold.count()) + " ms)");
+        }
+      }
+    }
+    if (!to_close.empty()) work_cv_.notify_all();
+    lock.unlock();
+    close_entries(std::move(to_close));
+    for (const auto& message : leaks) diagnostics()->warn("{}", message);
+    std::vector<std::unique_ptr<Entry>> alive, dead;
+    for (auto& e : to_ping) {
+      if (e->connection->ping()) {
+        e->last_used = clock::now();
+        alive.push_back(std::move(e));
+      } else {
+        dead.push_back(std::move(e));
+      }
+    }
+    lock.lock();
+    for (auto& e : alive) {
+      idle_.push_front(std::move(e));  // least recently used end
+      available_cv_.notify_one();
+    }
+    if (!dead.empty()) {
+      total_ -= dead.size();
+      closed_ += dead.size();
+      work_cv_.notify_all();
+      lock.unlock();
+      close_entries(std::move(dead));
+      lock.lock();
+    }
+  }
+}
+
+ConnectionPoolStats ConnectionPool::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ConnectionPoolStats s;
+  s.active = leased_.size();
+  s.idle = idle_.size();
+  s.waiting = waiting_;
+  s.opening = opening_;
+  s.created = created_;
+  s.closed = closed_;
+  s.timeouts = timeouts_;
+  s.connect_failures = connect_failures_;
+  s.validations = validations_;
+  s.leaks_reported = leaks_reported_;
+  s.wait_ns = wait_ns_.snapshot();
+  s.last_connect_error = last_connect_error_;
+  return s;
+}
+
+}  // namespace auditpipe
