@@ -10,6 +10,11 @@ if(AUDITPIPE_HAVE_SOCI)
   install(DIRECTORY sinks/soci/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 endif()
 
+if(AUDITPIPE_HAVE_MYSQL)
+  list(APPEND _targets auditpipe_mysql)
+  install(DIRECTORY sinks/mysql/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+endif()
+
 install(TARGETS ${_targets} EXPORT auditpipeTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
@@ -24,4 +29,5 @@ write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/auditpipeConfigVers
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/auditpipeConfig.cmake
               ${CMAKE_CURRENT_BINARY_DIR}/auditpipeConfigVersion.cmake
               cmake/FindSOCI.cmake
+              cmake/FindMariaDBClient.cmake
         DESTINATION ${AUDITPIPE_CMAKE_DIR})

@@ -12,6 +12,8 @@ packages=(
   libspdlog-dev            # diagnostics
   libsoci-dev libsqlite3-dev sqlite3
   libboost-dev             # Debian's SOCI headers include Boost (SOCI_HAVE_BOOST)
+  libmariadb-dev           # MariaDB Connector/C: the libmysqlclient API of the MySQL sink
+  mariadb-server mariadb-client  # the throwaway server the tests start (scripts/mariadb.sh)
   libgtest-dev libbenchmark-dev
 )
 

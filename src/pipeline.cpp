@@ -46,7 +46,7 @@ class Pipeline::Impl {
             std::make_shared<internal::ProducerRegistry>(core_.queue, options.source_id_base)) {
     // Open before accepting anything: a bad URL, a missing table or wrong
     // credentials fail here, not at the first batch.
-    core_.sink->open(table);
+    core_.sink->open(table, SinkContext{options.writers});
     writers_.reserve(options.writers);
     for (unsigned i = 0; i < options.writers; ++i) {
       writers_.push_back(std::make_unique<internal::BatchWriter>(core_, i));

@@ -47,14 +47,20 @@ struct WriteResult {
   bool ok() const noexcept { return kind == Kind::ok; }
 };
 
+// What a sink is told about the pipeline it serves.
+struct SinkContext {
+  unsigned writers = 1;  // threads that may call write() at once
+};
+
 class Sink {
  public:
   virtual ~Sink() = default;
 
   // Prepares the target for records of `table` (creating or checking the
-  // table). Called once, before any write. Throws auditpipe::error with a
-  // message naming the problem; the logger then fails to start.
-  virtual void open(const TableDescriptor& table) = 0;
+  // table, opening connections). Called once, before any write. Throws
+  // auditpipe::error with a message naming the problem; the logger then
+  // fails to start.
+  virtual void open(const TableDescriptor& table, const SinkContext& context) = 0;
 
   // Writes one batch as one unit. A batch may be offered again after a
   // transient failure, so writing must be idempotent on (source_id, seq).

@@ -20,7 +20,7 @@ constexpr auto describe(auditpipe::type_tag<Event>) {
 
 class CountingSink : public auditpipe::Sink {
  public:
-  void open(const auditpipe::TableDescriptor&) override {}
+  void open(const auditpipe::TableDescriptor&, const auditpipe::SinkContext&) override {}
   auditpipe::WriteResult write(const auditpipe::Batch& b) noexcept override {
     std::lock_guard<std::mutex> lock(mutex);
     count += b.records.size();

@@ -155,7 +155,7 @@ TEST(SqliteSink, ARetriedBatchIsNotWrittenTwice) {
   const std::string path = dir.file("retry.db");
   auto sink = auditpipe::soci_sink::open_sqlite("sqlite://" + path);
   const auto& table = auditpipe::descriptor_of<AuditRow>();
-  sink->open(table);
+  sink->open(table, auditpipe::SinkContext{});
   std::vector<AuditRow> rows(100);
   std::vector<auditpipe::RecordRef> refs;
   for (std::size_t i = 0; i < rows.size(); ++i) {

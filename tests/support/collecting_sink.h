@@ -20,7 +20,7 @@ class CollectingSink : public auditpipe::Sink {
  public:
   using Key = std::pair<std::int64_t, std::int64_t>;
 
-  void open(const auditpipe::TableDescriptor& table) override {
+  void open(const auditpipe::TableDescriptor& table, const auditpipe::SinkContext&) override {
     std::lock_guard<std::mutex> lock(mutex_);
     if (fail_open_) throw auditpipe::error("test sink: refusing to open");
     table_ = &table;

@@ -115,7 +115,7 @@ class SqliteSink final : public Sink {
  public:
   explicit SqliteSink(SqliteConfig config) : config_(std::move(config)) {}
 
-  void open(const TableDescriptor& table) override {
+  void open(const TableDescriptor& table, const SinkContext&) override {
     table_ = &table;
     try {
       session_.open(::soci::sqlite3, config_.path);

@@ -1,0 +1,66 @@
+// The MySQL/MariaDB sink: audit rows through the libmysqlclient API
+// (MariaDB Connector/C), over a pool of connections.
+//
+//   auto sink =
+//   auditpipe::mysql::open("mysql://audit:secret@db1:3306,db2:3306/audit?tls=required");
+//   auditpipe::Logger<AuditRow> logger(sink);
+//
+// Each batch is written as one statement on a pooled connection, in
+// autocommit: no SET, COMMIT, ROLLBACK or probe per batch. Writes are
+// idempotent on the (source_id, seq) primary key and the session runs in
+// strict SQL mode, so a retried batch is never duplicated and a value the
+// column cannot hold is an error, not a silent conversion.
+//
+// URL: mysql://user:password@host:port[,host2:port2...]/database?option=value
+// (hosts are tried in order: failover). A unix socket is a percent-encoded
+// path as the host (`mysql://app@%2Frun%2Fmysqld%2Fmysqld.sock/audit`) or
+// the `socket` option. Options:
+//   write_path          auto | bulk | text | load_data   (auto: bulk when the
+//                       server is MariaDB and supports it, else text)
+//   create_table        true | false  (default true)
+//   charset             default utf8mb4
+//   connect_timeout     seconds, default 10
+//   read_timeout        seconds, default 60
+//   write_timeout       seconds, default 60
+//   tls                 disabled | required | verify_ca | verify_identity
+//   tls_ca, tls_cert, tls_key   file paths
+//   socket              unix socket path (for a host of localhost)
+//   pool_size           connections (default: one per writer thread)
+//   min_idle            default pool_size
+//   connection_timeout_ms, idle_timeout_ms, max_lifetime_ms, keepalive_ms,
+//   validation_ms, leak_detection_ms   ConnectionPool options
+//
+// Thread safety: write() from several writer threads at once; each takes
+// its own connection from the pool.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "auditpipe/connection_pool.h"
+#include "auditpipe/sink.h"
+
+namespace auditpipe::mysql {
+
+enum class WritePath {
+  automatic,  // bulk if the server supports it, else text
+  bulk,       // MariaDB array binding: one prepared statement, all rows in one packet
+  text,       // multi-row INSERT text, escaped with mysql_real_escape_string
+  load_data,  // LOAD DATA LOCAL INFILE streamed from memory
+};
+
+std::string_view to_string(WritePath path) noexcept;
+
+class MysqlSink : public Sink {
+ public:
+  // The write path in use (after open(): never `automatic`).
+  virtual WritePath write_path() const noexcept = 0;
+  virtual ConnectionPoolStats pool_stats() const = 0;
+};
+
+// Parses the URL (throws auditpipe::error naming the problem, with the
+// password masked). Connecting and checking the table happen in open().
+std::shared_ptr<MysqlSink> open(std::string_view url);
+
+}  // namespace auditpipe::mysql

@@ -1,0 +1,149 @@
+// Column-wise array binding: per column an array of values (integers,
+// doubles), of MYSQL_TIME pointers (timestamps) or of char pointers plus
+// lengths (text, pointing into the records themselves: no copy).
+#include <mysql.h>
+
+#include <vector>
+
+#include "auditpipe/status.h"
+#include "time_format.h"
+#include "write_paths.h"
+
+namespace auditpipe::mysql {
+
+namespace {
+
+struct ColumnArrays {
+  std::vector<long long> integers;
+  std::vector<double> reals;
+  std::vector<const char*> texts;
+  std::vector<unsigned long> lengths;
+  std::vector<MYSQL_TIME> times;
+  std::vector<MYSQL_TIME*> time_pointers;
+};
+
+struct BulkState : MysqlConnection::PathState {
+  MYSQL_STMT* stmt = nullptr;
+  std::vector<MYSQL_BIND> binds;
+  std::vector<ColumnArrays> arrays;  // record columns, then source_id, seq
+  ~BulkState() override {
+    if (stmt != nullptr) mysql_stmt_close(stmt);
+  }
+};
+
+MysqlError statement_error(MYSQL_STMT* stmt) {
+  return MysqlError{mysql_stmt_errno(stmt), mysql_stmt_sqlstate(stmt), mysql_stmt_error(stmt)};
+}
+
+// Bytes one row adds to the bulk packet, generously: values plus a length
+// or indicator byte each.
+std::size_t row_bytes(const Batch& batch, const RecordRef& r) {
+  std::size_t n = 2 * 10;
+  for (const Column& c : batch.table.columns) {
+    n += c.type == ColumnType::text ? read_text(r.data, c).size() + 10 : 16;
+  }
+  return n;
+}
+
+std::optional<MysqlError> execute_rows(BulkState& s, const Batch& batch, std::size_t begin,
+                                       std::size_t end) {
+  const std::size_t n = end - begin;
+  const auto& columns = batch.table.columns;
+  const std::size_t k = columns.size();
+  for (std::size_t col = 0; col < k + 2; ++col) {
+    ColumnArrays& a = s.arrays[col];
+    MYSQL_BIND& b = s.binds[col];
+    const Column* c = col < k ? &columns[col] : nullptr;
+    if (c == nullptr || is_integer(c->type)) {
+      a.integers.resize(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        const RecordRef& r = batch.records[begin + i];
+        a.integers[i] = c ? read_integer(r.data, *c) : (col == k ? r.source_id : r.seq);
+      }
+      b.buffer = a.integers.data();
+    } else if (c->type == ColumnType::float64) {
+      a.reals.resize(n);
+      for (std::size_t i = 0; i < n; ++i)
+        a.reals[i] = read_float64(batch.records[begin + i].data, *c);
+      b.buffer = a.reals.data();
+    } else if (c->type == ColumnType::timestamp) {
+      a.times.resize(n);
+      a.time_pointers.resize(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        a.times[i] = to_mysql_time(civil_time(read_integer(batch.records[begin + i].data, *c)));
+        a.time_pointers[i] = &a.times[i];
+      }
+      b.buffer = a.time_pointers.data();
+    } else {
+      a.texts.resize(n);
+      a.lengths.resize(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::string_view t = read_text(batch.records[begin + i].data, *c);
+        a.texts[i] = t.data();
+        a.lengths[i] = t.size();
+      }
+      b.buffer = a.texts.data();
+      b.length = a.lengths.data();
+    }
+  }
+  unsigned int size = static_cast<unsigned int>(n);
+  if (mysql_stmt_attr_set(s.stmt, STMT_ATTR_ARRAY_SIZE, &size) != 0 ||
+      mysql_stmt_bind_param(s.stmt, s.binds.data()) != 0 || mysql_stmt_execute(s.stmt) != 0) {
+    return statement_error(s.stmt);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+void prepare_bulk(MysqlConnection& c, const TableSql& sql, const TableDescriptor& table) {
+  auto s = std::make_unique<BulkState>();
+  s->stmt = mysql_stmt_init(c.handle());
+  if (s->stmt == nullptr)
+    throw error("auditpipe: cannot create a MySQL statement: " + c.last_error().describe());
+  std::string text = sql.insert_head + "(";
+  for (std::size_t i = 0; i < sql.column_count; ++i) text += i ? ",?" : "?";
+  text += ")" + sql.insert_tail;
+  if (mysql_stmt_prepare(s->stmt, text.data(), text.size()) != 0) {
+    throw error("auditpipe: cannot prepare the insert on " + c.endpoint().describe() + ": " +
+                statement_error(s->stmt).describe());
+  }
+  s->binds.assign(sql.column_count, MYSQL_BIND{});
+  s->arrays.resize(sql.column_count);
+  for (std::size_t col = 0; col < sql.column_count; ++col) {
+    MYSQL_BIND& b = s->binds[col];
+    const Column* column = col < table.columns.size() ? &table.columns[col] : nullptr;
+    if (column == nullptr || is_integer(column->type)) {
+      b.buffer_type = MYSQL_TYPE_LONGLONG;
+    } else if (column->type == ColumnType::float64) {
+      b.buffer_type = MYSQL_TYPE_DOUBLE;
+    } else if (column->type == ColumnType::timestamp) {
+      b.buffer_type = MYSQL_TYPE_DATETIME;
+    } else {
+      b.buffer_type = MYSQL_TYPE_STRING;
+    }
+  }
+  c.path_state = std::move(s);
+}
+
+std::optional<MysqlError> write_bulk(MysqlConnection& c, const TableSql&, const Batch& batch) {
+  if (auto e = check_values(batch)) return e;
+  auto& s = static_cast<BulkState&>(*c.path_state);
+  // The whole array goes out as one packet, which the server drops the
+  // connection for if it exceeds max_allowed_packet: cut by bytes.
+  const std::size_t limit = c.max_allowed_packet() - 4096;
+  std::size_t begin = 0, bytes = 0;
+  for (std::size_t i = 0; i < batch.records.size(); ++i) {
+    const std::size_t row = row_bytes(batch, batch.records[i]);
+    if (row > limit) return record_too_large(batch.records[i], row, c.max_allowed_packet());
+    if (i > begin && bytes + row > limit) {
+      if (auto e = execute_rows(s, batch, begin, i)) return e;
+      begin = i;
+      bytes = 0;
+    }
+    bytes += row;
+  }
+  return execute_rows(s, batch, begin, batch.records.size());
+}
+
+}  // namespace auditpipe::mysql

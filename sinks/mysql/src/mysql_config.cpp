@@ -1,0 +1,140 @@
+#include "mysql_config.h"
+
+#include <charconv>
+
+#include "auditpipe/status.h"
+
+namespace auditpipe::mysql {
+
+namespace {
+
+[[noreturn]] void bad(const Url& url, const std::string& why) {
+  throw error("auditpipe: bad MySQL URL '" + url.redacted() + "': " + why);
+}
+
+unsigned long long number(const Url& url, const std::string& key, const std::string& value,
+                          unsigned long long min, unsigned long long max) {
+  unsigned long long v = 0;
+  const auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+  if (value.empty() || ec != std::errc() || p != value.data() + value.size() || v < min ||
+      v > max) {
+    bad(url, "option " + key + "='" + value + "' is not a whole number from " +
+                 std::to_string(min) + " to " + std::to_string(max));
+  }
+  return v;
+}
+
+bool boolean(const Url& url, const std::string& key, const std::string& value) {
+  if (value == "true" || value == "1") return true;
+  if (value == "false" || value == "0") return false;
+  bad(url, "option " + key + "='" + value + "' must be true or false");
+}
+
+}  // namespace
+
+std::string MysqlEndpoint::describe() const {
+  if (!socket.empty()) return "socket " + socket;
+  const bool v6 = host.find(':') != std::string::npos;
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+MysqlConfig parse_mysql_url(std::string_view text) {
+  const Url url = parse_url(text);
+  if (url.scheme != "mysql" && url.scheme != "mariadb") {
+    bad(url, "the scheme must be mysql:// (or mariadb://), not " + url.scheme + "://");
+  }
+  require_known_options(
+      url, {"write_path", "create_table", "charset", "connect_timeout", "read_timeout",
+            "write_timeout", "tls", "tls_ca", "tls_cert", "tls_key", "socket", "pool_size",
+            "min_idle", "connection_timeout_ms", "idle_timeout_ms", "max_lifetime_ms",
+            "keepalive_ms", "validation_ms", "leak_detection_ms"});
+  MysqlConfig c;
+  c.redacted_url = url.redacted();
+  c.user = url.user;
+  c.password = url.password.value_or("");
+  c.database = url.path;
+  if (c.user.empty()) bad(url, "no user name (mysql://user:password@host/database)");
+  if (c.database.empty()) bad(url, "no database name after the host");
+  if (c.database.find('/') != std::string::npos) bad(url, "the database name contains '/'");
+  if (url.hosts.empty()) bad(url, "no host");
+  const std::string socket = url.option("socket").value_or("");
+  for (const auto& h : url.hosts) {
+    MysqlEndpoint e;
+    if (!h.host.empty() && h.host.front() == '/') {
+      e.socket = h.host;
+    } else {
+      e.host = h.host;
+      e.port = h.port.value_or(3306);
+      if (!socket.empty() && e.host == "localhost") e.socket = socket;
+    }
+    c.endpoints.push_back(e);
+  }
+  c.pool.name = c.redacted_url;
+  for (const auto& [key, value] : url.query) {
+    if (key == "write_path") {
+      if (value == "auto")
+        c.write_path = WritePath::automatic;
+      else if (value == "bulk")
+        c.write_path = WritePath::bulk;
+      else if (value == "text")
+        c.write_path = WritePath::text;
+      else if (value == "load_data")
+        c.write_path = WritePath::load_data;
+      else
+        bad(url, "write_path must be auto, bulk, text or load_data, not '" + value + "'");
+    } else if (key == "create_table") {
+      c.create_table = boolean(url, key, value);
+    } else if (key == "charset") {
+      if (value.empty()) bad(url, "charset is empty");
+      c.charset = value;
+    } else if (key == "connect_timeout") {
+      c.connect_timeout_s = static_cast<unsigned>(number(url, key, value, 1, 3600));
+    } else if (key == "read_timeout") {
+      c.read_timeout_s = static_cast<unsigned>(number(url, key, value, 1, 86400));
+    } else if (key == "write_timeout") {
+      c.write_timeout_s = static_cast<unsigned>(number(url, key, value, 1, 86400));
+    } else if (key == "tls") {
+      if (value == "disabled")
+        c.tls = TlsMode::disabled;
+      else if (value == "required")
+        c.tls = TlsMode::required;
+      else if (value == "verify_ca")
+        c.tls = TlsMode::verify_ca;
+      else if (value == "verify_identity")
+        c.tls = TlsMode::verify_identity;
+      else
+        bad(url,
+            "tls must be disabled, required, verify_ca or verify_identity, not '" + value + "'");
+    } else if (key == "tls_ca") {
+      c.tls_ca = value;
+    } else if (key == "tls_cert") {
+      c.tls_cert = value;
+    } else if (key == "tls_key") {
+      c.tls_key = value;
+    } else if (key == "pool_size") {
+      c.pool_size = number(url, key, value, 1, 1024);
+    } else if (key == "min_idle") {
+      c.pool.min_idle = number(url, key, value, 0, 1024);
+    } else if (key == "connection_timeout_ms") {
+      c.pool.connection_timeout = std::chrono::milliseconds(number(url, key, value, 1, 86400000));
+    } else if (key == "idle_timeout_ms") {
+      c.pool.idle_timeout = std::chrono::milliseconds(number(url, key, value, 0, 86400000));
+    } else if (key == "max_lifetime_ms") {
+      c.pool.max_lifetime = std::chrono::milliseconds(number(url, key, value, 0, 86400000ull * 30));
+    } else if (key == "keepalive_ms") {
+      c.pool.keepalive_interval = std::chrono::milliseconds(number(url, key, value, 0, 86400000));
+    } else if (key == "validation_ms") {
+      c.pool.validation_threshold = std::chrono::milliseconds(number(url, key, value, 0, 86400000));
+    } else if (key == "leak_detection_ms") {
+      c.pool.leak_detection_threshold =
+          std::chrono::milliseconds(number(url, key, value, 0, 86400000));
+    }
+  }
+  if ((c.tls == TlsMode::verify_ca || c.tls == TlsMode::verify_identity) && c.tls_ca.empty()) {
+    bad(url, "tls=" + std::string(c.tls == TlsMode::verify_ca ? "verify_ca" : "verify_identity") +
+                 " needs tls_ca=<file>");
+  }
+  return c;
+}
+
+}  // namespace auditpipe::mysql

@@ -1,0 +1,45 @@
+// MysqlConfig: everything the MySQL sink takes from its URL.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "auditpipe/connection_pool.h"
+#include "auditpipe/mysql/mysql_sink.h"
+#include "auditpipe/url.h"
+
+namespace auditpipe::mysql {
+
+enum class TlsMode { disabled, required, verify_ca, verify_identity };
+
+struct MysqlEndpoint {
+  std::string host;  // empty with a socket
+  unsigned port = 3306;
+  std::string socket;  // unix socket path, or empty
+  std::string describe() const;
+};
+
+struct MysqlConfig {
+  std::string redacted_url;  // for messages
+  std::string user;
+  std::string password;
+  std::string database;
+  std::vector<MysqlEndpoint> endpoints;  // failover order
+  WritePath write_path = WritePath::automatic;
+  bool create_table = true;
+  std::string charset = "utf8mb4";
+  unsigned connect_timeout_s = 10;
+  unsigned read_timeout_s = 60;
+  unsigned write_timeout_s = 60;
+  TlsMode tls = TlsMode::disabled;
+  std::string tls_ca, tls_cert, tls_key;
+  std::optional<std::size_t> pool_size;  // unset: one per writer
+  ConnectionPoolOptions pool;            // max_size filled in at open()
+};
+
+// Throws auditpipe::error naming the problem (password masked).
+MysqlConfig parse_mysql_url(std::string_view url);
+
+}  // namespace auditpipe::mysql

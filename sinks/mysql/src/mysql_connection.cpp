@@ -1,0 +1,134 @@
+#include "mysql_connection.h"
+
+#include <mysql.h>
+
+#include <mutex>
+
+#include "auditpipe/status.h"
+
+namespace auditpipe::mysql {
+
+namespace {
+
+// Strict: a value a column cannot hold is an error, never a silent
+// conversion. Set once per connection, by the client at connect.
+constexpr const char* session_setup =
+    "SET SESSION sql_mode = 'STRICT_ALL_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_ZERO_DATE,"
+    "NO_ZERO_IN_DATE,NO_ENGINE_SUBSTITUTION'";
+
+void library_init() {
+  static std::once_flag once;
+  // mysql_init() is only thread-safe once the library is initialized.
+  std::call_once(once, [] { mysql_library_init(0, nullptr, nullptr); });
+}
+
+void set_options(MYSQL* m, const MysqlConfig& c, const MysqlEndpoint& e, bool local_infile) {
+  const unsigned connect_timeout = c.connect_timeout_s, read_timeout = c.read_timeout_s,
+                 write_timeout = c.write_timeout_s;
+  mysql_options(m, MYSQL_OPT_CONNECT_TIMEOUT, &connect_timeout);
+  mysql_options(m, MYSQL_OPT_READ_TIMEOUT, &read_timeout);
+  mysql_options(m, MYSQL_OPT_WRITE_TIMEOUT, &write_timeout);
+  mysql_options(m, MYSQL_SET_CHARSET_NAME, c.charset.c_str());
+  mysql_options(m, MYSQL_INIT_COMMAND, session_setup);
+  // A silent reconnect would lose the session setup; the pool replaces
+  // broken connections instead.
+  const my_bool no = 0;
+  mysql_options(m, MYSQL_OPT_RECONNECT, &no);
+  const unsigned infile = local_infile ? 1 : 0;
+  mysql_options(m, MYSQL_OPT_LOCAL_INFILE, &infile);
+  const unsigned protocol = e.socket.empty() ? MYSQL_PROTOCOL_TCP : MYSQL_PROTOCOL_SOCKET;
+  mysql_options(m, MYSQL_OPT_PROTOCOL, &protocol);
+  if (c.tls != TlsMode::disabled) {
+    const my_bool yes = 1;
+    mysql_options(m, MYSQL_OPT_SSL_ENFORCE, &yes);
+    const my_bool verify = c.tls == TlsMode::verify_ca || c.tls == TlsMode::verify_identity;
+    mysql_options(m, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, &verify);
+    if (!c.tls_ca.empty()) mysql_options(m, MYSQL_OPT_SSL_CA, c.tls_ca.c_str());
+    if (!c.tls_cert.empty()) mysql_options(m, MYSQL_OPT_SSL_CERT, c.tls_cert.c_str());
+    if (!c.tls_key.empty()) mysql_options(m, MYSQL_OPT_SSL_KEY, c.tls_key.c_str());
+  }
+}
+
+MysqlError error_of(MYSQL* m) {
+  return MysqlError{mysql_errno(m), mysql_sqlstate(m), mysql_error(m)};
+}
+
+}  // namespace
+
+std::unique_ptr<MysqlConnection> MysqlConnection::connect(const MysqlConfig& c, bool local_infile) {
+  library_init();
+  std::string failures;
+  for (const MysqlEndpoint& e : c.endpoints) {
+    MYSQL* m = mysql_init(nullptr);
+    if (m == nullptr) throw error("auditpipe: out of memory creating a MySQL connection");
+    set_options(m, c, e, local_infile);
+    if (mysql_real_connect(m, e.socket.empty() ? e.host.c_str() : "localhost", c.user.c_str(),
+                           c.password.c_str(), c.database.c_str(), e.port,
+                           e.socket.empty() ? nullptr : e.socket.c_str(), 0) != nullptr) {
+      auto connection = std::unique_ptr<MysqlConnection>(new MysqlConnection(m, e));
+      if (const auto packet = connection->query_value("SELECT @@max_allowed_packet")) {
+        connection->max_allowed_packet_ = std::stoul(*packet);
+      } else {
+        throw error("auditpipe: connected to " + e.describe() +
+                    " but cannot read max_allowed_packet: " + connection->last_error().describe());
+      }
+      return connection;
+    }
+    failures += (failures.empty() ? "" : "; ") + e.describe() + ": " + error_of(m).describe();
+    mysql_close(m);
+  }
+  throw error("auditpipe: cannot connect to " + c.redacted_url + ": " + failures);
+}
+
+MysqlConnection::MysqlConnection(MYSQL* mysql, MysqlEndpoint endpoint)
+    : mysql_(mysql), endpoint_(std::move(endpoint)) {
+  // MariaDB servers announce bulk execution in their extended
+  // capabilities; MySQL servers do not have it.
+  unsigned long long capabilities = 0;
+  if (mariadb_get_infov(mysql_, MARIADB_CONNECTION_EXTENDED_SERVER_CAPABILITIES, &capabilities) ==
+      0) {
+    unsigned long server = 0;
+    mariadb_get_infov(mysql_, MARIADB_CONNECTION_SERVER_CAPABILITIES, &server);
+    const bool is_mysql = (server & CLIENT_MYSQL) != 0;
+    bulk_supported_ =
+        !is_mysql && (capabilities & (MARIADB_CLIENT_STMT_BULK_OPERATIONS >> 32)) != 0;
+  }
+}
+
+MysqlConnection::~MysqlConnection() {
+  path_state.reset();  // statements close before their connection
+  mysql_close(mysql_);
+}
+
+bool MysqlConnection::ping() noexcept {
+  return mysql_ping(mysql_) == 0;
+}
+
+std::optional<MysqlError> MysqlConnection::execute(std::string_view sql) noexcept {
+  if (mysql_real_query(mysql_, sql.data(), sql.size()) != 0) return error_of(mysql_);
+  // Drain every result (a statement may produce one); none is needed.
+  do {
+    if (MYSQL_RES* r = mysql_store_result(mysql_)) mysql_free_result(r);
+  } while (mysql_next_result(mysql_) == 0);
+  if (mysql_errno(mysql_) != 0) return error_of(mysql_);
+  return std::nullopt;
+}
+
+std::optional<std::string> MysqlConnection::query_value(std::string_view sql) noexcept {
+  if (mysql_real_query(mysql_, sql.data(), sql.size()) != 0) return std::nullopt;
+  MYSQL_RES* r = mysql_store_result(mysql_);
+  if (r == nullptr) return std::nullopt;
+  std::optional<std::string> value;
+  if (MYSQL_ROW row = mysql_fetch_row(r); row != nullptr && row[0] != nullptr) {
+    const unsigned long* lengths = mysql_fetch_lengths(r);
+    value.emplace(row[0], lengths[0]);
+  }
+  mysql_free_result(r);
+  return value;
+}
+
+MysqlError MysqlConnection::last_error() const {
+  return error_of(mysql_);
+}
+
+}  // namespace auditpipe::mysql

@@ -1,0 +1,66 @@
+// MysqlConnection: one open MySQL/MariaDB session, as the pool keeps it.
+//
+// Opened against the first endpoint of the URL that answers (failover, in
+// the order given), with the session set up once, at connect: strict SQL
+// mode through the init command, the charset, timeouts, TLS. Nothing is
+// changed on the session after that, so nothing ever has to be reset.
+// It also learns, once, what the server allows: max_allowed_packet and
+// whether it takes MariaDB's bulk (array-bound) execution.
+//
+// Thread safety: none; the pool lends it to one writer at a time.
+#pragma once
+
+#include <mysql.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "auditpipe/connection_pool.h"
+#include "mysql_config.h"
+#include "mysql_error.h"
+
+namespace auditpipe::mysql {
+
+class MysqlConnection : public PooledConnection {
+ public:
+  // Per-connection state of a write path (prepared statements, buffers).
+  struct PathState {
+    virtual ~PathState() = default;
+  };
+
+  // Tries each endpoint in order. Throws auditpipe::error listing what
+  // each endpoint answered (the password is never part of it).
+  static std::unique_ptr<MysqlConnection> connect(const MysqlConfig& config, bool local_infile);
+
+  ~MysqlConnection() override;
+  MysqlConnection(const MysqlConnection&) = delete;
+  MysqlConnection& operator=(const MysqlConnection&) = delete;
+
+  bool ping() noexcept override;
+
+  MYSQL* handle() noexcept { return mysql_; }
+  const MysqlEndpoint& endpoint() const noexcept { return endpoint_; }
+  bool bulk_supported() const noexcept { return bulk_supported_; }
+  unsigned long max_allowed_packet() const noexcept { return max_allowed_packet_; }
+
+  // Runs one statement and discards any result. The error, if it failed.
+  std::optional<MysqlError> execute(std::string_view sql) noexcept;
+  // The first column of the first row of a query (nullopt on error or no row).
+  std::optional<std::string> query_value(std::string_view sql) noexcept;
+  // The error state of the session now.
+  MysqlError last_error() const;
+
+  std::unique_ptr<PathState> path_state;
+
+ private:
+  MysqlConnection(MYSQL* mysql, MysqlEndpoint endpoint);
+
+  MYSQL* mysql_;
+  MysqlEndpoint endpoint_;
+  bool bulk_supported_ = false;
+  unsigned long max_allowed_packet_ = 16u << 20;
+};
+
+}  // namespace auditpipe::mysql

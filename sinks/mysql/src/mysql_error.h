@@ -1,0 +1,24 @@
+// What went wrong on a MySQL connection, and what kind of failure it is.
+#pragma once
+
+#include <string>
+
+namespace auditpipe::mysql {
+
+struct MysqlError {
+  unsigned code = 0;
+  std::string sqlstate;
+  std::string message;
+
+  std::string describe() const;  // "(1406, 22001) Data too long for column ..."
+};
+
+// The connection is gone or unusable: close it, and retry the batch on
+// another one (it may or may not have been applied: writes are idempotent).
+bool is_connection_error(unsigned code) noexcept;
+
+// The server refuses the data itself (a value the column cannot hold, a
+// constraint): retrying the same rows cannot succeed.
+bool is_data_error(unsigned code) noexcept;
+
+}  // namespace auditpipe::mysql

@@ -1,0 +1,448 @@
+// The MySQL sink on the real throwaway MariaDB server (scripts/mariadb.sh):
+// byte-exact round trips on every write path, exactly-once delivery from
+// many producers and several writers, one statement per batch read from the
+// server's own counters, clear errors at start, failover.
+#include "auditpipe/mysql/mysql_sink.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <limits>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "audit_row.h"
+#include "auditpipe/logger.h"
+#include "mysql_probe.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+using namespace std::string_literals;
+using auditpipe::Status;
+using auditpipe::mysql::WritePath;
+using testing_support::AuditRow;
+using testing_support::mysql_url_with;
+using testing_support::MysqlProbe;
+
+constexpr const char* table = "audit_log";
+
+void drop_table() {
+  MysqlProbe probe;
+  probe.exec("DROP TABLE IF EXISTS audit_log");
+}
+
+std::string open_error(const std::string& url) {
+  try {
+    auditpipe::Logger<AuditRow> logger(auditpipe::mysql::open(url));
+  } catch (const auditpipe::error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+long long rows_to_write() {
+  const char* scale = std::getenv("AUDITPIPE_TEST_ROWS");
+  return scale ? std::atoll(scale) : 1'000'000;
+}
+
+const std::vector<std::string>& hostile_strings() {
+  static const std::vector<std::string> v = {
+      "it's a \"quoted\" string",
+      "back\\slash \\' \\\" \\0 \\n \\\\",
+      "'; DROP TABLE audit_log; --",
+      "Robert'); DELETE FROM audit_log WHERE ('1'='1",
+      "emoji \xF0\x9F\x98\x80 and \xE2\x82\xAC and \xC3\xA9",
+      "nul\0inside\0"s,
+      "\0"s,
+      "tab\tnewline\ncr\r ctrl-z \x1a percent %s %d %%",
+      "",
+      "\\N",
+  };
+  return v;
+}
+
+class MysqlWritePath : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override { drop_table(); }
+  std::string url() const { return mysql_url_with("write_path=" + GetParam()); }
+};
+
+TEST_P(MysqlWritePath, HostileTextRoundTripsByteExact) {
+  {
+    auditpipe::Logger<AuditRow> logger(auditpipe::mysql::open(url()));
+    for (std::size_t i = 0; i < hostile_strings().size(); ++i) {
+      auto r = logger.acquire();
+      ASSERT_TRUE(r);
+      r->message_id = static_cast<std::int64_t>(i);
+      r->at = auditpipe::timestamp{1'700'000'000'123'456 + static_cast<std::int64_t>(i)};
+      r->latency_ms = 0.1 * static_cast<double>(i);
+      r->status = -static_cast<std::int32_t>(i);
+      r->channel = 65535;
+      r->delivered = i % 2 == 0;
+      r->sender = hostile_strings()[i];
+      r->payload = hostile_strings()[i];
+      ASSERT_EQ(r.commit(), Status::ok);
+    }
+    const auto report = logger.close();
+    EXPECT_TRUE(report.drained);
+    EXPECT_EQ(report.stats.rejected_by_sink, 0u);
+  }
+  MysqlProbe probe;
+  EXPECT_EQ(probe.scalar("SELECT COUNT(*) FROM audit_log"),
+            static_cast<long long>(hostile_strings().size()));
+  for (std::size_t i = 0; i < hostile_strings().size(); ++i) {
+    const auto r = probe.rows(
+        "SELECT sender, payload, status, channel, delivered, latency_ms, "
+        "DATE_FORMAT(at, '%Y-%m-%d %H:%i:%s.%f') FROM audit_log WHERE message_id = " +
+        std::to_string(i));
+    ASSERT_EQ(r.size(), 1u) << "string " << i;
+    EXPECT_EQ(*r[0][0], hostile_strings()[i].substr(0, 32)) << "string " << i;
+    EXPECT_EQ(*r[0][1], hostile_strings()[i]) << "string " << i;
+    EXPECT_EQ(*r[0][2], std::to_string(-static_cast<int>(i)));
+    EXPECT_EQ(*r[0][3], "65535");
+    EXPECT_EQ(*r[0][4], i % 2 == 0 ? "1" : "0");
+    EXPECT_DOUBLE_EQ(std::stod(*r[0][5]), 0.1 * static_cast<double>(i));
+    EXPECT_EQ(*r[0][6], "2023-11-14 22:13:20." + std::to_string(123456 + i)) << "string " << i;
+  }
+}
+
+TEST_P(MysqlWritePath, OverlongTextIsCutAtACharacterBoundaryAndCounted) {
+  const std::string long_text = std::string(30, 'a') + "\xE2\x82\xAC\xE2\x82\xAC";  // 36 bytes
+  {
+    auditpipe::Logger<AuditRow> logger(auditpipe::mysql::open(url()));
+    auto r = logger.acquire();
+    r->sender = long_text;               // 32-byte column
+    r->payload = std::string(500, 'p');  // 128-byte column
+    ASSERT_EQ(r.commit(), Status::ok);
+    const auto report = logger.close();
+    EXPECT_EQ(report.stats.truncated_fields, 2u);
+  }
+  MysqlProbe probe;
+  const auto r = probe.rows("SELECT sender, LENGTH(payload) FROM audit_log");
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(*r[0][0], std::string(30, 'a'));  // the euro sign that did not fit is left out whole
+  EXPECT_EQ(*r[0][1], "128");
+}
+
+TEST_P(MysqlWritePath, ARetriedBatchIsNotWrittenTwice) {
+  auto sink = auditpipe::mysql::open(url());
+  const auto& d = auditpipe::descriptor_of<AuditRow>();
+  sink->open(d, auditpipe::SinkContext{});
+  std::vector<AuditRow> rows(200);
+  std::vector<auditpipe::RecordRef> refs;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    rows[i].message_id = static_cast<std::int64_t>(i);
+    rows[i].at = auditpipe::timestamp::now();
+    refs.push_back({7, static_cast<std::int64_t>(i), reinterpret_cast<const std::byte*>(&rows[i])});
+  }
+  ASSERT_TRUE(sink->write({d, refs}).ok());
+  ASSERT_TRUE(sink->write({d, refs}).ok());  // as after "connection lost" with the batch applied
+  ASSERT_TRUE(sink->write({d, std::span(refs).subspan(100)}).ok());
+  sink->close();
+  MysqlProbe probe;
+  EXPECT_EQ(probe.scalar("SELECT COUNT(*) FROM audit_log"), 200);
+}
+
+// Reads the server's statement counters around N full batches: exactly one
+// data statement per batch and nothing else (no SET, COMMIT, ROLLBACK or
+// probe per batch).
+TEST_P(MysqlWritePath, OneStatementPerBatchAndNothingElse) {
+  constexpr int batches = 20;
+  constexpr int batch_size = 500;
+  auditpipe::Options o;
+  o.capacity = batches * batch_size;
+  o.batch_size = batch_size;
+  o.flush_interval = 60s;  // batches leave only when full
+  auditpipe::Logger<AuditRow> logger(auditpipe::mysql::open(url() + "&pool_size=1"), o);
+  MysqlProbe probe;
+  // What reading the counters itself adds, measured the same way.
+  const auto m0 = probe.global_status();
+  const auto m1 = probe.global_status();
+  const auto before = probe.global_status();
+  for (int i = 0; i < batches * batch_size; ++i) {
+    auto r = logger.acquire();
+    r->message_id = i;
+    r->payload = "counted";
+    ASSERT_EQ(r.commit(), Status::ok);
+  }
+  ASSERT_TRUE(logger.flush(60s));
+  const auto after = probe.global_status();
+  auto delta = [&](const std::string& name) {
+    return (after.at(name) - before.at(name)) - (m1.at(name) - m0.at(name));
+  };
+  const std::string data = GetParam() == "bulk"   ? "Com_stmt_execute"
+                           : GetParam() == "text" ? "Com_insert"
+                                                  : "Com_load";
+  std::printf(
+      "[ statements ] path %s, %d batches: %s %lld, Com_insert %lld, Com_stmt_execute %lld, "
+      "Com_load %lld, Com_commit %lld, Com_rollback %lld, Com_set_option %lld, Questions %lld\n",
+      GetParam().c_str(), batches, data.c_str(), delta(data), delta("Com_insert"),
+      delta("Com_stmt_execute"), delta("Com_load"), delta("Com_commit"), delta("Com_rollback"),
+      delta("Com_set_option"), delta("Questions"));
+  EXPECT_EQ(delta(data), batches);
+  EXPECT_EQ(delta("Questions"), batches);
+  EXPECT_EQ(delta("Com_commit"), 0);
+  EXPECT_EQ(delta("Com_rollback"), 0);
+  EXPECT_EQ(delta("Com_set_option"), 0);
+  EXPECT_EQ(delta("Com_stmt_prepare"), 0);
+  EXPECT_EQ(delta("Com_select"), 0);
+  const auto stats = logger.close().stats;
+  EXPECT_EQ(stats.batches, static_cast<std::uint64_t>(batches));
+}
+
+// A batch bigger than max_allowed_packet (16 MiB here) is cut into
+// statements that fit, instead of making the server drop the connection.
+TEST_P(MysqlWritePath, ABatchLargerThanMaxAllowedPacketIsSplit) {
+  constexpr int rows = 80000;  // ~200 bytes of text each: ~16 MiB and more
+  auditpipe::Options o;
+  o.capacity = rows;
+  o.batch_size = rows;
+  o.flush_interval = 60s;
+  auditpipe::Logger<AuditRow> logger(auditpipe::mysql::open(url()), o);
+  for (int i = 0; i < rows; ++i) {
+    auto r = logger.acquire();
+    r->message_id = i;
+    r->sender = std::string(32, 's');
+    r->receiver = std::string(32, 'r');
+    r->payload = std::string(128, 'p');
+    ASSERT_EQ(r.commit(), Status::ok);
+  }
+  const auto report = logger.close(120s);
+  EXPECT_TRUE(report.drained);
+  EXPECT_EQ(report.stats.write_failures, 0u);
+  EXPECT_EQ(report.stats.batches, 1u);
+  MysqlProbe probe;
+  EXPECT_EQ(probe.scalar("SELECT COUNT(*) FROM audit_log"), rows);
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, MysqlWritePath, ::testing::Values("bulk", "text", "load_data"),
+                         [](const auto& param_info) { return param_info.param; });
+
+TEST(MysqlSink, AutoChoosesBulkOnMariaDB) {
+  drop_table();
+  auto sink = auditpipe::mysql::open(mysql_url_with(""));
+  auditpipe::Logger<AuditRow> logger(sink);
+  EXPECT_EQ(sink->write_path(), WritePath::bulk);
+}
+
+TEST(MysqlSink, AMillionRecordsFromSixteenProducersLandExactlyOnce) {
+  drop_table();
+  const long long total = rows_to_write();
+  constexpr int producers = 16;
+  {
+    auditpipe::Options o;
+    o.capacity = 65536;
+    o.batch_size = 2000;
+    o.writers = 2;
+    o.max_wait = 30s;
+    auditpipe::Logger<AuditRow> logger(auditpipe::mysql::open(mysql_url_with("")), o);
+    std::vector<std::thread> threads;
+    std::atomic<long long> not_ok{0};
+    for (int p = 0; p < producers; ++p) {
+      threads.emplace_back([&, p] {
+        for (long long i = p; i < total; i += producers) {
+          auto r = logger.acquire();
+          if (!r) {
+            ++not_ok;
+            continue;
+          }
+          r->message_id = i;
+          r->at = auditpipe::timestamp::now();
+          r->sender = "producer";
+          r->payload = "a million rows";
+          if (r.commit() != Status::ok) ++not_ok;
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    const auto report = logger.close(120s);
+    EXPECT_EQ(not_ok.load(), 0);
+    EXPECT_TRUE(report.drained);
+    EXPECT_EQ(report.stats.written, static_cast<std::uint64_t>(total));
+  }
+  MysqlProbe probe;
+  EXPECT_EQ(probe.scalar("SELECT COUNT(*) FROM audit_log"), total);
+  EXPECT_EQ(probe.scalar("SELECT COUNT(DISTINCT source_id, seq) FROM audit_log"), total);
+  EXPECT_EQ(probe.scalar("SELECT COUNT(DISTINCT message_id) FROM audit_log"), total);
+  EXPECT_EQ(probe.scalar("SELECT COUNT(*) FROM (SELECT source_id FROM audit_log GROUP BY source_id "
+                         "HAVING MIN(seq) <> 0 OR MAX(seq) <> COUNT(*) - 1) gaps"),
+            0);
+}
+
+TEST(MysqlSink, SeveralWritersEachTakeTheirOwnConnection) {
+  drop_table();
+  auditpipe::Options o;
+  o.capacity = 8192;
+  o.batch_size = 250;
+  o.writers = 4;
+  auto sink = auditpipe::mysql::open(mysql_url_with(""));
+  {
+    auditpipe::Logger<AuditRow> logger(sink, o);
+    std::vector<std::thread> threads;
+    for (int p = 0; p < 4; ++p) {
+      threads.emplace_back([&] {
+        for (int i = 0; i < 20000; ++i) {
+          auto r = logger.acquire();
+          r->message_id = i;
+          ASSERT_EQ(r.commit(), Status::ok);
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(sink->pool_stats().created, 4u);  // one per writer, kept
+    EXPECT_TRUE(logger.close().drained);
+  }
+  MysqlProbe probe;
+  EXPECT_EQ(probe.scalar("SELECT COUNT(DISTINCT source_id, seq) FROM audit_log"), 80000);
+  EXPECT_EQ(probe.scalar("SELECT COUNT(*) FROM audit_log"), 80000);
+}
+
+TEST(MysqlSink, FailsOverToTheNextHostWhenTheFirstRefuses) {
+  drop_table();
+  const auto u = auditpipe::parse_url(testing_support::mysql_test_url());
+  const std::string url = "mysql://" + u.user + ":" + *u.password + "@127.0.0.1:1," +
+                          u.hosts[0].host + ":" + std::to_string(*u.hosts[0].port) + "/" + u.path;
+  {
+    auditpipe::Logger<AuditRow> logger(auditpipe::mysql::open(url));
+    ASSERT_EQ(logger.acquire().commit(), Status::ok);
+    EXPECT_TRUE(logger.close().drained);
+  }
+  MysqlProbe probe;
+  EXPECT_EQ(probe.scalar("SELECT COUNT(*) FROM audit_log"), 1);
+}
+
+TEST(MysqlSink, ClearErrorsAtStartAndNoPasswordInThem) {
+  drop_table();
+  const auto u = auditpipe::parse_url(testing_support::mysql_test_url());
+  const std::string host = u.hosts[0].host + ":" + std::to_string(*u.hosts[0].port);
+  struct Case {
+    std::string url;
+    std::string expect;
+  };
+  const std::vector<Case> cases = {
+      {"mysql://" + u.user + ":Sekr1t-Pw@" + host + "/" + u.path, "Access denied"},
+      {"mysql://" + u.user + ":Sekr1t-Pw@127.0.0.1:1/" + u.path, "cannot connect"},
+      {"mysql://" + u.user + ":Sekr1t-Pw@" + host + "/" + u.path + "?colour=blue",
+       "unknown option 'colour'"},
+      {"mysql://" + u.user + ":Sekr1t-Pw@" + host + "/" + u.path + "?write_path=fast",
+       "write_path must be"},
+      {"mysql://" + u.user + ":Sekr1t-Pw@" + host + ":notaport/" + u.path, "port 'notaport'"},
+      {"mysql://" + u.user + ":Sekr1t-Pw@" + host, "no database name"},
+      {"postgresql://" + u.user + ":Sekr1t-Pw@" + host + "/db", "scheme must be mysql://"},
+      {"mysql://" + u.user + ":" + *u.password + "@" + host + "/no_such_db", "no_such_db"},
+  };
+  for (const auto& c : cases) {
+    const std::string message = open_error(c.url);
+    EXPECT_NE(message.find(c.expect), std::string::npos) << c.url << " -> " << message;
+    EXPECT_EQ(message.find("Sekr1t-Pw"), std::string::npos) << message;
+  }
+}
+
+TEST(MysqlSink, TlsWithAVerifiedCertificate) {
+  drop_table();
+  MysqlProbe probe;
+  const long long before = probe.global_status().at("Ssl_accepts");
+  {
+    auditpipe::Logger<AuditRow> logger(auditpipe::mysql::open(mysql_url_with(
+        "tls=verify_identity&tls_ca=" + testing_support::mariadb_dir() + "/tls/ca.pem")));
+    ASSERT_EQ(logger.acquire().commit(), Status::ok);
+    EXPECT_TRUE(logger.close().drained);
+  }
+  EXPECT_GE(probe.global_status().at("Ssl_accepts") - before, 2);  // set-up and pooled connections
+  EXPECT_EQ(probe.scalar("SELECT COUNT(*) FROM audit_log"), 1);
+}
+
+TEST(MysqlSink, TlsRefusesAServerItCannotVerify) {
+  drop_table();
+  // The server's own certificate is not a CA: verification must fail.
+  const std::string e = open_error(mysql_url_with(
+      "tls=verify_ca&tls_ca=" + testing_support::mariadb_dir() + "/tls/server-cert.pem"));
+  EXPECT_NE(e.find("cannot connect"), std::string::npos) << e;
+  const std::string missing_ca = open_error(mysql_url_with("tls=verify_ca"));
+  EXPECT_NE(missing_ca.find("needs tls_ca"), std::string::npos) << missing_ca;
+}
+
+TEST(MysqlSink, ConnectsThroughAUnixSocket) {
+  drop_table();
+  const auto u = auditpipe::parse_url(testing_support::mysql_test_url());
+  std::string socket;
+  for (char ch : testing_support::mariadb_dir() + "/mysqld.sock") {
+    socket += ch == '/' ? std::string("%2F") : std::string(1, ch);
+  }
+  {
+    auditpipe::Logger<AuditRow> logger(auditpipe::mysql::open(
+        "mysql://" + u.user + ":" + *u.password + "@" + socket + "/" + u.path));
+    ASSERT_EQ(logger.acquire().commit(), Status::ok);
+    EXPECT_TRUE(logger.close().drained);
+  }
+  MysqlProbe probe;
+  EXPECT_EQ(probe.scalar("SELECT COUNT(*) FROM audit_log"), 1);
+}
+
+TEST(MysqlSink, AnExistingTableIsCheckedAtStart) {
+  MysqlProbe probe;
+  const std::string url = mysql_url_with("");
+  drop_table();
+  probe.exec(
+      "CREATE TABLE audit_log (message_id BIGINT, source_id BIGINT, seq BIGINT, PRIMARY KEY "
+      "(source_id, seq))");
+  std::string e = open_error(url);
+  EXPECT_NE(e.find("lacks the columns"), std::string::npos) << e;
+  EXPECT_NE(e.find("payload"), std::string::npos) << e;
+
+  const std::string columns =
+      "at DATETIME(6), message_id BIGINT, status INT, channel INT, latency_ms DOUBLE, delivered "
+      "BOOL, sender VARCHAR(32), receiver VARCHAR(32), payload VARCHAR(128), source_id BIGINT, "
+      "seq BIGINT";
+  drop_table();
+  probe.exec("CREATE TABLE audit_log (" + columns + ")");
+  e = open_error(url);
+  EXPECT_NE(e.find("no unique key on (source_id, seq)"), std::string::npos) << e;
+
+  drop_table();
+  probe.exec("CREATE TABLE audit_log (" + columns +
+             ", PRIMARY KEY (source_id, seq), UNIQUE KEY by_message (message_id))");
+  e = open_error(url);
+  EXPECT_NE(e.find("unique key by_message"), std::string::npos) << e;
+
+  drop_table();
+  probe.exec("CREATE TABLE audit_log (id BIGINT AUTO_INCREMENT PRIMARY KEY, " + columns +
+             ", UNIQUE KEY once (seq, source_id))");
+  EXPECT_EQ(open_error(url), "");  // an auto-increment id the insert never writes is fine
+
+  drop_table();
+  e = open_error(mysql_url_with("create_table=false"));
+  EXPECT_NE(e.find("does not exist"), std::string::npos) << e;
+}
+
+TEST(MysqlSink, ARecordTheServerRefusesIsIsolatedAndTheRestWritten) {
+  MysqlProbe probe;
+  drop_table();
+  probe.exec(
+      "CREATE TABLE audit_log (at DATETIME(6), message_id BIGINT, status INT CHECK (status >= 0), "
+      "channel INT, latency_ms DOUBLE, delivered BOOL, sender VARCHAR(32), receiver VARCHAR(32), "
+      "payload VARCHAR(128), source_id BIGINT, seq BIGINT, PRIMARY KEY (source_id, seq))");
+  auditpipe::Options o;
+  o.flush_interval = 60s;
+  {
+    auditpipe::Logger<AuditRow> logger(auditpipe::mysql::open(mysql_url_with("")), o);
+    for (int i = 0; i < 100; ++i) {
+      auto r = logger.acquire();
+      r->message_id = i;
+      r->status = i == 61 ? -5 : 1;
+      r->latency_ms = i == 77 ? std::numeric_limits<double>::quiet_NaN() : 1.0;
+      ASSERT_EQ(r.commit(), Status::ok);
+    }
+    const auto report = logger.close();
+    EXPECT_EQ(report.stats.rejected_by_sink, 2u);
+    EXPECT_EQ(report.stats.written, 98u);
+    EXPECT_TRUE(report.drained);
+  }
+  EXPECT_EQ(probe.scalar("SELECT COUNT(*) FROM audit_log"), 98);
+  EXPECT_EQ(probe.scalar("SELECT COUNT(*) FROM audit_log WHERE message_id IN (61, 77)"), 0);
+}
+
+}  // namespace
