@@ -137,7 +137,7 @@ void work(auditpipe::Logger<platform::AuditRow>& logger, int worker, long long f
 
     const bool steady = i >= warmup;
     const bool sampled = i % sample_every == 0;
-    const std::size_t allocs_before = steady ? platform::allocations_on_this_thread() : 0;
+    const std::size_t allocs_before = steady ? auditpipe::tools::allocations_on_this_thread() : 0;
     const auto t0 = sampled ? Clock::now() : Clock::time_point{};
     const auditpipe::Status s = logger.log(m);
     if (sampled) {
@@ -146,7 +146,7 @@ void work(auditpipe::Logger<platform::AuditRow>& logger, int worker, long long f
       out.latency_ns.push_back(static_cast<std::uint32_t>(std::min<long long>(ns, UINT32_MAX)));
     }
     if (steady) {
-      out.steady_allocations += platform::allocations_on_this_thread() - allocs_before;
+      out.steady_allocations += auditpipe::tools::allocations_on_this_thread() - allocs_before;
       ++out.steady_records;
     }
     if (s != auditpipe::Status::ok) ++out.not_ok;

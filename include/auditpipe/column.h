@@ -70,72 +70,53 @@ struct TableDescriptor {
 // Readers of one column of one record, by the column's description. Bytes
 // are copied with memcpy: records are byte images, never aliased objects.
 
+namespace detail {
+template <class T>
+inline T load(const std::byte* p) noexcept {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+}  // namespace detail
+
+// Integer-like columns (booleans, integers, timestamps) widened to int64.
 inline std::int64_t read_integer(const std::byte* record, const Column& c) noexcept {
   const std::byte* p = record + c.offset;
   switch (c.type) {
-    case ColumnType::boolean: {
-      bool v;
-      std::memcpy(&v, p, sizeof v);
-      return v ? 1 : 0;
-    }
-    case ColumnType::int8: {
-      std::int8_t v;
-      std::memcpy(&v, p, sizeof v);
-      return v;
-    }
-    case ColumnType::int16: {
-      std::int16_t v;
-      std::memcpy(&v, p, sizeof v);
-      return v;
-    }
-    case ColumnType::int32: {
-      std::int32_t v;
-      std::memcpy(&v, p, sizeof v);
-      return v;
-    }
-    case ColumnType::uint8: {
-      std::uint8_t v;
-      std::memcpy(&v, p, sizeof v);
-      return v;
-    }
-    case ColumnType::uint16: {
-      std::uint16_t v;
-      std::memcpy(&v, p, sizeof v);
-      return v;
-    }
-    case ColumnType::uint32: {
-      std::uint32_t v;
-      std::memcpy(&v, p, sizeof v);
-      return v;
-    }
+    case ColumnType::boolean:
+      return detail::load<bool>(p) ? 1 : 0;
+    case ColumnType::int8:
+      return detail::load<std::int8_t>(p);
+    case ColumnType::int16:
+      return detail::load<std::int16_t>(p);
+    case ColumnType::int32:
+      return detail::load<std::int32_t>(p);
+    case ColumnType::uint8:
+      return detail::load<std::uint8_t>(p);
+    case ColumnType::uint16:
+      return detail::load<std::uint16_t>(p);
+    case ColumnType::uint32:
+      return detail::load<std::uint32_t>(p);
     case ColumnType::int64:
-    case ColumnType::timestamp: {
-      std::int64_t v;
-      std::memcpy(&v, p, sizeof v);
-      return v;
-    }
+    case ColumnType::timestamp:
+      return detail::load<std::int64_t>(p);
     default:
       return 0;
   }
 }
 
 inline double read_float64(const std::byte* record, const Column& c) noexcept {
-  double v;
-  std::memcpy(&v, record + c.offset, sizeof v);
-  return v;
+  return detail::load<double>(record + c.offset);
 }
 
 inline std::string_view read_text(const std::byte* record, const Column& c) noexcept {
-  std::uint32_t size;
-  std::memcpy(&size, record + c.offset + text_layout::size_offset, sizeof size);
+  std::uint32_t size = detail::load<std::uint32_t>(record + c.offset + text_layout::size_offset);
   if (size > c.max_length) size = c.max_length;  // a damaged record never reads out of bounds
   return {reinterpret_cast<const char*>(record + c.offset + text_layout::data_offset), size};
 }
 
 inline std::uint32_t read_text_flags(const std::byte* record, const Column& c) noexcept {
-  std::uint32_t flags;
-  std::memcpy(&flags, record + c.offset + text_layout::flags_offset, sizeof flags);
-  return flags;
+  return detail::load<std::uint32_t>(record + c.offset + text_layout::flags_offset);
 }
 
 }  // namespace auditpipe

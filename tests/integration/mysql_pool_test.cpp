@@ -10,6 +10,7 @@
 
 #include "auditpipe/connection_pool.h"
 #include "auditpipe/status.h"
+#include "eventually.h"
 #include "mysql_probe.h"
 
 namespace {
@@ -20,6 +21,7 @@ using auditpipe::ConnectionPoolOptions;
 using testing_support::MysqlProbe;
 using testing_support::RealConnection;
 using Clock = std::chrono::steady_clock;
+using testing_support::eventually;
 
 struct Counter {
   std::atomic<int> connecting{0};
@@ -46,16 +48,6 @@ long long server_connections(MysqlProbe& probe) {
              "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = CURRENT_USER() "
              "OR USER = SUBSTRING_INDEX(USER(), '@', 1)") -
          1;
-}
-
-template <class Pred>
-bool eventually(Pred pred, std::chrono::milliseconds limit = 10s) {
-  const auto deadline = Clock::now() + limit;
-  while (Clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return pred();
 }
 
 TEST(MysqlPool, MaxWaitIsHonouredUnderExhaustion) {

@@ -16,6 +16,7 @@
 
 #include "auditpipe/diagnostics.h"
 #include "auditpipe/status.h"
+#include "eventually.h"
 
 namespace {
 
@@ -23,6 +24,7 @@ using namespace std::chrono_literals;
 using auditpipe::ConnectionPool;
 using auditpipe::ConnectionPoolOptions;
 using Clock = std::chrono::steady_clock;
+using testing_support::eventually;
 
 // Counts what the pool does to its connections.
 struct Tally {
@@ -61,16 +63,6 @@ ConnectionPool::Factory slow_factory(Tally& t, std::chrono::milliseconds delay) 
     --t.connecting;
     return std::make_unique<FakeConnection>(t, t.opened.load());
   };
-}
-
-template <class Pred>
-bool eventually(Pred pred, std::chrono::milliseconds limit = 10s) {
-  const auto deadline = Clock::now() + limit;
-  while (Clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(5ms);
-  }
-  return pred();
 }
 
 TEST(ConnectionPool, KeepsWhatItMadeByDefault) {

@@ -1,6 +1,7 @@
 // The hot path (acquire, fill, commit, and log() through a mapping) makes no
 // heap allocation in steady state. Counted with a replaced global operator
-// new, per thread, so the writer thread's own work does not count.
+// new (tools/alloc_counter), per thread, so the writer thread's own work
+// does not count.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -10,48 +11,10 @@
 #include <thread>
 #include <vector>
 
+#include "alloc_counter.h"
 #include "audit_row.h"
 #include "auditpipe/logger.h"
 #include "collecting_sink.h"
-
-namespace {
-thread_local std::size_t allocations_on_this_thread = 0;
-}  // namespace
-
-void* operator new(std::size_t n) {
-  ++allocations_on_this_thread;
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t n) {
-  ++allocations_on_this_thread;
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void* operator new(std::size_t n, std::align_val_t a) {
-  ++allocations_on_this_thread;
-  const std::size_t align = static_cast<std::size_t>(a);
-  if (void* p = std::aligned_alloc(align, (n + align - 1) / align * align)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, std::size_t) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::align_val_t) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
-  std::free(p);
-}
 
 namespace app {
 struct Message {
@@ -96,7 +59,7 @@ TEST(HotPath, ZeroAllocationsPerRecordInSteadyState) {
     m.id = i;
     ASSERT_EQ(logger.log(m), auditpipe::Status::ok);
   }
-  const std::size_t before = allocations_on_this_thread;
+  const std::size_t before = auditpipe::tools::allocations_on_this_thread();
   for (int i = 0; i < measured; ++i) {
     m.id = warmup + i;
     if (i % 2 == 0) {
@@ -110,7 +73,7 @@ TEST(HotPath, ZeroAllocationsPerRecordInSteadyState) {
       ASSERT_EQ(r.commit(), auditpipe::Status::ok);
     }
   }
-  const std::size_t during = allocations_on_this_thread - before;
+  const std::size_t during = auditpipe::tools::allocations_on_this_thread() - before;
   EXPECT_EQ(during, 0u) << "allocations per record: " << static_cast<double>(during) / measured;
   const auto report = logger.close();
   EXPECT_EQ(report.stats.written, static_cast<std::uint64_t>(warmup + measured));
@@ -118,9 +81,9 @@ TEST(HotPath, ZeroAllocationsPerRecordInSteadyState) {
 
 // The counter works: a std::string beyond the small-string buffer allocates.
 TEST(HotPath, TheCounterSeesAllocations) {
-  const std::size_t before = allocations_on_this_thread;
+  const std::size_t before = auditpipe::tools::allocations_on_this_thread();
   std::string s(1000, 'x');
-  EXPECT_GT(allocations_on_this_thread - before, 0u);
+  EXPECT_GT(auditpipe::tools::allocations_on_this_thread() - before, 0u);
   EXPECT_EQ(s.size(), 1000u);
 }
 

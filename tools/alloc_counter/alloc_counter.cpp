@@ -19,11 +19,11 @@ void* counted_aligned_alloc(std::size_t n, std::align_val_t a) {
 }
 }  // namespace
 
-namespace platform {
+namespace auditpipe::tools {
 std::size_t allocations_on_this_thread() noexcept {
   return thread_allocations;
 }
-}  // namespace platform
+}  // namespace auditpipe::tools
 
 void* operator new(std::size_t n) {
   return counted_alloc(n);
