@@ -15,6 +15,8 @@ packages=(
   libmariadb-dev           # MariaDB Connector/C: the libmysqlclient API of the MySQL sink
   mariadb-server mariadb-client  # the throwaway server the tests start (scripts/mariadb.sh)
   libgtest-dev libbenchmark-dev
+  clang libclang-rt-14-dev # libFuzzer for the fuzz targets (clang's sanitizer runtimes)
+  openssl                  # the test server's TLS certificates
 )
 
 missing=()

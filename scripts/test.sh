@@ -5,7 +5,9 @@
 # non-zero on any failure; servers are stopped either way.
 #
 #   ./scripts/test.sh            # everything
-#   ./scripts/test.sh --quick    # the main build only (no sanitizer builds)
+#   ./scripts/test.sh --quick    # the main build only (no sanitizer builds, no fuzzing)
+#
+# The fuzz targets run for AUDITPIPE_FUZZ_SECONDS each (default 60).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,12 +24,21 @@ AUDITPIPE_MARIADB_DIR=$(mktemp -d /tmp/auditpipe-mariadb.XXXXXX)
 trap './scripts/mariadb.sh destroy' EXIT
 ./scripts/mariadb.sh start
 
-# build <dir> <cmake args...>: configure and build one tree.
+# build <dir> <cmake args...> [--target t...]: configure and build one tree.
 build() {
-  local dir=$1
+  local dir=$1 args=() targets=()
   shift
-  cmake -S . -B "$dir" -DAUDITPIPE_WERROR=ON "$@" >/dev/null
-  cmake --build "$dir" -j"$jobs"
+  while [ $# -gt 0 ]; do
+    if [ "$1" = --target ]; then
+      shift
+      targets=(--target "$@")
+      break
+    fi
+    args+=("$1")
+    shift
+  done
+  cmake -S . -B "$dir" -DAUDITPIPE_WERROR=ON "${args[@]}" >/dev/null
+  cmake --build "$dir" -j"$jobs" "${targets[@]}"
 }
 
 status=0
@@ -59,6 +70,12 @@ if [ $quick -eq 0 ]; then
   step "concurrent tests under TSan" \
     env TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp" \
     setarch "$(uname -m)" -R ctest --test-dir build/tsan -L concurrent --no-tests=error --output-on-failure -j"$jobs"
+  # libFuzzer (clang) on the URL parser and the spill-file reader, for a
+  # bounded time each.
+  build build/fuzz -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAUDITPIPE_FUZZ=ON \
+    -DAUDITPIPE_BUILD_TESTS=OFF -DAUDITPIPE_BUILD_EXAMPLES=OFF -DAUDITPIPE_BUILD_BENCH=OFF \
+    -DAUDITPIPE_FUZZ_SECONDS="${AUDITPIPE_FUZZ_SECONDS:-60}" --target url_fuzzer spill_reader_fuzzer
+  step "fuzz targets" ctest --test-dir build/fuzz -L fuzz --no-tests=error --output-on-failure -j"$jobs"
 fi
 
 [ $status -eq 0 ] && echo "=== all tests passed" >&2 || echo "=== some tests FAILED" >&2

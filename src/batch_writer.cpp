@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 
 #include "auditpipe/diagnostics.h"
+#include "auditpipe/utf8.h"
 
 namespace auditpipe::internal {
 
@@ -18,7 +20,62 @@ std::uint64_t micros_since(clock::time_point t0) {
       std::chrono::duration_cast<std::chrono::microseconds>(clock::now() - t0).count());
 }
 
+// Makes every text field of `record` valid UTF-8 (see utf8.h); returns how
+// many fields needed it.
+std::uint64_t repair_text(std::byte* record, const std::vector<const Column*>& text_columns) {
+  std::uint64_t repaired = 0;
+  for (const Column* c : text_columns) {
+    std::byte* field = record + c->offset;
+    const std::string_view text = read_text(record, *c);
+    if (is_valid_utf8(text)) continue;
+    bool cut = false;
+    char* data = reinterpret_cast<char*>(field + text_layout::data_offset);
+    const auto size =
+        static_cast<std::uint32_t>(repair_utf8(data, text.size(), c->max_length, &cut));
+    std::uint32_t flags = read_text_flags(record, *c) | text_flags::invalid_utf8;
+    if (cut) flags |= text_flags::truncated;
+    std::memcpy(field + text_layout::size_offset, &size, sizeof size);
+    std::memcpy(field + text_layout::flags_offset, &flags, sizeof flags);
+    ++repaired;
+  }
+  return repaired;
+}
+
 }  // namespace
+
+// Records from the pool: stored ones give their slots back.
+struct BatchWriter::PoolOutcome final : Outcome {
+  explicit PoolOutcome(BatchWriter& w) : writer(w) {}
+  void stored(std::size_t begin, std::size_t count) override {
+    std::uint64_t truncated = 0;
+    for (std::size_t i = begin; i < begin + count; ++i) {
+      for (const Column* c : writer.text_columns_) {
+        truncated += (read_text_flags(writer.refs_[i].data, *c) & text_flags::truncated) != 0;
+      }
+    }
+    writer.core_.pool.release(&writer.slots_[begin], count);
+    auto& k = writer.core_.counters;
+    k.truncated_fields.fetch_add(truncated, std::memory_order_relaxed);
+    k.written.fetch_add(count, std::memory_order_relaxed);
+  }
+  void refused(std::size_t index, const std::string& message) override {
+    writer.dead_letter(writer.refs_[index], message);
+    writer.core_.pool.release(&writer.slots_[index], 1);
+  }
+  BatchWriter& writer;
+};
+
+// Records from a spill segment: nothing to give back.
+struct BatchWriter::ReplayOutcome final : Outcome {
+  explicit ReplayOutcome(BatchWriter& w) : writer(w) {}
+  void stored(std::size_t, std::size_t count) override {
+    writer.core_.counters.replayed.fetch_add(count, std::memory_order_relaxed);
+  }
+  void refused(std::size_t index, const std::string& message) override {
+    writer.dead_letter(writer.replay_refs_[index], message);
+  }
+  BatchWriter& writer;
+};
 
 BatchWriter::BatchWriter(PipelineCore& core, unsigned index)
     : core_(core),
@@ -50,6 +107,7 @@ bool BatchWriter::batch_is_due(std::size_t held, clock::time_point first) const 
 
 void BatchWriter::run() {
   const std::size_t batch_size = slots_.size();
+  const bool spill_keeper = index_ == 0 && core_.spill != nullptr;
   std::size_t held = 0;
   clock::time_point first{};
   while (true) {
@@ -57,6 +115,7 @@ void BatchWriter::run() {
     // sleep below.
     const std::uint64_t epoch = core_.signal.epoch();
     if (core_.give_up.load(std::memory_order_acquire)) break;  // held slots stay committed
+    if (spill_keeper) core_.spill->sync_if_due(core_.options.spill_fsync_interval);
     if (held < batch_size) {
       const std::size_t got =
           core_.queue.try_dequeue_bulk(token_, slots_.data() + held, batch_size - held);
@@ -65,13 +124,18 @@ void BatchWriter::run() {
     }
     if (held != 0) {
       if (batch_is_due(held, first)) {
+        std::uint64_t repaired = 0;
         for (std::size_t i = 0; i < held; ++i) {
           // Acquire pairs with commit()'s release store: the record's bytes
           // are visible here without relying on the queue's fences.
           (void)slots_[i]->state.load(std::memory_order_acquire);
-          refs_[i] = RecordRef{slots_[i]->source_id, slots_[i]->seq, core_.pool.record(slots_[i])};
+          std::byte* record = core_.pool.record(slots_[i]);
+          repaired += repair_text(record, text_columns_);
+          refs_[i] = RecordRef{slots_[i]->source_id, slots_[i]->seq, record};
         }
-        if (!write(0, held)) break;
+        core_.counters.invalid_utf8_fields.fetch_add(repaired, std::memory_order_relaxed);
+        PoolOutcome outcome(*this);
+        if (!write(refs_, 0, held, outcome)) break;
         held = 0;
         // More than another batch waiting: make sure a sleeping peer helps.
         if (core_.options.writers > 1 && core_.queue.size_approx() >= batch_size) {
@@ -82,9 +146,12 @@ void BatchWriter::run() {
     } else if (core_.stopping.load(std::memory_order_acquire)) {
       if (core_.queue.size_approx() == 0) break;
       continue;
+    } else if (spill_keeper && replay_some()) {
+      continue;  // spilled records go while the queue has no batch waiting
     }
-    const clock::time_point deadline =
-        (held != 0 ? first : clock::now()) + core_.options.flush_interval;
+    clock::time_point deadline = (held != 0 ? first : clock::now()) + core_.options.flush_interval;
+    if (spill_keeper)
+      deadline = std::min(deadline, clock::now() + core_.options.spill_fsync_interval);
     core_.signal.arm(core_.pool.acquisitions() + static_cast<std::uint32_t>(batch_size - held));
     // A record committed while arming may have missed the signal: look once
     // more before sleeping.
@@ -97,39 +164,52 @@ void BatchWriter::run() {
   }
 }
 
-bool BatchWriter::write(std::size_t begin, std::size_t count) {
+bool BatchWriter::write(std::span<const RecordRef> refs, std::size_t begin, std::size_t count,
+                        Outcome& outcome) {
   auto backoff =
       std::chrono::duration_cast<std::chrono::microseconds>(core_.options.retry_backoff_initial);
   const auto backoff_max =
       std::chrono::duration_cast<std::chrono::microseconds>(core_.options.retry_backoff_max);
   std::uint64_t failures = 0;
+  auto& k = core_.counters;
   while (true) {
     const clock::time_point t0 = clock::now();
-    const WriteResult result =
-        core_.sink->write(Batch{core_.table, std::span<const RecordRef>(&refs_[begin], count)});
+    const WriteResult result = core_.sink->write(Batch{core_.table, refs.subspan(begin, count)});
     if (result.ok()) {
-      if (failures != 0) {
+      if (k.consecutive_failures.exchange(0, std::memory_order_acq_rel) != 0 || failures != 0) {
         diagnostics()->info(
-            "auditpipe: writer {}: a batch of {} records was written after {} "
-            "failed attempts",
-            index_, count, failures);
+            "auditpipe: writer {}: {} takes writes again ({} records written after "
+            "{} failed attempts)",
+            index_, core_.sink->describe(), count, failures);
       }
-      finish(begin, count, micros_since(t0));
+      outcome.stored(begin, count);
+      k.batches.fetch_add(1, std::memory_order_relaxed);
+      k.batch_size.record(count);
+      k.write_latency_us.record(micros_since(t0));
+      if (core_.urgent.load(std::memory_order_acquire) != 0) core_.notify_progress();
       return true;
     }
     ++failures;
-    core_.counters.write_failures.fetch_add(1, std::memory_order_relaxed);
+    k.write_failures.fetch_add(1, std::memory_order_relaxed);
     if (result.kind == WriteResult::Kind::rejected) {
       if (count == 1) {
-        refuse(begin, result.message);
+        diagnostics()->error(
+            "auditpipe: {} refused record (source_id {}, seq {}); counted in "
+            "rejected_by_sink{}: {}",
+            core_.sink->describe(), refs[begin].source_id, refs[begin].seq,
+            core_.dead_letters ? " and written to the dead-letter file" : "", result.message);
+        outcome.refused(begin, result.message);
+        k.rejected_by_sink.fetch_add(1, std::memory_order_relaxed);
+        if (core_.urgent.load(std::memory_order_acquire) != 0) core_.notify_progress();
         return true;
       }
       // Find the refused records: each half is written (or split) alone.
       const std::size_t half = count / 2;
-      const bool a = write(begin, half);
-      const bool b = write(begin + half, count - half);
+      const bool a = write(refs, begin, half, outcome);
+      const bool b = write(refs, begin + half, count - half, outcome);
       return a && b;
     }
+    k.consecutive_failures.fetch_add(1, std::memory_order_acq_rel);
     if (core_.give_up.load(std::memory_order_acquire)) return false;
     diagnostics()->warn(
         "auditpipe: writer {}: writing {} records to {} failed (attempt {}), "
@@ -141,35 +221,86 @@ bool BatchWriter::write(std::size_t begin, std::size_t count) {
     core_.sleep_unless_giving_up(clock::now() + std::chrono::microseconds(pick(jitter_)));
     if (core_.give_up.load(std::memory_order_acquire)) return false;
     backoff = std::min(backoff * 2, backoff_max);
-    core_.counters.retries.fetch_add(1, std::memory_order_relaxed);
+    k.retries.fetch_add(1, std::memory_order_relaxed);
   }
 }
 
-void BatchWriter::finish(std::size_t begin, std::size_t count, std::uint64_t micros) {
-  std::uint64_t truncated = 0;
-  for (std::size_t i = begin; i < begin + count; ++i) {
-    for (const Column* c : text_columns_) {
-      truncated += (read_text_flags(refs_[i].data, *c) & text_flags::truncated) != 0;
+void BatchWriter::dead_letter(const RecordRef& record, const std::string& message) {
+  if (!core_.dead_letters) return;
+  if (core_.dead_letters->append(core_.table, record, message)) {
+    core_.counters.dead_lettered.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    diagnostics()->error("auditpipe: cannot append to dead-letter file {}",
+                         core_.dead_letters->path().string());
+  }
+}
+
+bool BatchWriter::replay_some() {
+  // Not while live writes fail (the database is away), nor when closing.
+  if (core_.counters.consecutive_failures.load(std::memory_order_acquire) != 0 ||
+      core_.stopping.load(std::memory_order_acquire)) {
+    return false;
+  }
+  if (!reader_) {
+    auto segments = core_.spill->sealed_segments();
+    if (segments.empty()) {
+      if (!core_.spill->has_unsealed_records()) return false;
+      core_.spill->seal();
+      segments = core_.spill->sealed_segments();
+      if (segments.empty()) return false;
+    }
+    reader_path_ = segments.front();
+    try {
+      reader_ = std::make_unique<SpillReader>(reader_path_);
+    } catch (const std::exception& e) {
+      diagnostics()->error("auditpipe: {}; set aside as {}.bad", e.what(), reader_path_.string());
+      core_.spill->quarantine(reader_path_);
+      core_.counters.spill_bad_segments.fetch_add(1, std::memory_order_relaxed);
+      return true;
+    }
+    if (!reader_->header_valid() || reader_->fingerprint() != fingerprint(core_.table) ||
+        reader_->record_size() != core_.table.record_size) {
+      diagnostics()->error(
+          "auditpipe: spill segment {} has a damaged header or was written for "
+          "another record layout; set aside as {}.bad, not replayed",
+          reader_path_.string(), reader_path_.string());
+      reader_.reset();
+      core_.spill->quarantine(reader_path_);
+      core_.counters.spill_bad_segments.fetch_add(1, std::memory_order_relaxed);
+      return true;
     }
   }
-  core_.pool.release(&slots_[begin], count);
-  auto& k = core_.counters;
-  k.truncated_fields.fetch_add(truncated, std::memory_order_relaxed);
-  k.written.fetch_add(count, std::memory_order_relaxed);
-  k.batches.fetch_add(1, std::memory_order_relaxed);
-  k.batch_size.record(count);
-  k.write_latency_us.record(micros);
-  if (core_.urgent.load(std::memory_order_acquire) != 0) core_.notify_progress();
+  const std::size_t n = reader_->next(slots_.size(), replay_refs_);
+  if (n == 0) {
+    finish_segment();
+    return true;
+  }
+  std::uint64_t repaired = 0;
+  for (const RecordRef& r : replay_refs_) {
+    repaired += repair_text(const_cast<std::byte*>(r.data), text_columns_);  // the reader's buffer
+  }
+  core_.counters.invalid_utf8_fields.fetch_add(repaired, std::memory_order_relaxed);
+  ReplayOutcome outcome(*this);
+  if (!write(replay_refs_, 0, n, outcome)) {
+    reader_.reset();  // closing: the segment stays, and is replayed next time
+    return false;
+  }
+  return true;
 }
 
-void BatchWriter::refuse(std::size_t index, const std::string& message) {
-  diagnostics()->error(
-      "auditpipe: {} refused record (source_id {}, seq {}); it is counted in "
-      "rejected_by_sink and not retried: {}",
-      core_.sink->describe(), refs_[index].source_id, refs_[index].seq, message);
-  core_.pool.release(&slots_[index], 1);
-  core_.counters.rejected_by_sink.fetch_add(1, std::memory_order_relaxed);
-  if (core_.urgent.load(std::memory_order_acquire) != 0) core_.notify_progress();
+void BatchWriter::finish_segment() {
+  const std::uint64_t skipped = reader_->skipped_bytes();
+  if (skipped != 0) {
+    core_.counters.spill_skipped_bytes.fetch_add(skipped, std::memory_order_relaxed);
+    core_.counters.spill_damaged_regions.fetch_add(reader_->damaged_regions(),
+                                                   std::memory_order_relaxed);
+    diagnostics()->warn(
+        "auditpipe: replaying spill segment {} skipped {} damaged bytes in {} "
+        "places; the records around them were written",
+        reader_path_.string(), skipped, reader_->damaged_regions());
+  }
+  reader_.reset();
+  core_.spill->remove(reader_path_);
 }
 
 }  // namespace auditpipe::internal

@@ -8,23 +8,32 @@
 // backoff and jitter for as long as it takes (while the pool fills and the
 // overflow policy applies upstream); a batch the sink refuses as data is
 // split in halves until the refused records are isolated, so one bad record
-// never holds back the others.
+// never holds back the others. Text is repaired to valid UTF-8 first.
+//
+// Writer 0 also owns the spill directory's upkeep: it fdatasyncs spilled
+// data on the configured interval and, when it has no full batch waiting,
+// replays spilled records to the sink, oldest segment first, deleting each
+// segment once all of it is stored.
 //
 // Invariant: a slot leaves the writer only through the pool's release(),
 // after the sink stored it or refused it alone (counted), or stays committed
-// when close() gives up (then counted as unwritten).
+// when close() gives up (then spilled or counted as unwritten).
 //
 // Thread safety: owns its thread; the constructor starts it, join() ends it
 // once PipelineCore::stopping is set.
 #pragma once
 
 #include <cstddef>
+#include <filesystem>
+#include <memory>
 #include <random>
+#include <span>
 #include <thread>
 #include <vector>
 
 #include "auditpipe/sink.h"
 #include "pipeline_core.h"
+#include "spill_reader.h"
 
 namespace auditpipe::internal {
 
@@ -38,13 +47,27 @@ class BatchWriter {
   void join();
 
  private:
+  // What becomes of records once the sink has dealt with them.
+  struct Outcome {
+    virtual void stored(std::size_t begin, std::size_t count) = 0;
+    virtual void refused(std::size_t index, const std::string& message) = 0;
+
+   protected:
+    ~Outcome() = default;
+  };
+  struct PoolOutcome;
+  struct ReplayOutcome;
+
   void run();
   bool batch_is_due(std::size_t held, PipelineCore::clock::time_point first) const;
-  // Writes records [begin, begin + count) of the held batch. False if it
-  // gave up because close() ran out of time.
-  bool write(std::size_t begin, std::size_t count);
-  void finish(std::size_t begin, std::size_t count, std::uint64_t micros);
-  void refuse(std::size_t index, const std::string& message);
+  // Writes refs[begin, begin + count). False if it gave up because close()
+  // ran out of time.
+  bool write(std::span<const RecordRef> refs, std::size_t begin, std::size_t count,
+             Outcome& outcome);
+  void dead_letter(const RecordRef& record, const std::string& message);
+  // Replays one chunk of spilled records; false if there was nothing to do.
+  bool replay_some();
+  void finish_segment();
 
   PipelineCore& core_;
   const unsigned index_;
@@ -53,6 +76,10 @@ class BatchWriter {
   std::vector<RecordRef> refs_;
   std::vector<const Column*> text_columns_;
   std::minstd_rand jitter_;
+  // Replay state (writer 0).
+  std::unique_ptr<SpillReader> reader_;
+  std::filesystem::path reader_path_;
+  std::vector<RecordRef> replay_refs_;
   std::thread thread_;
 };
 

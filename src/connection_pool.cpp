@@ -129,7 +129,7 @@ std::size_t ConnectionPool::wanted_locked() const noexcept {
   return std::min(options_.max_size, std::max(min_idle_, leased_.size() + waiting_));
 }
 
-ConnectionPool::Lease ConnectionPool::acquire(std::source_location where) {
+ConnectionPool::Lease ConnectionPool::acquire(source_location where) {
   const auto t0 = clock::now();
   const auto deadline = t0 + options_.connection_timeout;
   std::unique_lock<std::mutex> lock(mutex_);

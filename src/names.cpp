@@ -1,6 +1,7 @@
 // Names of enumerators, for messages and reports.
 #include "auditpipe/column.h"
 #include "auditpipe/options.h"
+#include "auditpipe/stats.h"
 #include "auditpipe/status.h"
 
 namespace auditpipe {
@@ -41,6 +42,8 @@ std::string_view to_string(Overflow overflow) noexcept {
       return "drop";
     case Overflow::fail:
       return "fail";
+    case Overflow::spill:
+      return "spill";
   }
   return "unknown";
 }
@@ -59,6 +62,18 @@ std::string_view to_string(Status status) noexcept {
       return "closed";
     case Status::empty_handle:
       return "empty_handle";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(Health health) noexcept {
+  switch (health) {
+    case Health::ok:
+      return "ok";
+    case Health::degraded:
+      return "degraded";
+    case Health::down:
+      return "down";
   }
   return "unknown";
 }

@@ -2,6 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cstring>
+#include <new>
 #include <optional>
 #include <string>
 #include <vector>
@@ -10,6 +13,7 @@
 #include "batch_writer.h"
 #include "pipeline_core.h"
 #include "producer_registry.h"
+#include "spill_format.h"
 
 namespace auditpipe {
 
@@ -34,6 +38,22 @@ void validate(const TableDescriptor& table, const Sink* sink, const Options& o) 
   if (o.retry_backoff_initial.count() <= 0 || o.retry_backoff_max < o.retry_backoff_initial) {
     fail("retry backoff must be positive, with the cap not below the first delay");
   }
+  if (o.overflow == Overflow::spill && o.spill_path.empty()) {
+    fail("overflow = spill needs a spill_path (a directory for the records that do not fit)");
+  }
+  if (!o.spill_path.empty() && o.spill_fsync_interval.count() <= 0) {
+    fail("spill_fsync_interval must be positive");
+  }
+}
+
+// A record handed out when the pool is full under Overflow::spill lives in
+// its source's own buffer, behind this header.
+struct SpillRecordHeader {
+  internal::Producer* producer;
+};
+constexpr std::size_t spill_record_offset(std::size_t align) {
+  return (sizeof(SpillRecordHeader) + std::max<std::size_t>(align, 64) - 1) /
+         std::max<std::size_t>(align, 64) * std::max<std::size_t>(align, 64);
 }
 
 }  // namespace
@@ -42,11 +62,22 @@ class Pipeline::Impl {
  public:
   Impl(const TableDescriptor& table, std::shared_ptr<Sink> sink, const Options& options)
       : core_(table, std::move(sink), options),
-        registry_(
-            std::make_shared<internal::ProducerRegistry>(core_.queue, options.source_id_base)) {
+        registry_(std::make_shared<internal::ProducerRegistry>(core_.queue, options.source_id_base,
+                                                               core_.pool.source_table())),
+        spill_offset_(spill_record_offset(table.record_align)) {
     // Open before accepting anything: a bad URL, a missing table or wrong
     // credentials fail here, not at the first batch.
     core_.sink->open(table, SinkContext{options.writers});
+    // Records a killed process had committed into the durable pool are
+    // queued before anything new, so they are written first.
+    const auto recovered = core_.pool.take_recovered();
+    if (!recovered.empty()) {
+      moodycamel::ProducerToken token(core_.queue);
+      for (SlotHeader* s : recovered) core_.queue.enqueue(token, s);
+      core_.counters.recovered.store(recovered.size(), std::memory_order_relaxed);
+      diagnostics()->info("auditpipe: {} committed records recovered from {}; writing them first",
+                          recovered.size(), options.durable_path.string());
+    }
     writers_.reserve(options.writers);
     for (unsigned i = 0; i < options.writers; ++i) {
       writers_.push_back(std::make_unique<internal::BatchWriter>(core_, i));
@@ -63,6 +94,10 @@ class Pipeline::Impl {
     // Behind anyone already waiting: queue up rather than overtake them.
     SlotHeader* s = core_.pool.waiters() == 0 ? core_.pool.try_acquire() : nullptr;
     if (s == nullptr) {
+      if (core_.options.overflow == Overflow::spill &&
+          !core_.closing.load(std::memory_order_acquire)) {
+        if (std::byte* r = spill_record()) return r;
+      }
       s = acquire_slow(status);
       if (s == nullptr) return nullptr;
     }
@@ -78,6 +113,8 @@ class Pipeline::Impl {
   }
 
   Status commit(std::byte* record) noexcept {
+    if (!core_.pool.contains(record)) [[unlikely]]
+      return commit_spilled(record);
     SlotHeader* s = core_.pool.slot_of(record);
     if (core_.stopped.load(std::memory_order_acquire)) {
       core_.pool.release(&s, 1);
@@ -85,14 +122,14 @@ class Pipeline::Impl {
       return Status::closed;
     }
     internal::Producer* p = registry_->current();
-    const std::int64_t seq = p->next_seq.load(std::memory_order_relaxed);
+    const std::int64_t seq = p->next_seq->load(std::memory_order_relaxed);
     s->source_id = p->source_id;
     s->seq = seq;
     s->state.store(static_cast<std::uint32_t>(SlotState::committed), std::memory_order_release);
-    p->next_seq.store(seq + 1, std::memory_order_relaxed);
+    p->next_seq->store(seq + 1, std::memory_order_relaxed);
     if (!core_.queue.enqueue(p->token, s)) [[unlikely]] {
       // Only when the queue needs a new block and the allocation fails.
-      p->next_seq.store(seq, std::memory_order_relaxed);
+      p->next_seq->store(seq, std::memory_order_relaxed);
       core_.pool.release(&s, 1);
       core_.counters.dropped.fetch_add(1, std::memory_order_relaxed);
       return Status::dropped;
@@ -102,6 +139,11 @@ class Pipeline::Impl {
   }
 
   void abandon(std::byte* record) noexcept {
+    if (!core_.pool.contains(record)) {
+      spill_header(record)->producer->spill_record_in_use = false;
+      core_.counters.abandoned.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
     SlotHeader* s = core_.pool.slot_of(record);
     core_.pool.release(&s, 1);
     core_.counters.abandoned.fetch_add(1, std::memory_order_relaxed);
@@ -158,22 +200,54 @@ class Pipeline::Impl {
     core_.stopped.store(true, std::memory_order_seq_cst);
     core_.sink->close();
 
-    // Whatever is still committed (or was being filled when time ran out)
-    // will never be written: count it, loudly.
-    std::uint64_t unwritten = 0;
+    // Whatever is still committed goes to the spill directory if there is
+    // one; what cannot go anywhere is counted, loudly (a durable pool keeps
+    // it for the next start).
+    std::vector<SlotHeader*> left;
     for (std::size_t i = 0; i < core_.pool.capacity(); ++i) {
-      const auto state = core_.pool.slot(i)->state.load(std::memory_order_acquire);
-      if (state == static_cast<std::uint32_t>(SlotState::committed)) ++unwritten;
+      SlotHeader* s = core_.pool.slot(i);
+      if (s->state.load(std::memory_order_acquire) ==
+          static_cast<std::uint32_t>(SlotState::committed)) {
+        left.push_back(s);
+      }
     }
+    std::uint64_t spilled = 0;
+    if (core_.spill && !left.empty()) {
+      std::vector<RecordRef> refs;
+      for (SlotHeader* s : left) refs.push_back({s->source_id, s->seq, core_.pool.record(s)});
+      const std::size_t chunk = core_.options.batch_size;
+      while (spilled < refs.size()) {
+        const std::size_t n = std::min<std::size_t>(chunk, refs.size() - spilled);
+        if (core_.spill->append(std::span(refs).subspan(spilled, n)) !=
+            internal::SpillWriter::Result::ok) {
+          diagnostics()->error("auditpipe: close could not spill: {}", core_.spill->last_error());
+          break;
+        }
+        core_.pool.release(&left[spilled], n);
+        spilled += n;
+      }
+      core_.counters.spilled.fetch_add(spilled, std::memory_order_relaxed);
+    }
+    if (core_.spill) core_.spill->seal();
+    const std::uint64_t unwritten = left.size() - spilled;
     core_.counters.unwritten.store(unwritten, std::memory_order_relaxed);
+    if (spilled != 0) {
+      diagnostics()->warn(
+          "auditpipe: closed with {} records spilled to {}; they are written at "
+          "the next start",
+          spilled, core_.options.spill_path.string());
+    }
     if (unwritten != 0) {
-      diagnostics()->error("auditpipe: closed with {} committed records unwritten to {}", unwritten,
-                           core_.sink->describe());
+      diagnostics()->error(
+          "auditpipe: closed with {} committed records unwritten to {}{}", unwritten,
+          core_.sink->describe(),
+          core_.pool.durable() ? " (kept in the durable pool for the next start)" : "");
     }
     CloseReport report;
     report.stats = stats();
+    report.spilled = spilled;
     report.unwritten = unwritten;
-    report.drained = unwritten == 0 && drained;
+    report.drained = unwritten == 0 && spilled == 0 && drained;
     report_ = report;
     return report;
   }
@@ -194,6 +268,22 @@ class Pipeline::Impl {
     s.batches = k.batches.load(std::memory_order_relaxed);
     s.write_failures = k.write_failures.load(std::memory_order_relaxed);
     s.retries = k.retries.load(std::memory_order_relaxed);
+    s.invalid_utf8_fields = k.invalid_utf8_fields.load(std::memory_order_relaxed);
+    s.dead_lettered = k.dead_lettered.load(std::memory_order_relaxed);
+    s.recovered = k.recovered.load(std::memory_order_relaxed);
+    s.spilled = k.spilled.load(std::memory_order_relaxed);
+    s.replayed = k.replayed.load(std::memory_order_relaxed);
+    s.spill_refused = k.spill_refused.load(std::memory_order_relaxed);
+    s.spill_bytes = core_.spill ? core_.spill->bytes() : 0;
+    s.spill_skipped_bytes = k.spill_skipped_bytes.load(std::memory_order_relaxed);
+    s.spill_damaged_regions = k.spill_damaged_regions.load(std::memory_order_relaxed);
+    s.spill_bad_segments = k.spill_bad_segments.load(std::memory_order_relaxed);
+    const std::uint32_t failures = k.consecutive_failures.load(std::memory_order_relaxed);
+    // An empty segment (just its header) means nothing waits for replay.
+    const bool spill_pending = s.spill_bytes > internal::segment_header_size;
+    s.health = failures >= 3                   ? Health::down
+               : failures > 0 || spill_pending ? Health::degraded
+                                               : Health::ok;
     s.pool_capacity = core_.pool.capacity();
     s.pool_in_use = core_.pool.in_use();
     s.batch_size = k.batch_size.snapshot();
@@ -216,6 +306,68 @@ class Pipeline::Impl {
     PipelineCore& core;
   };
 
+  SpillRecordHeader* spill_header(std::byte* record) const noexcept {
+    return reinterpret_cast<SpillRecordHeader*>(record - spill_offset_);
+  }
+
+  // The calling thread's record outside the pool (Overflow::spill), reset
+  // to the prototype; nullptr if it is in use already (a second acquire()
+  // before the first was committed) or cannot be allocated.
+  std::byte* spill_record() noexcept {
+    internal::Producer* p = nullptr;
+    try {
+      p = registry_->current();
+      if (p->spill_record == nullptr) {
+        const std::size_t align = std::max<std::size_t>(core_.table.record_align, 64);
+        p->spill_storage.reset(new std::byte[spill_offset_ + core_.table.record_size + align]);
+        const auto base = reinterpret_cast<std::uintptr_t>(p->spill_storage.get());
+        p->spill_record = reinterpret_cast<std::byte*>((base + align - 1) / align * align);
+      }
+    } catch (...) {
+      return nullptr;
+    }
+    if (p->spill_record_in_use) return nullptr;
+    p->spill_record_in_use = true;
+    reinterpret_cast<SpillRecordHeader*>(p->spill_record)->producer = p;
+    std::byte* record = p->spill_record + spill_offset_;
+    std::memcpy(record, core_.table.prototype, core_.table.record_size);
+    return record;
+  }
+
+  // Commit of a record outside the pool: appended to the spill directory,
+  // or, if that is full or failing, copied into a pool slot after waiting
+  // as Overflow::block does.
+  Status commit_spilled(std::byte* record) noexcept {
+    internal::Producer* p = spill_header(record)->producer;
+    const std::int64_t seq = p->next_seq->load(std::memory_order_relaxed);
+    const RecordRef ref{p->source_id, seq, record};
+    const auto result = core_.spill->append(std::span(&ref, 1));
+    if (result == internal::SpillWriter::Result::ok) {
+      p->next_seq->store(seq + 1, std::memory_order_relaxed);
+      p->spill_record_in_use = false;
+      core_.counters.spilled.fetch_add(1, std::memory_order_relaxed);
+      spill_refusing_.store(false, std::memory_order_relaxed);
+      return Status::ok;
+    }
+    core_.counters.spill_refused.fetch_add(1, std::memory_order_relaxed);
+    if (!spill_refusing_.exchange(true, std::memory_order_relaxed)) {
+      diagnostics()->error(
+          "auditpipe: cannot spill ({}); records wait for pool slots instead, up "
+          "to max_wait",
+          core_.spill->last_error());
+    }
+    Status status = Status::ok;
+    SlotHeader* s = acquire_blocking(&status);
+    if (s == nullptr) {
+      p->spill_record_in_use = false;
+      return status;
+    }
+    std::byte* slot_record = core_.pool.record(s);
+    std::memcpy(slot_record, record, core_.table.record_size);
+    p->spill_record_in_use = false;
+    return commit(slot_record);
+  }
+
   SlotHeader* acquire_slow(Status* status) noexcept {
     auto& k = core_.counters;
     if (core_.closing.load(std::memory_order_acquire)) {
@@ -232,8 +384,15 @@ class Pipeline::Impl {
         *status = Status::pool_exhausted;
         return nullptr;
       case Overflow::block:
+      case Overflow::spill:  // only here when the spill directory refused
         break;
     }
+    return acquire_blocking(status);
+  }
+
+  // Waits up to max_wait for a slot (Overflow::block).
+  SlotHeader* acquire_blocking(Status* status) noexcept {
+    auto& k = core_.counters;
     const auto t0 = clock::now();
     // A full pool means writers should not wait for fuller batches.
     core_.signal.wake_all();
@@ -256,6 +415,8 @@ class Pipeline::Impl {
   PipelineCore core_;
   std::shared_ptr<internal::ProducerRegistry> registry_;
   std::vector<std::unique_ptr<internal::BatchWriter>> writers_;
+  const std::size_t spill_offset_;
+  std::atomic<bool> spill_refusing_{false};
   std::mutex close_mutex_;
   std::optional<CloseReport> report_;
 };

@@ -16,7 +16,10 @@
 #include "auditpipe/options.h"
 #include "auditpipe/record_pool.h"
 #include "auditpipe/sink.h"
+#include "dead_letter_file.h"
+#include "descriptor_fingerprint.h"
 #include "record_queue.h"
+#include "spill_writer.h"
 #include "writer_signal.h"
 
 namespace auditpipe::internal {
@@ -28,6 +31,8 @@ struct Counters {
   std::atomic<std::uint64_t> pool_exhausted{0};
   std::atomic<std::uint64_t> abandoned{0};
   std::atomic<std::uint64_t> blocked{0};
+  std::atomic<std::uint64_t> spilled{0};
+  std::atomic<std::uint64_t> spill_refused{0};
   // Bumped by writers, once per batch.
   alignas(64) std::atomic<std::uint64_t> written{0};
   std::atomic<std::uint64_t> batches{0};
@@ -35,7 +40,16 @@ struct Counters {
   std::atomic<std::uint64_t> retries{0};
   std::atomic<std::uint64_t> rejected_by_sink{0};
   std::atomic<std::uint64_t> truncated_fields{0};
+  std::atomic<std::uint64_t> invalid_utf8_fields{0};
   std::atomic<std::uint64_t> unwritten{0};
+  std::atomic<std::uint64_t> dead_lettered{0};
+  std::atomic<std::uint64_t> recovered{0};
+  std::atomic<std::uint64_t> replayed{0};
+  std::atomic<std::uint64_t> spill_skipped_bytes{0};
+  std::atomic<std::uint64_t> spill_damaged_regions{0};
+  std::atomic<std::uint64_t> spill_bad_segments{0};
+  // Failed writes since the last successful one (any writer): the health.
+  std::atomic<std::uint32_t> consecutive_failures{0};
   Histogram batch_size;
   Histogram write_latency_us;
   Histogram producer_wait_ns;
@@ -48,10 +62,21 @@ struct PipelineCore {
       : table(table_),
         options(options_),
         sink(std::move(sink_)),
-        pool(options.capacity, table.record_size, table.record_align, table.prototype),
+        durable{options.durable_path, fingerprint(table)},
+        pool(options.capacity, table.record_size, table.record_align, table.prototype,
+             options.durable_path.empty() ? nullptr : &durable),
         // Blocks for every slot up front, plus a spare block per writer and
         // a few producers, so steady-state enqueues never allocate.
-        queue(options.capacity + 32 * (options.writers + 8)) {}
+        queue(options.capacity + 32 * (options.writers + 8)) {
+    if (!options.spill_path.empty()) {
+      spill =
+          std::make_unique<SpillWriter>(options.spill_path, fingerprint(table), table.record_size,
+                                        options.spill_max_bytes, options.spill_segment_bytes);
+    }
+    if (!options.dead_letter_path.empty()) {
+      dead_letters = std::make_unique<DeadLetterFile>(options.dead_letter_path);
+    }
+  }
 
   // Writers call this after each batch; flush/close wait on it.
   void notify_progress() {
@@ -79,8 +104,11 @@ struct PipelineCore {
   const TableDescriptor& table;
   const Options options;
   const std::shared_ptr<Sink> sink;
+  const DurableStorage durable;
   RecordPool pool;
   RecordQueue queue;
+  std::unique_ptr<SpillWriter> spill;            // with a spill directory
+  std::unique_ptr<DeadLetterFile> dead_letters;  // with a dead-letter file
   WriterSignal signal;
   Counters counters;
 

@@ -40,10 +40,24 @@ namespace {
 thread_local ThreadSources thread_sources;
 }  // namespace
 
-ProducerRegistry::ProducerRegistry(RecordQueue& queue, std::optional<std::int64_t> source_id_base)
+ProducerRegistry::ProducerRegistry(RecordQueue& queue, std::optional<std::int64_t> source_id_base,
+                                   SourceTable* persisted)
     : id_(next_registry_id.fetch_add(1, std::memory_order_relaxed)),
       queue_(queue),
-      source_id_base_(source_id_base ? *source_id_base : random_source_id_base()) {}
+      source_id_base_(persisted        ? persisted->base
+                      : source_id_base ? *source_id_base
+                                       : random_source_id_base()),
+      persisted_(persisted) {
+  if (persisted_ == nullptr) return;
+  // The sources of earlier runs, ready for the first threads to continue.
+  const std::uint64_t n = persisted_->count->load(std::memory_order_acquire);
+  for (std::uint64_t i = 0; i < n && i < persisted_->capacity; ++i) {
+    PersistedSource& e = persisted_->entries[i];
+    producers_.push_back(std::make_unique<Producer>(queue_, e.source_id, &e.next_seq));
+    committed_before_ += static_cast<std::uint64_t>(e.next_seq.load(std::memory_order_relaxed));
+  }
+  for (auto it = producers_.rbegin(); it != producers_.rend(); ++it) idle_.push_back(it->get());
+}
 
 Producer* ProducerRegistry::attach() {
   for (auto& b : thread_sources.bindings) {
@@ -59,8 +73,21 @@ Producer* ProducerRegistry::attach() {
       producer = idle_.back();
       idle_.pop_back();
     } else {
-      producers_.push_back(std::make_unique<Producer>(
-          queue_, source_id_base_ + static_cast<std::int64_t>(producers_.size())));
+      const std::size_t index = producers_.size();
+      std::atomic<std::int64_t>* seq = nullptr;
+      std::int64_t id = source_id_base_ + static_cast<std::int64_t>(index);
+      if (persisted_ != nullptr && index < persisted_->capacity) {
+        PersistedSource& e = persisted_->entries[index];
+        e.source_id = id;
+        e.next_seq.store(0, std::memory_order_relaxed);
+        persisted_->count->store(index + 1, std::memory_order_release);
+        seq = &e.next_seq;
+      } else if (persisted_ != nullptr) {
+        // More threads than the file has room for: a fresh, unpersisted
+        // range of ids, so nothing collides with the persisted ones.
+        id = random_source_id_base() + static_cast<std::int64_t>(index);
+      }
+      producers_.push_back(std::make_unique<Producer>(queue_, id, seq));
       producer = producers_.back().get();
     }
   }
@@ -82,9 +109,9 @@ std::uint64_t ProducerRegistry::committed() const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::uint64_t total = 0;
   for (const auto& p : producers_) {
-    total += static_cast<std::uint64_t>(p->next_seq.load(std::memory_order_relaxed));
+    total += static_cast<std::uint64_t>(p->next_seq->load(std::memory_order_relaxed));
   }
-  return total;
+  return total - committed_before_;
 }
 
 void ProducerRegistry::shutdown() {

@@ -27,19 +27,29 @@
 namespace auditpipe::internal {
 
 struct Producer {
-  Producer(RecordQueue& queue, std::int64_t id) : token(queue), source_id(id) {}
+  // `persisted`: the durable pool's entry for this source, or nullptr.
+  Producer(RecordQueue& queue, std::int64_t id, std::atomic<std::int64_t>* persisted)
+      : token(queue), source_id(id), next_seq(persisted ? persisted : &own_seq) {}
 
   moodycamel::ProducerToken token;
   const std::int64_t source_id;
   // Next seq to stamp. Written only by the thread that owns the source;
-  // read by stats().
-  std::atomic<std::int64_t> next_seq{0};
+  // read by stats(). Lives in the durable pool's file when there is one.
+  std::atomic<std::int64_t>* const next_seq;
+  std::atomic<std::int64_t> own_seq{0};
+  // Overflow::spill: a record outside the pool for this source (within
+  // spill_storage, aligned), allocated the first time the pool is found full.
+  std::unique_ptr<std::byte[]> spill_storage;
+  std::byte* spill_record = nullptr;
+  bool spill_record_in_use = false;
 };
 
 class ProducerRegistry : public std::enable_shared_from_this<ProducerRegistry> {
  public:
-  // Without a base, a random one is drawn.
-  ProducerRegistry(RecordQueue& queue, std::optional<std::int64_t> source_id_base);
+  // Without a base, a random one is drawn. With a durable pool's source
+  // table, its sources are continued and new ones recorded in it.
+  ProducerRegistry(RecordQueue& queue, std::optional<std::int64_t> source_id_base,
+                   SourceTable* persisted = nullptr);
 
   // The calling thread's source. Allocates only the first time a thread
   // uses this registry.
@@ -48,8 +58,15 @@ class ProducerRegistry : public std::enable_shared_from_this<ProducerRegistry> {
     return attach();
   }
 
-  // Records committed through all sources so far.
+  // Records committed through all sources so far (in this run).
   std::uint64_t committed() const;
+
+  // Calls f(producer) for every source (under the registry's lock).
+  template <class F>
+  void for_each(F f) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& p : producers_) f(*p);
+  }
 
   // Destroys every source (and its queue token). Threads that still cache a
   // source never use it again: they only match this registry's id.
@@ -69,10 +86,12 @@ class ProducerRegistry : public std::enable_shared_from_this<ProducerRegistry> {
   const std::uint64_t id_;
   RecordQueue& queue_;
   std::int64_t source_id_base_;
+  SourceTable* persisted_;
   mutable std::mutex mutex_;
   bool alive_ = true;
   std::vector<std::unique_ptr<Producer>> producers_;
   std::vector<Producer*> idle_;
+  std::uint64_t committed_before_ = 0;  // seqs of persisted sources at start
 };
 
 }  // namespace auditpipe::internal

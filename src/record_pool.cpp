@@ -5,8 +5,10 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "auditpipe/status.h"
+#include "pool_file.h"
 
 namespace auditpipe {
 
@@ -31,7 +33,7 @@ constexpr std::uint32_t pops_of(std::uint64_t head) {
 }  // namespace
 
 RecordPool::RecordPool(std::size_t capacity, std::size_t record_size, std::size_t record_align,
-                       const std::byte* prototype)
+                       const std::byte* prototype, const DurableStorage* durable)
     : capacity_(capacity), record_size_(record_size), prototype_(prototype) {
   if (capacity == 0 || capacity > max_capacity) {
     throw error("auditpipe: pool capacity must be between 1 and " + std::to_string(max_capacity) +
@@ -50,29 +52,59 @@ RecordPool::RecordPool(std::size_t capacity, std::size_t record_size, std::size_
                 std::to_string(record_size) + " bytes is too large");
   }
   slab_bytes_ = capacity * stride_;
-  void* p = mmap(nullptr, slab_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) {
-    throw error("auditpipe: cannot allocate the record pool (" + std::to_string(slab_bytes_) +
-                " bytes): " + std::strerror(errno));
-  }
-  slab_ = static_cast<std::byte*>(p);
   links_ = std::make_unique<std::atomic<std::uint32_t>[]>(capacity);
+  bool existed = false;
+  if (durable != nullptr) {
+    file_ = std::make_unique<internal::PoolFile>(durable->path, durable->fingerprint, capacity,
+                                                 stride_);
+    slab_ = file_->slab();
+    existed = file_->existed();
+    sources_ = file_->sources();
+  } else {
+    void* p =
+        mmap(nullptr, slab_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+      throw error("auditpipe: cannot allocate the record pool (" + std::to_string(slab_bytes_) +
+                  " bytes): " + std::strerror(errno));
+    }
+    slab_ = static_cast<std::byte*>(p);
+  }
   // Touch every page now, so page faults never land on a producer and the
-  // resident size is flat from the start.
+  // resident size is flat from the start. Slots of an earlier run that were
+  // committed are kept for recovery; ones half-filled when it died are freed.
+  std::uint32_t first_free = none;
+  std::uint32_t last_free = none;
   for (std::size_t i = 0; i < capacity; ++i) {
     SlotHeader* s = slot(i);
-    new (s) SlotHeader{};
-    s->state.store(static_cast<std::uint32_t>(SlotState::free), std::memory_order_relaxed);
-    links_[i].store(i + 1 < capacity ? static_cast<std::uint32_t>(i + 1) : none,
-                    std::memory_order_relaxed);
+    const bool committed = existed && s->state.load(std::memory_order_relaxed) ==
+                                          static_cast<std::uint32_t>(SlotState::committed);
+    if (!existed) new (s) SlotHeader{};
     s->index = static_cast<std::uint32_t>(i);
+    if (committed) {
+      recovered_.push_back(s);
+      continue;
+    }
+    s->state.store(static_cast<std::uint32_t>(SlotState::free), std::memory_order_relaxed);
     std::memcpy(record(s), prototype_, record_size_);
+    if (last_free == none) {
+      first_free = static_cast<std::uint32_t>(i);
+    } else {
+      links_[last_free].store(static_cast<std::uint32_t>(i), std::memory_order_relaxed);
+    }
+    last_free = static_cast<std::uint32_t>(i);
   }
-  head_.store(pack(0, 0), std::memory_order_release);
+  if (last_free != none) links_[last_free].store(none, std::memory_order_relaxed);
+  head_.store(pack(first_free, 0), std::memory_order_release);
+  // Recovered slots are in use until written: in_use() counts them.
+  released_.store(0u - static_cast<std::uint32_t>(recovered_.size()), std::memory_order_relaxed);
+}
+
+std::vector<SlotHeader*> RecordPool::take_recovered() {
+  return std::exchange(recovered_, {});
 }
 
 RecordPool::~RecordPool() {
-  munmap(slab_, slab_bytes_);
+  if (!file_) munmap(slab_, slab_bytes_);
 }
 
 SlotHeader* RecordPool::try_acquire() noexcept {

@@ -33,10 +33,10 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <source_location>
 #include <string>
 #include <thread>
 #include <vector>
+#include "auditpipe/source_location.h"
 
 #include "auditpipe/histogram.h"
 
@@ -130,7 +130,7 @@ class ConnectionPool {
   // A connection, waiting at most connection_timeout. Throws
   // auditpipe::error on timeout, naming the pool, how long it waited and
   // the last connect error.
-  Lease acquire(std::source_location where = std::source_location::current());
+  Lease acquire(source_location where = source_location::current());
 
   // Opens one connection on the calling thread and adds it to the pool;
   // rethrows the factory's error. Lets a sink fail at start, with the
@@ -147,7 +147,7 @@ class ConnectionPool {
     clock::time_point retire_at;  // created + max_lifetime (minus jitter)
     clock::time_point last_used;
     clock::time_point leased_at;
-    std::source_location leased_where;
+    source_location leased_where;
     bool leak_reported = false;
   };
 

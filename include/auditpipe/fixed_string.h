@@ -23,6 +23,7 @@ namespace auditpipe {
 // Flags kept in a fixed_string's flag word.
 namespace text_flags {
 inline constexpr std::uint32_t truncated = 1u << 0;
+inline constexpr std::uint32_t invalid_utf8 = 1u << 1;  // repaired by the writer
 }  // namespace text_flags
 
 // Byte offsets inside every fixed_string<N>, for readers that only have the

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string_view>
 
@@ -15,6 +16,8 @@ enum class Overflow {
   block,  // wait for a free slot up to max_wait, then give up (counted as timed_out)
   drop,   // give up at once; the record is counted as dropped
   fail,   // give up at once and tell the caller (Status::pool_exhausted), counted as rejected
+  spill,  // write the record to the spill directory instead (counted as spilled); it is
+          // written to the database later, in order. If the directory is full: as block.
 };
 
 std::string_view to_string(Overflow overflow) noexcept;
@@ -41,7 +44,29 @@ struct Options {
   std::chrono::milliseconds retry_backoff_max{5000};
   // Base of the source ids this logger stamps (one source per producer
   // thread). Unset: random, so restarts and other processes do not collide.
+  // A durable pool keeps its own, in its file.
   std::optional<std::int64_t> source_id_base;
+
+  // A directory for records that cannot go to the database now: with
+  // Overflow::spill, records that find the pool full; with any policy,
+  // records close() could not write before its deadline. Spilled records
+  // are written to the database when it takes writes again, and at the
+  // next start, oldest first. Empty: no spilling.
+  std::filesystem::path spill_path;
+  // Cap on the spill directory; past it, spilling is refused (counted).
+  std::uint64_t spill_max_bytes = std::uint64_t{1} << 30;
+  std::uint64_t spill_segment_bytes = std::uint64_t{64} << 20;
+  // Spilled data is fdatasync'ed at least this often.
+  std::chrono::milliseconds spill_fsync_interval{200};
+
+  // A file that records the database refuses go to, one JSON line each,
+  // with the server's message. Empty: they are only counted and logged.
+  std::filesystem::path dead_letter_path;
+
+  // Keep the record pool in this file (created if missing): every record
+  // whose commit() returned survives the process being killed and is
+  // written first when a logger next opens the file. Empty: memory only.
+  std::filesystem::path durable_path;
 };
 
 }  // namespace auditpipe

@@ -16,6 +16,10 @@
 // filling (owned by one producer), committed (owned by the queue or a
 // writer). An acquired slot holds the prototype record's bytes.
 //
+// A pool can live in a memory-mapped file (a durable pool): committed
+// records then survive the process being killed and are found again, still
+// committed, when the file is next opened.
+//
 // Thread safety: every member function may be called from any thread.
 #pragma once
 
@@ -24,8 +28,11 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <vector>
 
 #include "auditpipe/status.h"
 
@@ -43,15 +50,40 @@ struct SlotHeader {
   std::int64_t seq;        // stamped at commit
 };
 
+namespace internal {
+class PoolFile;
+}  // namespace internal
+
+// Where a durable pool lives, and the layout its records must have.
+struct DurableStorage {
+  std::filesystem::path path;
+  std::uint64_t fingerprint = 0;
+};
+
+// A record source (a producer thread's source_id and next seq) kept in a
+// durable pool's file, so seqs continue across restarts.
+struct PersistedSource {
+  std::int64_t source_id;
+  std::atomic<std::int64_t> next_seq;
+};
+
+// The persisted sources of a durable pool: entries[0, *count) are in use.
+struct SourceTable {
+  std::int64_t base;  // source_id of entry i is base + i
+  std::atomic<std::uint64_t>* count;
+  PersistedSource* entries;
+  std::size_t capacity;
+};
+
 class RecordPool {
  public:
   // The largest capacity: slot indices are 32-bit and one value means "none".
   static constexpr std::size_t max_capacity = 0xFFFFFFFEu;
 
   // Throws auditpipe::error if the slab cannot be allocated or the sizes are
-  // unusable.
+  // unusable, or a durable file cannot be used.
   RecordPool(std::size_t capacity, std::size_t record_size, std::size_t record_align,
-             const std::byte* prototype);
+             const std::byte* prototype, const DurableStorage* durable = nullptr);
   ~RecordPool();
   RecordPool(const RecordPool&) = delete;
   RecordPool& operator=(const RecordPool&) = delete;
@@ -79,9 +111,20 @@ class RecordPool {
   SlotHeader* slot_of(const std::byte* record) const noexcept {
     return reinterpret_cast<SlotHeader*>(const_cast<std::byte*>(record) - record_offset_);
   }
+  // Whether `record` points into this pool's slab.
+  bool contains(const std::byte* record) const noexcept {
+    return record >= slab_ && record < slab_ + slab_bytes_;
+  }
   SlotHeader* slot(std::size_t index) const noexcept {
     return reinterpret_cast<SlotHeader*>(slab_ + index * stride_);
   }
+
+  // Durable pools: the slots found committed when the file was opened
+  // (records of an earlier run, not yet written). Once; then empty.
+  std::vector<SlotHeader*> take_recovered();
+  // Durable pools: the persisted record sources; nullptr otherwise.
+  SourceTable* source_table() noexcept { return sources_ ? &*sources_ : nullptr; }
+  bool durable() const noexcept { return file_ != nullptr; }
 
   std::size_t capacity() const noexcept { return capacity_; }
   std::size_t slot_stride() const noexcept { return stride_; }
@@ -105,6 +148,9 @@ class RecordPool {
   std::size_t slab_bytes_;
   const std::byte* prototype_;
   std::byte* slab_;
+  std::unique_ptr<internal::PoolFile> file_;  // durable pools only
+  std::optional<SourceTable> sources_;
+  std::vector<SlotHeader*> recovered_;
   // Free-list links, one per slot, kept apart from the slots: the writer
   // rewrites them on release, and a producer's pop then reads a dense line
   // of links instead of missing on a slot header the writer just wrote.

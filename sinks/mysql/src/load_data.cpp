@@ -13,6 +13,7 @@
 #include <string>
 
 #include "auditpipe/diagnostics.h"
+#include "append_number.h"
 #include "time_format.h"
 #include "write_paths.h"
 
@@ -75,12 +76,6 @@ void append_escaped(std::string& out, std::string_view text) {
         out += ch;
     }
   }
-}
-
-void append_number(std::string& out, auto value) {
-  char buf[32];
-  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
-  out.append(buf, end);
 }
 
 }  // namespace

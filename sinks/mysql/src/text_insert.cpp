@@ -3,6 +3,7 @@
 #include <charconv>
 #include <string>
 
+#include "append_number.h"
 #include "time_format.h"
 #include "write_paths.h"
 
@@ -13,12 +14,6 @@ namespace {
 struct TextState : MysqlConnection::PathState {
   std::string sql;
 };
-
-void append_number(std::string& out, auto value) {
-  char buf[32];
-  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
-  out.append(buf, end);
-}
 
 void append_row(MysqlConnection& c, std::string& out, const Batch& batch, const RecordRef& r) {
   out += '(';

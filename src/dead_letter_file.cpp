@@ -1,0 +1,143 @@
+#include "dead_letter_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+
+#include "auditpipe/status.h"
+#include "auditpipe/timestamp.h"
+
+namespace auditpipe::internal {
+
+namespace {
+
+void append_number(std::string& out, auto value) {
+  char buf[32];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
+  out.append(buf, end);
+}
+
+void append_time(std::string& out, std::int64_t micros) {
+  const std::time_t secs = static_cast<std::time_t>(micros / 1'000'000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[48];
+  std::snprintf(
+      buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ", tm.tm_year + 1900, tm.tm_mon + 1,
+      tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+      static_cast<long long>(micros % 1'000'000 + (micros % 1'000'000 < 0 ? 1'000'000 : 0)));
+  out += buf;
+}
+
+}  // namespace
+
+void append_json_string(std::string& out, std::string_view text) {
+  out += '"';
+  for (char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    switch (ch) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += ch;  // text is UTF-8 already (the writer repairs it)
+        }
+    }
+  }
+  out += '"';
+}
+
+void append_record_json(std::string& out, const TableDescriptor& table, const std::byte* record) {
+  out += '{';
+  bool first = true;
+  for (const Column& c : table.columns) {
+    if (!first) out += ',';
+    first = false;
+    append_json_string(out, c.name);
+    out += ':';
+    switch (c.type) {
+      case ColumnType::text:
+        append_json_string(out, read_text(record, c));
+        break;
+      case ColumnType::float64: {
+        const double v = read_float64(record, c);
+        if (std::isfinite(v)) {
+          append_number(out, v);
+        } else {
+          append_json_string(out, std::isnan(v) ? "NaN" : v > 0 ? "Infinity" : "-Infinity");
+        }
+        break;
+      }
+      case ColumnType::boolean:
+        out += read_integer(record, c) ? "true" : "false";
+        break;
+      default:
+        append_number(out, read_integer(record, c));
+        break;
+    }
+  }
+  out += '}';
+}
+
+DeadLetterFile::DeadLetterFile(const std::filesystem::path& path)
+    : path_(path), fd_(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)) {
+  if (fd_ < 0) {
+    throw error("auditpipe: cannot open dead-letter file '" + path.string() +
+                "': " + std::strerror(errno));
+  }
+}
+
+DeadLetterFile::~DeadLetterFile() {
+  ::close(fd_);
+}
+
+bool DeadLetterFile::append(const TableDescriptor& table, const RecordRef& r,
+                            const std::string& e) {
+  std::string line = "{\"time\":\"";
+  append_time(line, timestamp::now().micros);
+  line += "\",\"table\":";
+  append_json_string(line, table.name);
+  line += ",\"source_id\":";
+  append_number(line, r.source_id);
+  line += ",\"seq\":";
+  append_number(line, r.seq);
+  line += ",\"error\":";
+  append_json_string(line, e);
+  line += ",\"record\":";
+  append_record_json(line, table, r.data);
+  line += "}\n";
+  std::lock_guard<std::mutex> lock(mutex_);
+  const char* p = line.data();
+  std::size_t left = line.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd_, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  return ::fdatasync(fd_) == 0;
+}
+
+}  // namespace auditpipe::internal

@@ -1,0 +1,45 @@
+// DeadLetterFile: where records the database refused go, one JSON object
+// per line, with the server's message, so none is lost without a trace:
+//
+//   {"time":"2026-11-30T06:37:14.123456Z","table":"audit_log","source_id":..,"seq":..,
+//    "error":"(4025, 23000) CONSTRAINT `status` failed ...","record":{"status":-5,...}}
+//
+// Each line is written with one write() and fdatasync()ed: refusals are
+// rare, and each is worth keeping.
+//
+// Thread safety: append() from any thread.
+#pragma once
+
+#include <filesystem>
+#include <mutex>
+#include <string>
+
+#include "auditpipe/column.h"
+#include "auditpipe/sink.h"
+
+namespace auditpipe::internal {
+
+class DeadLetterFile {
+ public:
+  // Opens (creating) the file for appending; throws auditpipe::error.
+  explicit DeadLetterFile(const std::filesystem::path& path);
+  ~DeadLetterFile();
+  DeadLetterFile(const DeadLetterFile&) = delete;
+  DeadLetterFile& operator=(const DeadLetterFile&) = delete;
+
+  // False if the line could not be written (the caller reports it).
+  bool append(const TableDescriptor& table, const RecordRef& record, const std::string& error);
+
+  const std::filesystem::path& path() const noexcept { return path_; }
+
+ private:
+  const std::filesystem::path path_;
+  std::mutex mutex_;
+  int fd_;
+};
+
+// The record as a JSON object of its columns (also used by the spdlog sink).
+void append_record_json(std::string& out, const TableDescriptor& table, const std::byte* record);
+void append_json_string(std::string& out, std::string_view text);
+
+}  // namespace auditpipe::internal

@@ -1,0 +1,125 @@
+#include "pool_file.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <new>
+#include <string>
+
+#include "auditpipe/status.h"
+
+namespace auditpipe::internal {
+
+namespace {
+constexpr char pool_magic[8] = {'A', 'P', 'P', 'O', 'O', 'L', '0', '1'};
+constexpr std::size_t page = 4096;
+constexpr std::size_t align_up(std::size_t n, std::size_t a) {
+  return (n + a - 1) / a * a;
+}
+}  // namespace
+
+struct PoolFile::Header {
+  char magic[8];  // written last when a file is created
+  std::uint64_t fingerprint;
+  std::uint64_t capacity;
+  std::uint64_t stride;
+  std::int64_t source_id_base;
+  std::atomic<std::uint64_t> source_count;
+};
+
+PoolFile::PoolFile(const std::filesystem::path& path, std::uint64_t fingerprint,
+                   std::size_t capacity, std::size_t stride) {
+  const std::string name = path.string();
+  auto fail = [&](const std::string& why) {
+    if (base_ != nullptr) munmap(base_, size_);
+    if (fd_ >= 0) ::close(fd_);
+    throw error("auditpipe: durable pool '" + name + "': " + why);
+  };
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd_ < 0) fail(std::string("cannot open: ") + std::strerror(errno));
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    fail("in use by another process (only one logger may own a pool file)");
+  }
+  const std::size_t sources_offset = page;
+  const std::size_t slab_offset =
+      align_up(sources_offset + max_sources * sizeof(PersistedSource), page);
+  size_ = slab_offset + capacity * stride;
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) fail(std::string("cannot stat: ") + std::strerror(errno));
+  if (st.st_size != 0) {
+    // Say what differs before anything is mapped.
+    Header h{};
+    if (::pread(fd_, &h, sizeof h, 0) == static_cast<ssize_t>(sizeof h) &&
+        std::memcmp(h.magic, pool_magic, 8) == 0) {
+      if (h.fingerprint != fingerprint) {
+        fail(
+            "it was made for a different record layout; drain it with the program that made "
+            "it, or remove it");
+      }
+      if (h.capacity != capacity || h.stride != stride) {
+        fail("it was made for a pool of capacity " + std::to_string(h.capacity) + ", not " +
+             std::to_string(capacity) + "; open it with that capacity to drain it, or remove it");
+      }
+    }
+    if (static_cast<std::size_t>(st.st_size) != size_) {
+      fail("its size (" + std::to_string(st.st_size) + " bytes) does not match this pool (" +
+           std::to_string(size_) + " bytes); it is not a pool file of this layout");
+    }
+  }
+  if (st.st_size == 0) {
+    const int rc = ::posix_fallocate(fd_, 0, static_cast<off_t>(size_));
+    if (rc != 0) fail("cannot allocate " + std::to_string(size_) + " bytes: " + std::strerror(rc));
+  }
+  void* p = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd_, 0);
+  if (p == MAP_FAILED) fail(std::string("cannot map: ") + std::strerror(errno));
+  base_ = static_cast<std::byte*>(p);
+  slab_ = base_ + slab_offset;
+  header_ = reinterpret_cast<Header*>(base_);
+
+  static const char zeros[8] = {};
+  if (std::memcmp(header_->magic, pool_magic, 8) == 0) {
+    if (header_->fingerprint != fingerprint || header_->capacity != capacity ||
+        header_->stride != stride) {
+      fail(
+          "it was made for a different record layout or capacity; drain it with the "
+          "program and settings that made it, or remove it");
+    }
+    existed_ = true;
+  } else if (std::memcmp(header_->magic, zeros, 8) == 0) {
+    // New (or never finished being created: nothing was committed into it).
+    std::memset(base_, 0, slab_offset);
+    new (header_) Header{};
+    header_->fingerprint = fingerprint;
+    header_->capacity = capacity;
+    header_->stride = stride;
+    std::uint64_t r = 0;
+    if (::getentropy(&r, sizeof r) != 0)
+      r = static_cast<std::uint64_t>(::time(nullptr)) * 2654435761u;
+    header_->source_id_base = static_cast<std::int64_t>((r & ((std::uint64_t{1} << 46) - 1)) | 1)
+                              << 16;
+    for (std::size_t i = 0; i < max_sources; ++i) {
+      new (base_ + sources_offset + i * sizeof(PersistedSource)) PersistedSource{};
+    }
+    std::memset(slab_, 0, capacity * stride);
+    std::memcpy(header_->magic, pool_magic, 8);
+  } else {
+    fail("not an auditpipe durable pool file");
+  }
+}
+
+PoolFile::~PoolFile() {
+  munmap(base_, size_);
+  ::close(fd_);
+}
+
+SourceTable PoolFile::sources() noexcept {
+  return SourceTable{header_->source_id_base, &header_->source_count,
+                     reinterpret_cast<PersistedSource*>(base_ + page), max_sources};
+}
+
+}  // namespace auditpipe::internal

@@ -1,0 +1,55 @@
+// durable_child: the process the "app killed" fault test kills.
+//
+//   durable_child <mysql-url> <pool-file> <report-fd>
+//
+// Logs records from four threads into a durable pool until it is killed.
+// After each commit() that returned ok it writes the record's message_id
+// (8 bytes) to <report-fd>, unbuffered: everything reported was committed
+// before the kill, so it must be in the table after recovery.
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+#include "audit_row.h"
+#include "auditpipe/logger.h"
+#include "auditpipe/mysql/mysql_sink.h"
+
+int main(int argc, char** argv) {
+  if (argc != 4) {
+    std::fprintf(stderr, "usage: durable_child <mysql-url> <pool-file> <report-fd>\n");
+    return 2;
+  }
+  const int report = std::atoi(argv[3]);
+  auditpipe::Options o;
+  o.capacity = 20000;
+  o.batch_size = 500;
+  o.durable_path = argv[2];
+  o.max_wait = std::chrono::seconds(60);
+  try {
+    auditpipe::Logger<testing_support::AuditRow> logger(auditpipe::mysql::open(argv[1]), o);
+    std::atomic<std::int64_t> next{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&] {
+        while (true) {
+          const std::int64_t id = next.fetch_add(1);
+          auto r = logger.acquire();
+          if (!r) continue;
+          r->message_id = id;
+          r->payload = "committed before the kill";
+          if (r.commit() == auditpipe::Status::ok) {
+            if (::write(report, &id, sizeof id) != sizeof id) std::_Exit(3);
+          }
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "durable_child: %s\n", e.what());
+    return 1;
+  }
+}

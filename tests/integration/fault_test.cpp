@@ -1,0 +1,382 @@
+// Faults on the real throwaway MariaDB server: the server killed and
+// restarted mid-run, the table stalled by a lock, the application killed
+// with a durable pool, spill segments damaged, connections killed while a
+// batch is in flight. Each test prints what it saw ("[ fault ] ...").
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "audit_row.h"
+#include "auditpipe/logger.h"
+#include "auditpipe/mysql/mysql_sink.h"
+#include "collecting_sink.h"
+#include "eventually.h"
+#include "mysql_probe.h"
+#include "temp_dir.h"
+
+extern char** environ;
+
+namespace {
+
+using namespace std::chrono_literals;
+using auditpipe::Options;
+using auditpipe::Overflow;
+using auditpipe::Status;
+using testing_support::AuditRow;
+using testing_support::mysql_url_with;
+using testing_support::MysqlProbe;
+using testing_support::TempDir;
+using Clock = std::chrono::steady_clock;
+
+void drop_table() {
+  MysqlProbe probe;
+  probe.exec("DROP TABLE IF EXISTS audit_log");
+}
+
+long long scaled(long long full) {
+  const char* rows = std::getenv("AUDITPIPE_TEST_ROWS");
+  if (rows == nullptr) return full;
+  return std::max(1000LL, full * std::atoll(rows) / 1'000'000);
+}
+
+// Runs scripts/mariadb.sh with `command` on the test server.
+void mariadb(const std::string& command) {
+  const std::string script = std::string(AUDITPIPE_SOURCE_DIR) + "/scripts/mariadb.sh " + command;
+  ASSERT_EQ(std::system(script.c_str()), 0) << script;
+}
+
+// Counts and checks of the table after a run: every committed record once.
+struct TableCheck {
+  long long rows, distinct, gaps;
+};
+TableCheck check_table() {
+  MysqlProbe probe;
+  return {probe.scalar("SELECT COUNT(*) FROM audit_log"),
+          probe.scalar("SELECT COUNT(DISTINCT source_id, seq) FROM audit_log"),
+          probe.scalar("SELECT COUNT(*) FROM (SELECT source_id FROM audit_log GROUP BY source_id "
+                       "HAVING MIN(seq) <> 0 OR MAX(seq) <> COUNT(*) - 1) g")};
+}
+
+// Producers logging as fast as they can, timing every call.
+struct Producers {
+  std::atomic<long long> ok{0}, not_ok{0}, next{0};
+  std::atomic<long long> longest_ns{0};
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+
+  // `pause`: time between records (0: as fast as possible).
+  void start(auditpipe::Logger<AuditRow>& logger, int n, long long total,
+             std::chrono::microseconds pause = std::chrono::microseconds(0)) {
+    for (int t = 0; t < n; ++t) {
+      threads.emplace_back([&, total, pause] {
+        while (!stop.load()) {
+          if (pause.count() > 0) std::this_thread::sleep_for(pause);
+          const long long id = next.fetch_add(1);
+          if (total >= 0 && id >= total) break;
+          const auto t0 = Clock::now();
+          auto r = logger.acquire();
+          Status s = r.status();
+          if (r) {
+            r->message_id = id;
+            r->at = auditpipe::timestamp::now();
+            r->payload = "fault test";
+            s = r.commit();
+          }
+          const long long ns =
+              std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
+          long long seen = longest_ns.load();
+          while (ns > seen && !longest_ns.compare_exchange_weak(seen, ns)) {
+          }
+          (s == Status::ok ? ok : not_ok)++;
+        }
+      });
+    }
+  }
+  void join() {
+    for (auto& t : threads) t.join();
+    threads.clear();
+  }
+};
+
+TEST(Fault, TheDatabaseKilledMidRunLosesAndDuplicatesNothing) {
+  drop_table();
+  const long long total = scaled(500'000);
+  Options o;
+  o.capacity = 65536;
+  o.batch_size = 2000;
+  o.writers = 2;
+  o.max_wait = 120s;  // no record may be dropped: producers wait out the outage
+  o.retry_backoff_max = 500ms;
+  auditpipe::Logger<AuditRow> logger(auditpipe::mysql::open(mysql_url_with("connect_timeout=2")),
+                                     o);
+  Producers p;
+  p.start(logger, 8, total);
+  ASSERT_TRUE(testing_support::eventually([&] { return p.ok.load() > total / 5; }, 120s));
+  mariadb("kill");
+  std::this_thread::sleep_for(3s);
+  mariadb("start");
+  p.join();
+  const auto report = logger.close(120s);
+  const TableCheck t = check_table();
+  std::printf(
+      "[ fault ] db killed: produced %lld, committed %llu, written %llu, rows %lld, "
+      "duplicated %lld, lost %lld, spilled %llu, dropped %llu, retries %llu, longest wait "
+      "%.1f ms (max_wait %lld ms)\n",
+      total, static_cast<unsigned long long>(report.stats.committed),
+      static_cast<unsigned long long>(report.stats.written), t.rows, t.rows - t.distinct,
+      static_cast<long long>(report.stats.committed) - t.distinct,
+      static_cast<unsigned long long>(report.stats.spilled),
+      static_cast<unsigned long long>(report.stats.dropped + report.stats.timed_out),
+      static_cast<unsigned long long>(report.stats.retries), p.longest_ns.load() / 1e6,
+      static_cast<long long>(o.max_wait.count()));
+  EXPECT_EQ(p.not_ok.load(), 0);
+  EXPECT_EQ(report.stats.committed, static_cast<std::uint64_t>(total));
+  EXPECT_GT(report.stats.write_failures, 0u)
+      << "the outage was not noticed: the test proves nothing";
+  EXPECT_EQ(t.rows, total);
+  EXPECT_EQ(t.distinct, total);
+  EXPECT_EQ(t.gaps, 0);
+}
+
+// A session holds the table locked for a few seconds while producers log.
+class Stall : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Stall, NoCallerWaitsLongerThanPromisedAndNothingIsLost) {
+  drop_table();
+  TempDir dir;
+  const std::string policy = GetParam();
+  Options o;
+  o.capacity = 4096;
+  o.batch_size = 500;
+  o.max_wait = 200ms;
+  o.overflow = policy == "block"  ? Overflow::block
+               : policy == "drop" ? Overflow::drop
+                                  : Overflow::spill;
+  if (policy == "spill") o.spill_path = dir.path() / "spill";
+  auditpipe::Logger<AuditRow> logger(auditpipe::mysql::open(mysql_url_with("")), o);
+  MysqlProbe locker;
+  Producers p;
+  p.start(logger, 4, -1, 20us);  // a steady load, some tens of thousands of records a second
+  std::this_thread::sleep_for(300ms);
+  locker.exec("LOCK TABLES audit_log WRITE");
+  std::this_thread::sleep_for(3s);
+  locker.exec("UNLOCK TABLES");
+  std::this_thread::sleep_for(300ms);
+  p.stop = true;
+  p.join();
+  if (policy == "spill") {
+    EXPECT_TRUE(testing_support::eventually([&] { return logger.stats().spill_bytes <= 32; }, 60s));
+  }
+  const auto report = logger.close(60s);
+  const auto& s = report.stats;
+  const TableCheck t = check_table();
+  const long long produced = p.ok.load() + p.not_ok.load();
+  std::printf(
+      "[ fault ] stall (%s): produced %lld, committed %llu, rows %lld, duplicated %lld, "
+      "lost %lld, spilled %llu, replayed %llu, dropped %llu, timed out %llu, longest wait "
+      "%.1f ms (max_wait %lld ms)\n",
+      policy.c_str(), produced, static_cast<unsigned long long>(s.committed), t.rows,
+      t.rows - t.distinct, static_cast<long long>(s.committed) - t.rows,
+      static_cast<unsigned long long>(s.spilled), static_cast<unsigned long long>(s.replayed),
+      static_cast<unsigned long long>(s.dropped), static_cast<unsigned long long>(s.timed_out),
+      p.longest_ns.load() / 1e6, static_cast<long long>(o.max_wait.count()));
+  // Slack for a loaded 2-core machine; the stall itself lasts 3 s.
+  EXPECT_LT(p.longest_ns.load(), std::chrono::nanoseconds(o.max_wait + 800ms).count());
+  EXPECT_EQ(t.rows, t.distinct);
+  EXPECT_EQ(t.rows, static_cast<long long>(s.committed));  // every committed record landed
+  if (policy == "drop") {
+    EXPECT_GT(s.dropped, 0u) << "the stall did not fill the pool: the test proves nothing";
+    EXPECT_EQ(static_cast<long long>(s.dropped), produced - t.rows);
+  }
+  if (policy == "spill") {
+    EXPECT_GT(s.spilled, 0u) << "nothing was spilled: the test proves nothing";
+    EXPECT_EQ(s.replayed, s.spilled);
+    EXPECT_EQ(t.rows, produced - static_cast<long long>(s.timed_out));
+  }
+  if (policy == "block") {
+    EXPECT_GT(s.timed_out, 0u);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, Stall, ::testing::Values("block", "drop", "spill"),
+                         [](const auto& param_info) { return param_info.param; });
+
+TEST(Fault, TheApplicationKilledWithADurablePoolLosesNothing) {
+  drop_table();
+  TempDir dir;
+  const std::string pool_file = (dir.path() / "pool.dat").string();
+  { auditpipe::Logger<AuditRow> create_table(auditpipe::mysql::open(mysql_url_with(""))); }
+  MysqlProbe locker;
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const std::string child = std::string(AUDITPIPE_BINARY_DIR) + "/durable_child";
+  const std::string url = testing_support::mysql_test_url();
+  const std::string fd = std::to_string(fds[1]);
+  char* args[] = {const_cast<char*>(child.c_str()), const_cast<char*>(url.c_str()),
+                  const_cast<char*>(pool_file.c_str()), const_cast<char*>(fd.c_str()), nullptr};
+  pid_t pid = 0;
+  ASSERT_EQ(posix_spawn(&pid, child.c_str(), nullptr, nullptr, args, environ), 0);
+  ::close(fds[1]);
+  std::set<std::int64_t> reported;
+  std::thread reader([&] {
+    std::int64_t id;
+    while (::read(fds[0], &id, sizeof id) == sizeof id) reported.insert(id);
+  });
+  std::this_thread::sleep_for(500ms);
+  // Hold the writer up so the pool is full of committed, unwritten records.
+  locker.exec("LOCK TABLES audit_log WRITE");
+  std::this_thread::sleep_for(1500ms);
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  reader.join();
+  ::close(fds[0]);
+  locker.exec("UNLOCK TABLES");
+  std::uint64_t recovered = 0;
+  {
+    Options o;
+    o.capacity = 20000;  // as the child had it
+    o.batch_size = 500;
+    o.durable_path = pool_file;
+    auditpipe::Logger<AuditRow> logger(auditpipe::mysql::open(mysql_url_with("")), o);
+    const auto report = logger.close(60s);
+    recovered = report.stats.recovered;
+    EXPECT_TRUE(report.drained);
+  }
+  MysqlProbe probe;
+  std::set<std::int64_t> in_table;
+  for (const auto& row : probe.rows("SELECT message_id FROM audit_log"))
+    in_table.insert(std::stoll(*row[0]));
+  long long missing = 0;
+  for (std::int64_t id : reported) missing += in_table.count(id) == 0;
+  const TableCheck t = check_table();
+  std::printf(
+      "[ fault ] app killed: commits reported %zu, recovered from the pool %llu, rows %lld, "
+      "duplicated %lld, lost %lld\n",
+      reported.size(), static_cast<unsigned long long>(recovered), t.rows, t.rows - t.distinct,
+      missing);
+  EXPECT_TRUE(WIFSIGNALED(status));
+  EXPECT_GT(reported.size(), 1000u);
+  EXPECT_GT(recovered, 0u) << "nothing was left in the pool: the test proves nothing";
+  EXPECT_EQ(missing, 0);
+  EXPECT_EQ(t.rows, t.distinct);
+  EXPECT_EQ(static_cast<long long>(in_table.size()), t.rows);
+}
+
+TEST(Fault, DamagedSpillSegmentsAreSkippedAndTheRestWritten) {
+  drop_table();
+  TempDir dir;
+  Options o;
+  o.capacity = 64;
+  o.batch_size = 32;
+  o.spill_path = dir.path() / "spill";
+  o.spill_segment_bytes = 64 * 1024;
+  o.overflow = Overflow::spill;
+  constexpr int records = 3000;
+  {
+    auto down = std::make_shared<testing_support::CollectingSink>();
+    down->hold();  // nothing gets through: everything past the pool spills
+    auditpipe::Logger<AuditRow> logger(down, o);
+    for (int i = 0; i < records; ++i) {
+      auto r = logger.acquire();
+      r->message_id = i;
+      r->payload = "spilled";
+      ASSERT_EQ(r.commit(), Status::ok);
+    }
+    down->fail_next(1'000'000);  // before release: not one record may reach the test sink
+    down->release();
+    EXPECT_EQ(logger.close(10ms).stats.spilled, static_cast<std::uint64_t>(records));
+  }
+  std::vector<std::filesystem::path> segments;
+  for (const auto& e : std::filesystem::directory_iterator(o.spill_path))
+    segments.push_back(e.path());
+  std::sort(segments.begin(), segments.end());
+  ASSERT_GE(segments.size(), 3u);
+  // Cut the last segment mid-frame, and flip bytes in the middle of the first.
+  std::filesystem::resize_file(segments.back(), std::filesystem::file_size(segments.back()) - 100);
+  {
+    std::fstream f(segments.front(), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(5000);
+    f.write("\xDE\xAD\xBE\xEF", 4);
+  }
+  auditpipe::Stats stats;
+  {
+    auditpipe::Logger<AuditRow> logger(auditpipe::mysql::open(mysql_url_with("")), o);
+    EXPECT_TRUE(testing_support::eventually([&] { return logger.stats().spill_bytes == 0; }, 60s));
+    stats = logger.close().stats;
+  }
+  const TableCheck t = check_table();
+  std::printf(
+      "[ fault ] spill damage: spilled %d, replayed %llu, rows %lld, duplicated %lld, skipped "
+      "%llu bytes in %llu places\n",
+      records, static_cast<unsigned long long>(stats.replayed), t.rows, t.rows - t.distinct,
+      static_cast<unsigned long long>(stats.spill_skipped_bytes),
+      static_cast<unsigned long long>(stats.spill_damaged_regions));
+  EXPECT_EQ(stats.spill_damaged_regions, 2u);
+  EXPECT_GT(stats.spill_skipped_bytes, 0u);
+  EXPECT_EQ(static_cast<long long>(stats.replayed), t.rows);
+  EXPECT_EQ(t.rows, t.distinct);
+  EXPECT_GE(t.rows, records - 3);  // at most the damaged frames and the torn one are lost
+  EXPECT_LT(t.rows, records);
+}
+
+TEST(Fault, ConnectionsKilledWhileBatchesAreInFlightLoseAndDuplicateNothing) {
+  drop_table();
+  const long long total = scaled(300'000);
+  Options o;
+  o.capacity = 16384;
+  o.batch_size = 1000;
+  o.writers = 2;
+  o.max_wait = 60s;
+  o.retry_backoff_initial = 5ms;
+  o.retry_backoff_max = 100ms;
+  auditpipe::Logger<AuditRow> logger(auditpipe::mysql::open(mysql_url_with("")), o);
+  std::atomic<bool> done{false};
+  std::atomic<int> kills{0};
+  std::thread killer([&] {
+    MysqlProbe probe;
+    while (!done.load()) {
+      // Every connection of the pipeline's user but this one: some are
+      // cut in the middle of a batch.
+      for (const auto& row :
+           probe.rows("SELECT ID FROM information_schema.PROCESSLIST WHERE "
+                      "USER = SUBSTRING_INDEX(USER(), '@', 1) AND ID <> CONNECTION_ID()")) {
+        if (!row[0]) continue;
+        probe.exec("KILL CONNECTION " + *row[0]);
+        ++kills;
+      }
+      std::this_thread::sleep_for(30ms);
+    }
+  });
+  Producers p;
+  p.start(logger, 4, total);
+  p.join();
+  const auto report = logger.close(120s);
+  done = true;
+  killer.join();
+  const TableCheck t = check_table();
+  std::printf(
+      "[ fault ] network cut: produced %lld, connections killed %d, write failures %llu, rows "
+      "%lld, duplicated %lld, lost %lld\n",
+      total, kills.load(), static_cast<unsigned long long>(report.stats.write_failures), t.rows,
+      t.rows - t.distinct, total - t.distinct);
+  EXPECT_GT(report.stats.write_failures, 0u) << "no batch was cut: the test proves nothing";
+  EXPECT_EQ(t.rows, total);
+  EXPECT_EQ(t.distinct, total);
+}
+
+}  // namespace

@@ -1,0 +1,270 @@
+// Reliability of the pipeline alone, against a test sink: spilling when the
+// pool is full and replaying exactly once, spilling at close and replaying
+// at the next start, the durable pool's recovery, dead letters, health.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "audit_row.h"
+#include "auditpipe/logger.h"
+#include "collecting_sink.h"
+#include "eventually.h"
+#include "temp_dir.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+using auditpipe::Options;
+using auditpipe::Overflow;
+using auditpipe::Status;
+using testing_support::AuditRow;
+using testing_support::CollectingSink;
+using testing_support::eventually;
+using testing_support::TempDir;
+
+Status log_one(auditpipe::Logger<AuditRow>& logger, std::int64_t id) {
+  auto r = logger.acquire();
+  if (!r) return r.status();
+  r->message_id = id;
+  r->payload = "reliable";
+  return r.commit();
+}
+
+// Unique and, per source, dense from `first`.
+void expect_exactly_once(const std::vector<CollectingSink::Key>& keys, std::size_t expected) {
+  std::set<CollectingSink::Key> distinct(keys.begin(), keys.end());
+  EXPECT_EQ(distinct.size(), keys.size()) << "duplicates";
+  EXPECT_EQ(keys.size(), expected);
+  std::map<std::int64_t, std::vector<std::int64_t>> by_source;
+  for (const auto& [source, seq] : keys) by_source[source].push_back(seq);
+  for (auto& [source, seqs] : by_source) {
+    std::sort(seqs.begin(), seqs.end());
+    for (std::size_t i = 1; i < seqs.size(); ++i) {
+      EXPECT_EQ(seqs[i], seqs[i - 1] + 1) << "gap in source " << source;
+    }
+  }
+}
+
+std::size_t files_in(const std::filesystem::path& dir, const std::string& suffix) {
+  std::size_t n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    const auto name = e.path().filename().string();
+    if (name.size() >= suffix.size() &&
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+      ++n;
+  }
+  return n;
+}
+
+TEST(Reliability, SpillTakesWhatThePoolCannotAndIsReplayedExactlyOnce) {
+  TempDir dir;
+  auto sink = std::make_shared<CollectingSink>();
+  sink->hold();  // the database is away
+  Options o;
+  o.capacity = 16;
+  o.batch_size = 8;
+  o.overflow = Overflow::spill;
+  o.spill_path = dir.path() / "spill";
+  auditpipe::Logger<AuditRow> logger(sink, o);
+  for (int i = 0; i < 1000; ++i) ASSERT_EQ(log_one(logger, i), Status::ok) << i;
+  auto stats = logger.stats();
+  EXPECT_GE(stats.spilled, 1000u - 16u);
+  EXPECT_EQ(stats.timed_out + stats.dropped, 0u);
+  EXPECT_EQ(stats.health, auditpipe::Health::degraded);  // records wait in the spill directory
+  sink->release();                                       // the database is back
+  EXPECT_TRUE(eventually([&] {
+    const auto s = logger.stats();
+    return s.written + s.replayed == 1000 && s.spill_bytes <= 32;
+  }));
+  const auto report = logger.close();
+  expect_exactly_once(sink->keys(), 1000);
+  EXPECT_EQ(report.stats.written + report.stats.replayed, 1000u);
+  EXPECT_EQ(report.stats.health, auditpipe::Health::ok);
+  EXPECT_EQ(files_in(o.spill_path, ".seg"), 0u);
+}
+
+TEST(Reliability, AFullSpillDirectoryFallsBackToWaitingAndIsCounted) {
+  TempDir dir;
+  auto sink = std::make_shared<CollectingSink>();
+  sink->hold();
+  Options o;
+  o.capacity = 8;
+  o.batch_size = 4;
+  o.overflow = Overflow::spill;
+  o.spill_path = dir.path() / "spill";
+  o.spill_max_bytes = 4096;  // room for a few records only
+  o.max_wait = 20ms;
+  auditpipe::Logger<AuditRow> logger(sink, o);
+  int ok = 0, timed_out = 0;
+  for (int i = 0; i < 100; ++i) {
+    const Status s = log_one(logger, i);
+    ok += s == Status::ok;
+    timed_out += s == Status::timed_out;
+  }
+  const auto stats = logger.stats();
+  EXPECT_EQ(ok + timed_out, 100);
+  EXPECT_GT(stats.spill_refused, 0u);
+  EXPECT_EQ(stats.timed_out, static_cast<std::uint64_t>(timed_out));
+  EXPECT_EQ(static_cast<std::uint64_t>(ok), stats.committed);
+  sink->release();
+  const auto report = logger.close();
+  EXPECT_EQ(
+      report.stats.written + report.stats.replayed + report.stats.spilled - report.stats.replayed,
+      static_cast<std::uint64_t>(ok));
+}
+
+TEST(Reliability, CloseSpillsWhatItCouldNotWriteAndTheNextStartReplaysIt) {
+  TempDir dir;
+  Options o;
+  o.capacity = 256;
+  o.batch_size = 50;
+  o.spill_path = dir.path() / "spill";
+  o.retry_backoff_initial = 1ms;
+  o.retry_backoff_max = 5ms;
+  {
+    auto down = std::make_shared<CollectingSink>();
+    down->fail_next(1'000'000);
+    auditpipe::Logger<AuditRow> logger(down, o);
+    for (int i = 0; i < 100; ++i) ASSERT_EQ(log_one(logger, i), Status::ok);
+    const auto report = logger.close(100ms);
+    EXPECT_EQ(report.spilled, 100u);
+    EXPECT_EQ(report.unwritten, 0u);
+    EXPECT_FALSE(report.drained);
+    EXPECT_EQ(down->keys().size(), 0u);
+  }
+  auto up = std::make_shared<CollectingSink>();
+  {
+    auditpipe::Logger<AuditRow> logger(up, o);
+    EXPECT_TRUE(eventually([&] { return logger.stats().replayed == 100; }));
+    logger.close();
+  }
+  expect_exactly_once(up->keys(), 100);
+}
+
+TEST(Reliability, ADurablePoolKeepsCommittedRecordsForTheNextStart) {
+  TempDir dir;
+  Options o;
+  o.capacity = 128;
+  o.batch_size = 16;
+  o.durable_path = dir.path() / "pool.dat";
+  o.retry_backoff_initial = 1ms;
+  o.retry_backoff_max = 5ms;
+  std::int64_t source = 0;
+  {
+    auto down = std::make_shared<CollectingSink>();
+    down->fail_next(1'000'000);
+    auditpipe::Logger<AuditRow> logger(down, o);
+    for (int i = 0; i < 50; ++i) ASSERT_EQ(log_one(logger, i), Status::ok);
+    const auto report = logger.close(50ms);
+    EXPECT_EQ(report.unwritten, 50u);  // kept in the file
+  }
+  auto up = std::make_shared<CollectingSink>();
+  {
+    auditpipe::Logger<AuditRow> logger(up, o);
+    for (int i = 50; i < 60; ++i) ASSERT_EQ(log_one(logger, i), Status::ok);
+    const auto report = logger.close();
+    EXPECT_TRUE(report.drained);
+    EXPECT_EQ(report.stats.recovered, 50u);
+    EXPECT_EQ(report.stats.written, 60u);
+  }
+  const auto keys = up->keys();
+  expect_exactly_once(keys, 60);
+  // One thread, one source: the second run continued its seqs.
+  std::set<std::int64_t> sources;
+  for (const auto& k : keys) sources.insert(k.first);
+  EXPECT_EQ(sources.size(), 1u);
+  source = *sources.begin();
+  EXPECT_NE(source, 0);
+}
+
+struct OtherRow {
+  std::int64_t id = 0;
+};
+constexpr auto describe(auditpipe::type_tag<OtherRow>) {
+  return auditpipe::table<OtherRow>("other", AUDITPIPE_COLUMN(OtherRow, id));
+}
+
+TEST(Reliability, ADurablePoolFileIsOnlyOpenedForItsLayoutAndByOneLogger) {
+  TempDir dir;
+  Options o;
+  o.capacity = 64;
+  o.batch_size = 8;
+  o.durable_path = dir.path() / "pool.dat";
+  {
+    auditpipe::Logger<AuditRow> first(std::make_shared<CollectingSink>(), o);
+    try {
+      auditpipe::Logger<AuditRow> second(std::make_shared<CollectingSink>(), o);
+      FAIL() << "a second logger opened the same pool file";
+    } catch (const auditpipe::error& e) {
+      EXPECT_NE(std::string(e.what()).find("in use"), std::string::npos) << e.what();
+    }
+  }
+  try {
+    auditpipe::Logger<OtherRow> other(std::make_shared<CollectingSink>(), o);
+    FAIL() << "a pool file was opened for another record layout";
+  } catch (const auditpipe::error& e) {
+    EXPECT_NE(std::string(e.what()).find("different record layout"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Reliability, RefusedRecordsGoToTheDeadLetterFile) {
+  TempDir dir;
+  auto sink = std::make_shared<CollectingSink>();
+  sink->refuse_if([](const auditpipe::RecordRef& r) { return r.seq == 3; });
+  Options o;
+  o.dead_letter_path = dir.path() / "dead.jsonl";
+  {
+    auditpipe::Logger<AuditRow> logger(sink, o);
+    for (int i = 0; i < 10; ++i) {
+      auto r = logger.acquire();
+      r->message_id = 100 + i;
+      r->sender = "quote \" and \\ and \n newline";
+      ASSERT_EQ(r.commit(), Status::ok);
+    }
+    const auto report = logger.close();
+    EXPECT_EQ(report.stats.rejected_by_sink, 1u);
+    EXPECT_EQ(report.stats.dead_lettered, 1u);
+  }
+  std::ifstream in(o.dead_letter_path);
+  std::string line, all;
+  int lines = 0;
+  while (std::getline(in, line)) {
+    ++lines;
+    all = line;
+  }
+  EXPECT_EQ(lines, 1);
+  EXPECT_NE(all.find("\"seq\":3"), std::string::npos) << all;
+  EXPECT_NE(all.find("\"message_id\":103"), std::string::npos) << all;
+  EXPECT_NE(all.find("test sink: refused record"), std::string::npos) << all;
+  EXPECT_NE(all.find(R"("sender":"quote \" and \\ and \n newline")"), std::string::npos) << all;
+}
+
+TEST(Reliability, HealthFollowsTheDatabase) {
+  auto sink = std::make_shared<CollectingSink>();
+  sink->fail_next(6);
+  Options o;
+  o.retry_backoff_initial = 20ms;
+  o.retry_backoff_max = 20ms;
+  o.flush_interval = 1ms;
+  auditpipe::Logger<AuditRow> logger(sink, o);
+  EXPECT_EQ(logger.stats().health, auditpipe::Health::ok);
+  ASSERT_EQ(log_one(logger, 1), Status::ok);
+  EXPECT_TRUE(eventually([&] { return logger.stats().health == auditpipe::Health::down; }));
+  EXPECT_TRUE(eventually([&] { return logger.stats().health == auditpipe::Health::ok; }));
+  EXPECT_EQ(logger.close().stats.written, 1u);
+}
+
+TEST(Reliability, SpillNeedsADirectory) {
+  Options o;
+  o.overflow = Overflow::spill;
+  EXPECT_THROW(auditpipe::Logger<AuditRow>(std::make_shared<CollectingSink>(), o),
+               auditpipe::error);
+}
+
+}  // namespace
