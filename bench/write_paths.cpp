@@ -1,11 +1,12 @@
-// write_paths: rows/s into MySQL/MariaDB through auditpipe for each write
-// path of the MySQL sink, batch size and connection count, on the same
-// table with the same rows. The numbers behind the sink's default path.
+// write_paths: rows/s through auditpipe into MySQL/MariaDB or PostgreSQL for
+// each write path of the sink, batch size and connection count, on the same
+// table with the same rows. The numbers behind each sink's default path.
 //
-//   write_paths <mysql-url> [rows=300000]
+//   write_paths <mysql-or-postgresql-url> [rows=300000]
 // Prints one line per run and a CSV block (path,batch,connections,rows,seconds,rows_per_s).
 #include <auditpipe/auditpipe.h>
-#include <auditpipe/mysql/mysql_sink.h>
+#include <auditpipe/open_sink.h>
+#include <libpq-fe.h>
 #include <mysql.h>
 #include <spdlog/spdlog.h>
 
@@ -22,15 +23,28 @@ namespace {
 
 void drop_table(const std::string& url) {
   const auditpipe::Url u = auditpipe::parse_url(url);
-  MYSQL* m = mysql_init(nullptr);
-  if (mysql_real_connect(m, u.hosts[0].host.c_str(), u.user.c_str(),
-                         u.password.value_or("").c_str(), u.path.c_str(),
-                         u.hosts[0].port.value_or(3306), nullptr, 0) == nullptr) {
-    std::fprintf(stderr, "write_paths: %s\n", mysql_error(m));
+  const auto& h = u.hosts.at(0);
+  if (u.scheme == "mysql") {
+    MYSQL* m = mysql_init(nullptr);
+    if (mysql_real_connect(m, h.host.c_str(), u.user.c_str(), u.password.value_or("").c_str(),
+                           u.path.c_str(), h.port.value_or(3306), nullptr, 0) == nullptr) {
+      std::fprintf(stderr, "write_paths: %s\n", mysql_error(m));
+      std::exit(1);
+    }
+    mysql_query(m, "DROP TABLE IF EXISTS bench_audit");
+    mysql_close(m);
+    return;
+  }
+  const std::string conninfo = "host=" + h.host + " port=" + std::to_string(h.port.value_or(5432)) +
+                               " dbname=" + u.path + " user=" + u.user +
+                               " password=" + u.password.value_or("");
+  PGconn* c = PQconnectdb(conninfo.c_str());
+  if (PQstatus(c) != CONNECTION_OK) {
+    std::fprintf(stderr, "write_paths: %s\n", PQerrorMessage(c));
     std::exit(1);
   }
-  mysql_query(m, "DROP TABLE IF EXISTS bench_audit");
-  mysql_close(m);
+  PQclear(PQexec(c, "DROP TABLE IF EXISTS bench_audit"));
+  PQfinish(c);
 }
 
 struct Run {
@@ -51,7 +65,7 @@ Run run(const std::string& base, const std::string& path, std::size_t batch, uns
   o.batch_size = batch;
   o.writers = connections;
   o.max_wait = std::chrono::seconds(60);
-  auditpipe::Logger<bench::AuditEvent> logger(auditpipe::mysql::open(url), o);
+  auditpipe::Logger<bench::AuditEvent> logger(auditpipe::open_sink(url), o);
   // Two producers: enough to keep any path busy on this machine.
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<std::thread> producers;
@@ -80,14 +94,18 @@ Run run(const std::string& base, const std::string& path, std::size_t batch, uns
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: write_paths <mysql-url> [rows]\n");
+    std::fprintf(stderr, "usage: write_paths <mysql-or-postgresql-url> [rows]\n");
     return 2;
   }
   const std::string url = argv[1];
   const long long rows = argc > 2 ? std::atoll(argv[2]) : 300000;
   auditpipe::diagnostics()->set_level(spdlog::level::warn);
+  const bool mysql = url.rfind("mysql:", 0) == 0;
+  const std::vector<std::string> paths = mysql
+                                             ? std::vector<std::string>{"bulk", "load_data", "text"}
+                                             : std::vector<std::string>{"copy", "insert"};
   std::vector<Run> runs;
-  for (const char* path : {"bulk", "load_data", "text"}) {
+  for (const auto& path : paths) {
     for (std::size_t batch : {100, 1000, 5000}) {
       for (unsigned connections : {1u, 2u}) {
         runs.push_back(run(url, path, batch, connections, rows));

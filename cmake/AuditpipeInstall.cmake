@@ -15,6 +15,9 @@ if(AUDITPIPE_HAVE_MYSQL)
   install(DIRECTORY sinks/mysql/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 endif()
 
+list(APPEND _targets auditpipe_spdlog auditpipe_open)
+install(DIRECTORY sinks/spdlog/include/ sinks/open/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+
 install(TARGETS ${_targets} EXPORT auditpipeTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}

@@ -14,6 +14,7 @@ packages=(
   libboost-dev             # Debian's SOCI headers include Boost (SOCI_HAVE_BOOST)
   libmariadb-dev           # MariaDB Connector/C: the libmysqlclient API of the MySQL sink
   mariadb-server mariadb-client  # the throwaway server the tests start (scripts/mariadb.sh)
+  libpq-dev postgresql     # PostgreSQL through SOCI; the tests' throwaway server (scripts/postgres.sh)
   libgtest-dev libbenchmark-dev
   clang libclang-rt-14-dev # libFuzzer for the fuzz targets (clang's sanitizer runtimes)
   openssl                  # the test server's TLS certificates

@@ -17,12 +17,14 @@ jobs=$(nproc)
 
 ./scripts/deps.sh
 
-# The servers the tests use: a throwaway MariaDB in a temporary directory,
-# stopped and removed on the way out, whatever happens.
-export AUDITPIPE_MARIADB_DIR
+# The servers the tests use: a throwaway MariaDB and PostgreSQL in
+# temporary directories, stopped and removed on the way out, whatever happens.
+export AUDITPIPE_MARIADB_DIR AUDITPIPE_POSTGRES_DIR
 AUDITPIPE_MARIADB_DIR=$(mktemp -d /tmp/auditpipe-mariadb.XXXXXX)
-trap './scripts/mariadb.sh destroy' EXIT
+AUDITPIPE_POSTGRES_DIR=$(mktemp -d /tmp/auditpipe-postgres.XXXXXX)
+trap './scripts/mariadb.sh destroy; ./scripts/postgres.sh destroy' EXIT
 ./scripts/mariadb.sh start
+./scripts/postgres.sh start
 
 # build <dir> <cmake args...> [--target t...]: configure and build one tree.
 build() {

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "auditpipe/diagnostics.h"
+#include "auditpipe/prometheus.h"
 #include "auditpipe/utf8.h"
 
 namespace auditpipe::internal {
@@ -20,25 +21,36 @@ std::uint64_t micros_since(clock::time_point t0) {
       std::chrono::duration_cast<std::chrono::microseconds>(clock::now() - t0).count());
 }
 
-// Makes every text field of `record` valid UTF-8 (see utf8.h); returns how
-// many fields needed it.
-std::uint64_t repair_text(std::byte* record, const std::vector<const Column*>& text_columns) {
-  std::uint64_t repaired = 0;
+// Makes every text field of `record` valid UTF-8 (see utf8.h), and free of
+// NUL bytes if the sink cannot store them; counts the fields it changed.
+void repair_text(std::byte* record, const std::vector<const Column*>& text_columns, bool no_nul,
+                 Counters& counters) {
   for (const Column* c : text_columns) {
     std::byte* field = record + c->offset;
     const std::string_view text = read_text(record, *c);
-    if (is_valid_utf8(text)) continue;
-    bool cut = false;
+    const bool has_nul = no_nul && text.find('\0') != std::string_view::npos;
+    const bool valid = is_valid_utf8(text);
+    if (valid && !has_nul) continue;
     char* data = reinterpret_cast<char*>(field + text_layout::data_offset);
-    const auto size =
-        static_cast<std::uint32_t>(repair_utf8(data, text.size(), c->max_length, &cut));
-    std::uint32_t flags = read_text_flags(record, *c) | text_flags::invalid_utf8;
+    std::uint32_t flags = read_text_flags(record, *c);
+    std::size_t size = text.size();
+    bool cut = false;
+    if (!valid) {
+      size = repair_utf8(data, size, c->max_length, &cut);
+      flags |= text_flags::invalid_utf8;
+      counters.invalid_utf8_fields.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (has_nul) {
+      bool nul_cut = false;
+      size = replace_nul(data, size, c->max_length, &nul_cut);
+      cut = cut || nul_cut;
+      counters.nul_replaced_fields.fetch_add(1, std::memory_order_relaxed);
+    }
     if (cut) flags |= text_flags::truncated;
-    std::memcpy(field + text_layout::size_offset, &size, sizeof size);
+    const auto size32 = static_cast<std::uint32_t>(size);
+    std::memcpy(field + text_layout::size_offset, &size32, sizeof size32);
     std::memcpy(field + text_layout::flags_offset, &flags, sizeof flags);
-    ++repaired;
   }
-  return repaired;
 }
 
 }  // namespace
@@ -83,7 +95,8 @@ BatchWriter::BatchWriter(PipelineCore& core, unsigned index)
       token_(core.queue),
       slots_(core.options.batch_size),
       refs_(core.options.batch_size),
-      jitter_(std::random_device{}()) {
+      jitter_(std::random_device{}()),
+      no_nul_(!core.sink->accepts_nul_in_text()) {
   for (const Column& c : core_.table.columns) {
     if (c.type == ColumnType::text) text_columns_.push_back(&c);
   }
@@ -106,11 +119,19 @@ bool BatchWriter::batch_is_due(std::size_t held, clock::time_point first) const 
 }
 
 void BatchWriter::run() {
+  mark_internal_thread();
   const std::size_t batch_size = slots_.size();
   const bool spill_keeper = index_ == 0 && core_.spill != nullptr;
+  const auto summary_interval =
+      index_ == 0 ? core_.options.summary_interval : std::chrono::milliseconds(0);
+  clock::time_point next_summary = clock::now() + summary_interval;
   std::size_t held = 0;
   clock::time_point first{};
   while (true) {
+    if (summary_interval.count() > 0 && clock::now() >= next_summary) {
+      diagnostics()->info("{}", summary_line(core_.stats()));
+      next_summary = clock::now() + summary_interval;
+    }
     // Taken before looking for work, so a wake_all() from here on ends the
     // sleep below.
     const std::uint64_t epoch = core_.signal.epoch();
@@ -124,16 +145,14 @@ void BatchWriter::run() {
     }
     if (held != 0) {
       if (batch_is_due(held, first)) {
-        std::uint64_t repaired = 0;
         for (std::size_t i = 0; i < held; ++i) {
           // Acquire pairs with commit()'s release store: the record's bytes
           // are visible here without relying on the queue's fences.
           (void)slots_[i]->state.load(std::memory_order_acquire);
           std::byte* record = core_.pool.record(slots_[i]);
-          repaired += repair_text(record, text_columns_);
+          repair_text(record, text_columns_, no_nul_, core_.counters);
           refs_[i] = RecordRef{slots_[i]->source_id, slots_[i]->seq, record};
         }
-        core_.counters.invalid_utf8_fields.fetch_add(repaired, std::memory_order_relaxed);
         PoolOutcome outcome(*this);
         if (!write(refs_, 0, held, outcome)) break;
         held = 0;
@@ -275,11 +294,10 @@ bool BatchWriter::replay_some() {
     finish_segment();
     return true;
   }
-  std::uint64_t repaired = 0;
   for (const RecordRef& r : replay_refs_) {
-    repaired += repair_text(const_cast<std::byte*>(r.data), text_columns_);  // the reader's buffer
+    // The records live in the reader's buffer, which is ours to change.
+    repair_text(const_cast<std::byte*>(r.data), text_columns_, no_nul_, core_.counters);
   }
-  core_.counters.invalid_utf8_fields.fetch_add(repaired, std::memory_order_relaxed);
   ReplayOutcome outcome(*this);
   if (!write(replay_refs_, 0, n, outcome)) {
     reader_.reset();  // closing: the segment stays, and is replayed next time

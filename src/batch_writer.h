@@ -76,6 +76,7 @@ class BatchWriter {
   std::vector<RecordRef> refs_;
   std::vector<const Column*> text_columns_;
   std::minstd_rand jitter_;
+  const bool no_nul_;  // the sink cannot store NUL bytes in text
   // Replay state (writer 0).
   std::unique_ptr<SpillReader> reader_;
   std::filesystem::path reader_path_;

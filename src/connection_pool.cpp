@@ -209,6 +209,7 @@ void ConnectionPool::open_one() {
 }
 
 void ConnectionPool::opener_loop() {
+  internal::mark_internal_thread();
   std::unique_lock<std::mutex> lock(mutex_);
   while (!closing_) {
     const auto now = clock::now();
@@ -298,6 +299,7 @@ void ConnectionPool::close_entries(std::vector<std::unique_ptr<Entry>> entries) 
 }
 
 void ConnectionPool::housekeeper_loop() {
+  internal::mark_internal_thread();
   const milliseconds period = housekeeping_period(options_);
   std::unique_lock<std::mutex> lock(mutex_);
   while (!closing_) {

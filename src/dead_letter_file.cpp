@@ -22,15 +22,10 @@ void append_number(std::string& out, auto value) {
 }
 
 void append_time(std::string& out, std::int64_t micros) {
-  const std::time_t secs = static_cast<std::time_t>(micros / 1'000'000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[48];
-  std::snprintf(
-      buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ", tm.tm_year + 1900, tm.tm_mon + 1,
-      tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-      static_cast<long long>(micros % 1'000'000 + (micros % 1'000'000 < 0 ? 1'000'000 : 0)));
-  out += buf;
+  char buf[32];
+  char* end = timestamp{micros}.format(buf, 'T');
+  out.append(buf, end);
+  out += 'Z';
 }
 
 }  // namespace

@@ -43,4 +43,18 @@ void set_diagnostics_logger(std::shared_ptr<spdlog::logger> logger) {
   logger_slot() = std::move(logger);
 }
 
+namespace {
+thread_local bool internal_thread = false;
+}  // namespace
+
+bool on_internal_thread() noexcept {
+  return internal_thread;
+}
+
+namespace internal {
+void mark_internal_thread() noexcept {
+  internal_thread = true;
+}
+}  // namespace internal
+
 }  // namespace auditpipe

@@ -41,6 +41,7 @@ void validate(const TableDescriptor& table, const Sink* sink, const Options& o) 
   if (o.overflow == Overflow::spill && o.spill_path.empty()) {
     fail("overflow = spill needs a spill_path (a directory for the records that do not fit)");
   }
+  if (o.summary_interval.count() < 0) fail("summary_interval must not be negative");
   if (!o.spill_path.empty() && o.spill_fsync_interval.count() <= 0) {
     fail("spill_fsync_interval must be positive");
   }
@@ -78,6 +79,7 @@ class Pipeline::Impl {
       diagnostics()->info("auditpipe: {} committed records recovered from {}; writing them first",
                           recovered.size(), options.durable_path.string());
     }
+    core_.stats = [this] { return stats(); };
     writers_.reserve(options.writers);
     for (unsigned i = 0; i < options.writers; ++i) {
       writers_.push_back(std::make_unique<internal::BatchWriter>(core_, i));
@@ -269,6 +271,8 @@ class Pipeline::Impl {
     s.write_failures = k.write_failures.load(std::memory_order_relaxed);
     s.retries = k.retries.load(std::memory_order_relaxed);
     s.invalid_utf8_fields = k.invalid_utf8_fields.load(std::memory_order_relaxed);
+    s.nul_replaced_fields = k.nul_replaced_fields.load(std::memory_order_relaxed);
+    s.connection_pool = core_.sink->connection_pool_stats();
     s.dead_lettered = k.dead_lettered.load(std::memory_order_relaxed);
     s.recovered = k.recovered.load(std::memory_order_relaxed);
     s.spilled = k.spilled.load(std::memory_order_relaxed);

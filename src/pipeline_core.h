@@ -8,6 +8,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 
@@ -16,6 +17,7 @@
 #include "auditpipe/options.h"
 #include "auditpipe/record_pool.h"
 #include "auditpipe/sink.h"
+#include "auditpipe/stats.h"
 #include "dead_letter_file.h"
 #include "descriptor_fingerprint.h"
 #include "record_queue.h"
@@ -41,6 +43,7 @@ struct Counters {
   std::atomic<std::uint64_t> rejected_by_sink{0};
   std::atomic<std::uint64_t> truncated_fields{0};
   std::atomic<std::uint64_t> invalid_utf8_fields{0};
+  std::atomic<std::uint64_t> nul_replaced_fields{0};
   std::atomic<std::uint64_t> unwritten{0};
   std::atomic<std::uint64_t> dead_lettered{0};
   std::atomic<std::uint64_t> recovered{0};
@@ -109,6 +112,7 @@ struct PipelineCore {
   RecordQueue queue;
   std::unique_ptr<SpillWriter> spill;            // with a spill directory
   std::unique_ptr<DeadLetterFile> dead_letters;  // with a dead-letter file
+  std::function<Stats()> stats;                  // the pipeline's stats(), for the summary
   WriterSignal signal;
   Counters counters;
 

@@ -211,6 +211,47 @@ std::string Url::redacted() const {
   return out;
 }
 
+std::uint64_t url_number(const Url& url, std::string_view key, std::string_view value,
+                         std::uint64_t min, std::uint64_t max) {
+  std::uint64_t v = 0;
+  const auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+  if (value.empty() || ec != std::errc() || p != value.data() + value.size() || v < min ||
+      v > max) {
+    throw error("auditpipe: bad URL '" + url.redacted() + "': option " + std::string(key) + "='" +
+                std::string(value) + "' is not a whole number from " + std::to_string(min) +
+                " to " + std::to_string(max));
+  }
+  return v;
+}
+
+bool apply_pool_option(const Url& url, std::string_view key, std::string_view value,
+                       ConnectionPoolOptions& pool, std::optional<std::size_t>& pool_size) {
+  using std::chrono::milliseconds;
+  constexpr std::uint64_t day_ms = 86'400'000;
+  auto ms = [&](std::uint64_t min, std::uint64_t max) {
+    return milliseconds(url_number(url, key, value, min, max));
+  };
+  if (key == "pool_size")
+    pool_size = url_number(url, key, value, 1, 1024);
+  else if (key == "min_idle")
+    pool.min_idle = url_number(url, key, value, 0, 1024);
+  else if (key == "connection_timeout_ms")
+    pool.connection_timeout = ms(1, day_ms);
+  else if (key == "idle_timeout_ms")
+    pool.idle_timeout = ms(0, day_ms);
+  else if (key == "max_lifetime_ms")
+    pool.max_lifetime = ms(0, 30 * day_ms);
+  else if (key == "keepalive_ms")
+    pool.keepalive_interval = ms(0, day_ms);
+  else if (key == "validation_ms")
+    pool.validation_threshold = ms(0, day_ms);
+  else if (key == "leak_detection_ms")
+    pool.leak_detection_threshold = ms(0, day_ms);
+  else
+    return false;
+  return true;
+}
+
 void require_known_options(const Url& url, std::initializer_list<std::string_view> known) {
   for (const auto& [key, value] : url.query) {
     if (std::find(known.begin(), known.end(), key) == known.end()) {

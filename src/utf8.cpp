@@ -102,4 +102,36 @@ std::size_t repair_utf8(char* data, std::size_t size, std::size_t capacity,
   return out;
 }
 
+std::size_t replace_nul(char* data, std::size_t size, std::size_t capacity,
+                        bool* truncated) noexcept {
+  if (truncated) *truncated = false;
+  std::size_t nuls = 0;
+  for (std::size_t i = 0; i < size; ++i) nuls += data[i] == '\0';
+  if (nuls == 0) return size;
+  // Work from the end so each byte moves once.
+  std::size_t out = size + 2 * nuls;
+  std::size_t in = size;
+  while (out > capacity) {  // drop whole characters from the end until it fits
+    --in;
+    out -= data[in] == '\0' ? 3 : 1;
+    if (truncated) *truncated = true;
+  }
+  // A cut may have split a multi-byte character: back up to its start.
+  while (in > 0 && in < size && (static_cast<unsigned char>(data[in]) & 0xC0u) == 0x80u) {
+    --in;
+    out -= data[in] == '\0' ? 3 : 1;
+  }
+  const std::size_t result = out;
+  while (in > 0) {
+    --in;
+    if (data[in] == '\0') {
+      out -= 3;
+      std::memcpy(data + out, "\xEF\xBF\xBD", 3);
+    } else {
+      data[--out] = data[in];
+    }
+  }
+  return result;
+}
+
 }  // namespace auditpipe

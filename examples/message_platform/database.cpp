@@ -1,13 +1,13 @@
 #include "database.h"
 
-#include <auditpipe/soci/sqlite_sink.h>
-#include <auditpipe/status.h>
 #include <auditpipe/url.h>
 #include <sqlite3.h>
 
 #ifdef MESSAGE_PLATFORM_HAS_MYSQL
-#include <auditpipe/mysql/mysql_sink.h>
 #include <mysql.h>
+#endif
+#ifdef MESSAGE_PLATFORM_HAS_POSTGRESQL
+#include <libpq-fe.h>
 #endif
 
 namespace platform {
@@ -18,14 +18,30 @@ bool starts_with(const std::string& s, const std::string& prefix) {
   return s.compare(0, prefix.size(), prefix) == 0;
 }
 
-std::string sqlite_path(const std::string& url) {
-  std::string rest = url.substr(std::string("sqlite://").size());
-  rest = rest.substr(0, rest.find('?'));
-  return auditpipe::percent_decode(rest);
-}
-
-bool is_mysql(const std::string& url) {
-  return starts_with(url, "mysql://") || starts_with(url, "mariadb://");
+RowCount count_sqlite_rows(const std::string& url, const std::string& table) {
+  RowCount count;
+  std::string path = url.substr(std::string("sqlite://").size());
+  path = auditpipe::percent_decode(path.substr(0, path.find('?')));
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    sqlite3_close(db);
+    return count;  // no file yet: no rows
+  }
+  auto scalar = [&](const std::string& sql) -> std::int64_t {
+    sqlite3_stmt* st = nullptr;
+    std::int64_t v = 0;
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW) {
+      v = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+    return v;
+  };
+  count.rows = scalar("SELECT COUNT(*) FROM \"" + table + "\"");
+  count.distinct_keys =
+      scalar("SELECT COUNT(*) FROM (SELECT DISTINCT source_id, seq FROM \"" + table + "\")");
+  sqlite3_close(db);
+  return count;
 }
 
 #ifdef MESSAGE_PLATFORM_HAS_MYSQL
@@ -61,45 +77,47 @@ RowCount count_mysql_rows(const std::string& url, const std::string& table) {
 }
 #endif
 
-}  // namespace
-
-std::shared_ptr<auditpipe::Sink> open_sink(const std::string& url) {
-  if (starts_with(url, "sqlite://")) return auditpipe::soci_sink::open_sqlite(url);
-#ifdef MESSAGE_PLATFORM_HAS_MYSQL
-  if (is_mysql(url)) return auditpipe::mysql::open(url);
-#endif
-  throw auditpipe::error("message_platform: unsupported database URL '" +
-                         auditpipe::redact_url(url) +
-                         "' (this build supports sqlite:// and, when built with MariaDB "
-                         "Connector/C, mysql://)");
-}
-
-RowCount count_rows(const std::string& url, const std::string& table) {
+#ifdef MESSAGE_PLATFORM_HAS_POSTGRESQL
+RowCount count_postgres_rows(const std::string& url, const std::string& table) {
   RowCount count;
-#ifdef MESSAGE_PLATFORM_HAS_MYSQL
-  if (is_mysql(url)) return count_mysql_rows(url, table);
-#endif
-  if (!starts_with(url, "sqlite://")) return count;
-  sqlite3* db = nullptr;
-  if (sqlite3_open_v2(sqlite_path(url).c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
-    sqlite3_close(db);
-    return count;  // no file yet: no rows
-  }
+  const auditpipe::Url u = auditpipe::parse_url(url);
+  const auto& h = u.hosts.at(0);
+  const std::string conninfo =
+      "host='" + h.host + "' port=" + std::to_string(h.port.value_or(5432)) + " dbname='" + u.path +
+      "' user='" + u.user + "' password='" + u.password.value_or("") + "'";
+  PGconn* c = PQconnectdb(conninfo.c_str());
   auto scalar = [&](const std::string& sql) -> std::int64_t {
-    sqlite3_stmt* st = nullptr;
+    PGresult* r = PQexec(c, sql.c_str());
     std::int64_t v = 0;
-    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW) {
-      v = sqlite3_column_int64(st, 0);
-    }
-    sqlite3_finalize(st);
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
+      v = std::stoll(PQgetvalue(r, 0, 0));
+    PQclear(r);
     return v;
   };
-  count.rows = scalar("SELECT COUNT(*) FROM \"" + table + "\"");
-  count.distinct_keys =
-      scalar("SELECT COUNT(*) FROM (SELECT DISTINCT source_id, seq FROM \"" + table + "\")");
-  sqlite3_close(db);
+  if (PQstatus(c) == CONNECTION_OK) {
+    count.rows = scalar("SELECT COUNT(*) FROM \"" + table + "\"");
+    count.distinct_keys =
+        scalar("SELECT COUNT(*) FROM (SELECT DISTINCT source_id, seq FROM \"" + table + "\") d");
+  }
+  PQfinish(c);
   return count;
+}
+#endif
+
+}  // namespace
+
+RowCount count_rows(const std::string& url, const std::string& table) {
+#ifdef MESSAGE_PLATFORM_HAS_MYSQL
+  if (starts_with(url, "mysql://") || starts_with(url, "mariadb://"))
+    return count_mysql_rows(url, table);
+#endif
+#ifdef MESSAGE_PLATFORM_HAS_POSTGRESQL
+  if (starts_with(url, "postgresql://") || starts_with(url, "postgres://")) {
+    return count_postgres_rows(url, table);
+  }
+#endif
+  if (starts_with(url, "sqlite://")) return count_sqlite_rows(url, table);
+  return {};
 }
 
 }  // namespace platform

@@ -1,18 +1,11 @@
-// The example's view of its database: opening the sink for a URL, and
-// counting rows with a real query (independent of auditpipe's counters).
+// The example's own view of its database: counting rows with a real query,
+// independent of auditpipe's counters.
 #pragma once
 
-#include <auditpipe/sink.h>
-
 #include <cstdint>
-#include <memory>
 #include <string>
 
 namespace platform {
-
-// A sink for sqlite:// URLs (and the others this build supports). Throws
-// auditpipe::error for an unsupported scheme.
-std::shared_ptr<auditpipe::Sink> open_sink(const std::string& url);
 
 struct RowCount {
   std::int64_t rows = 0;

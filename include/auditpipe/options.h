@@ -63,6 +63,10 @@ struct Options {
   // with the server's message. Empty: they are only counted and logged.
   std::filesystem::path dead_letter_path;
 
+  // Log a one-line summary of stats() through the diagnostics logger this
+  // often (at info level). Zero: never.
+  std::chrono::milliseconds summary_interval{0};
+
   // Keep the record pool in this file (created if missing): every record
   // whose commit() returned survives the process being killed and is
   // written first when a logger next opens the file. Empty: memory only.

@@ -10,10 +10,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 
 #include "auditpipe/column.h"
+#include "auditpipe/connection_pool.h"
 
 namespace auditpipe {
 
@@ -71,6 +73,13 @@ class Sink {
 
   // Where this sink writes, for messages (never includes a password).
   virtual std::string describe() const = 0;
+
+  // False if the target cannot store a NUL byte in text (PostgreSQL): the
+  // writer then replaces NULs with U+FFFD, counted, before write().
+  virtual bool accepts_nul_in_text() const noexcept { return true; }
+
+  // The sink's connection pool, for stats(), if it has one.
+  virtual std::optional<ConnectionPoolStats> connection_pool_stats() const { return std::nullopt; }
 };
 
 }  // namespace auditpipe

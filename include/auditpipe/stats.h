@@ -8,8 +8,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
+#include "auditpipe/connection_pool.h"
 #include "auditpipe/histogram.h"
 
 namespace auditpipe {
@@ -34,6 +36,7 @@ struct Stats {
   std::uint64_t unwritten = 0;            // committed, still unwritten when close() gave up
   std::uint64_t truncated_fields = 0;     // text fields cut to fit, among written records
   std::uint64_t invalid_utf8_fields = 0;  // text fields repaired (U+FFFD) before writing
+  std::uint64_t nul_replaced_fields = 0;  // text fields whose NULs became U+FFFD (PostgreSQL)
   std::uint64_t blocked = 0;              // acquires that had to wait for a slot
   std::uint64_t dead_lettered = 0;        // refused records written to the dead-letter file
   std::uint64_t recovered = 0;            // committed records found in a durable pool at start
@@ -57,6 +60,9 @@ struct Stats {
   // Pool.
   std::uint64_t pool_capacity = 0;
   std::uint64_t pool_in_use = 0;  // filling, queued or being written
+
+  // The sink's connection pool, if it has one.
+  std::optional<ConnectionPoolStats> connection_pool;
 
   HistogramSnapshot batch_size;        // records per successful write
   HistogramSnapshot write_latency_us;  // duration of successful writes

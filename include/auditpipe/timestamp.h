@@ -14,6 +14,12 @@
 
 namespace auditpipe {
 
+// A UTC calendar date and time of day.
+struct civil_time {
+  std::int64_t year;
+  unsigned month, day, hour, minute, second, microsecond;
+};
+
 struct timestamp {
   std::int64_t micros = 0;  // since 1970-01-01T00:00:00Z
 
@@ -32,6 +38,60 @@ struct timestamp {
     return std::chrono::system_clock::time_point{
         std::chrono::duration_cast<std::chrono::system_clock::duration>(
             std::chrono::microseconds{micros})};
+  }
+
+  // The UTC calendar date and time (proleptic Gregorian), without the C
+  // library's time zone machinery: days to date after Howard Hinnant's
+  // public-domain civil_from_days.
+  constexpr civil_time civil() const noexcept {
+    std::int64_t days = micros / 86'400'000'000;
+    std::int64_t rest = micros % 86'400'000'000;
+    if (rest < 0) {
+      rest += 86'400'000'000;
+      --days;
+    }
+    const std::int64_t z = days + 719468;
+    const std::int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    const auto doe = static_cast<unsigned>(z - era * 146097);
+    const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    const unsigned mp = (5 * doy + 2) / 153;
+    const unsigned m = mp < 10 ? mp + 3 : mp - 9;
+    const auto secs = static_cast<unsigned>(rest / 1'000'000);
+    return civil_time{static_cast<std::int64_t>(yoe) + era * 400 + (m <= 2),
+                      m,
+                      doy - (153 * mp + 2) / 5 + 1,
+                      secs / 3600,
+                      secs / 60 % 60,
+                      secs % 60,
+                      static_cast<unsigned>(rest % 1'000'000)};
+  }
+
+  // Writes "YYYY-MM-DD HH:MM:SS.ffffff" (26 characters, with `separator`
+  // between date and time) to `out`; returns the end. Years 0 to 9999.
+  char* format(char* out, char separator = ' ') const noexcept {
+    const civil_time t = civil();
+    auto put = [&](std::uint64_t v, int width) {
+      for (int i = width - 1; i >= 0; --i) {
+        out[i] = static_cast<char>('0' + v % 10);
+        v /= 10;
+      }
+      out += width;
+    };
+    put(static_cast<std::uint64_t>(t.year < 0 ? 0 : t.year), 4);
+    *out++ = '-';
+    put(t.month, 2);
+    *out++ = '-';
+    put(t.day, 2);
+    *out++ = separator;
+    put(t.hour, 2);
+    *out++ = ':';
+    put(t.minute, 2);
+    *out++ = ':';
+    put(t.second, 2);
+    *out++ = '.';
+    put(t.microsecond, 6);
+    return out;
   }
 
   friend constexpr auto operator<=>(const timestamp&, const timestamp&) = default;

@@ -16,6 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include "auditpipe/connection_pool.h"
+
 namespace auditpipe {
 
 struct UrlHost {
@@ -54,5 +56,19 @@ std::string percent_decode(std::string_view text);
 
 // Throws auditpipe::error unless every query key of `url` is in `known`.
 void require_known_options(const Url& url, std::initializer_list<std::string_view> known);
+
+// A whole number option from `min` to `max`; throws auditpipe::error naming
+// the option (with the URL's password masked) otherwise.
+std::uint64_t url_number(const Url& url, std::string_view key, std::string_view value,
+                         std::uint64_t min, std::uint64_t max);
+
+// The query options every pooled sink takes, with ConnectionPool's names.
+inline constexpr std::string_view pool_option_names[] = {
+    "pool_size",       "min_idle",     "connection_timeout_ms", "idle_timeout_ms",
+    "max_lifetime_ms", "keepalive_ms", "validation_ms",         "leak_detection_ms"};
+
+// If `key` is one of pool_option_names, applies it and returns true.
+bool apply_pool_option(const Url& url, std::string_view key, std::string_view value,
+                       ConnectionPoolOptions& pool, std::optional<std::size_t>& pool_size);
 
 }  // namespace auditpipe

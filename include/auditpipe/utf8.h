@@ -27,4 +27,10 @@ bool is_valid_utf8(std::string_view text) noexcept;
 std::size_t repair_utf8(char* data, std::size_t size, std::size_t capacity,
                         bool* truncated = nullptr) noexcept;
 
+// Replaces each NUL byte of data[0, size) with U+FFFD, in place, within
+// `capacity` bytes (cut at a character boundary if it no longer fits).
+// Returns the new size; `truncated` as for repair_utf8.
+std::size_t replace_nul(char* data, std::size_t size, std::size_t capacity,
+                        bool* truncated = nullptr) noexcept;
+
 }  // namespace auditpipe

@@ -1,7 +1,8 @@
 // The MySQL sink on the real throwaway MariaDB server (scripts/mariadb.sh):
-// byte-exact round trips on every write path, exactly-once delivery from
-// many producers and several writers, one statement per batch read from the
-// server's own counters, clear errors at start, failover.
+// column types on every write path, a million records from many producers
+// exactly once, several writers, one statement per batch read from the
+// server's own counters, clear errors at start, failover, TLS, sockets.
+// (Hostile text, UTF-8 repair and retried batches: sink_conformance_test.cpp.)
 #include "auditpipe/mysql/mysql_sink.h"
 
 #include <gtest/gtest.h>
@@ -48,102 +49,42 @@ long long rows_to_write() {
   return scale ? std::atoll(scale) : 1'000'000;
 }
 
-const std::vector<std::string>& hostile_strings() {
-  static const std::vector<std::string> v = {
-      "it's a \"quoted\" string",
-      "back\\slash \\' \\\" \\0 \\n \\\\",
-      "'; DROP TABLE audit_log; --",
-      "Robert'); DELETE FROM audit_log WHERE ('1'='1",
-      "emoji \xF0\x9F\x98\x80 and \xE2\x82\xAC and \xC3\xA9",
-      "nul\0inside\0"s,
-      "\0"s,
-      "tab\tnewline\ncr\r ctrl-z \x1a percent %s %d %%",
-      "",
-      "\\N",
-  };
-  return v;
-}
-
 class MysqlWritePath : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override { drop_table(); }
   std::string url() const { return mysql_url_with("write_path=" + GetParam()); }
 };
 
-TEST_P(MysqlWritePath, HostileTextRoundTripsByteExact) {
+TEST_P(MysqlWritePath, EveryColumnTypeRoundTrips) {
   {
     auditpipe::Logger<AuditRow> logger(auditpipe::mysql::open(url()));
-    for (std::size_t i = 0; i < hostile_strings().size(); ++i) {
+    for (int i = 0; i < 10; ++i) {
       auto r = logger.acquire();
       ASSERT_TRUE(r);
-      r->message_id = static_cast<std::int64_t>(i);
-      r->at = auditpipe::timestamp{1'700'000'000'123'456 + static_cast<std::int64_t>(i)};
-      r->latency_ms = 0.1 * static_cast<double>(i);
-      r->status = -static_cast<std::int32_t>(i);
+      r->message_id = i;
+      r->at = auditpipe::timestamp{1'700'000'000'123'456 + i};
+      r->latency_ms = 0.1 * i;
+      r->status = -i;
       r->channel = 65535;
       r->delivered = i % 2 == 0;
-      r->sender = hostile_strings()[i];
-      r->payload = hostile_strings()[i];
+      r->sender = "typed";
       ASSERT_EQ(r.commit(), Status::ok);
     }
-    const auto report = logger.close();
-    EXPECT_TRUE(report.drained);
-    EXPECT_EQ(report.stats.rejected_by_sink, 0u);
+    EXPECT_TRUE(logger.close().drained);
   }
   MysqlProbe probe;
-  EXPECT_EQ(probe.scalar("SELECT COUNT(*) FROM audit_log"),
-            static_cast<long long>(hostile_strings().size()));
-  for (std::size_t i = 0; i < hostile_strings().size(); ++i) {
+  for (int i = 0; i < 10; ++i) {
     const auto r = probe.rows(
-        "SELECT sender, payload, status, channel, delivered, latency_ms, "
+        "SELECT status, channel, delivered, latency_ms, "
         "DATE_FORMAT(at, '%Y-%m-%d %H:%i:%s.%f') FROM audit_log WHERE message_id = " +
         std::to_string(i));
-    ASSERT_EQ(r.size(), 1u) << "string " << i;
-    EXPECT_EQ(*r[0][0], hostile_strings()[i].substr(0, 32)) << "string " << i;
-    EXPECT_EQ(*r[0][1], hostile_strings()[i]) << "string " << i;
-    EXPECT_EQ(*r[0][2], std::to_string(-static_cast<int>(i)));
-    EXPECT_EQ(*r[0][3], "65535");
-    EXPECT_EQ(*r[0][4], i % 2 == 0 ? "1" : "0");
-    EXPECT_DOUBLE_EQ(std::stod(*r[0][5]), 0.1 * static_cast<double>(i));
-    EXPECT_EQ(*r[0][6], "2023-11-14 22:13:20." + std::to_string(123456 + i)) << "string " << i;
+    ASSERT_EQ(r.size(), 1u) << i;
+    EXPECT_EQ(*r[0][0], std::to_string(-i));
+    EXPECT_EQ(*r[0][1], "65535");
+    EXPECT_EQ(*r[0][2], i % 2 == 0 ? "1" : "0");
+    EXPECT_DOUBLE_EQ(std::stod(*r[0][3]), 0.1 * i);
+    EXPECT_EQ(*r[0][4], "2023-11-14 22:13:20." + std::to_string(123456 + i));
   }
-}
-
-TEST_P(MysqlWritePath, OverlongTextIsCutAtACharacterBoundaryAndCounted) {
-  const std::string long_text = std::string(30, 'a') + "\xE2\x82\xAC\xE2\x82\xAC";  // 36 bytes
-  {
-    auditpipe::Logger<AuditRow> logger(auditpipe::mysql::open(url()));
-    auto r = logger.acquire();
-    r->sender = long_text;               // 32-byte column
-    r->payload = std::string(500, 'p');  // 128-byte column
-    ASSERT_EQ(r.commit(), Status::ok);
-    const auto report = logger.close();
-    EXPECT_EQ(report.stats.truncated_fields, 2u);
-  }
-  MysqlProbe probe;
-  const auto r = probe.rows("SELECT sender, LENGTH(payload) FROM audit_log");
-  ASSERT_EQ(r.size(), 1u);
-  EXPECT_EQ(*r[0][0], std::string(30, 'a'));  // the euro sign that did not fit is left out whole
-  EXPECT_EQ(*r[0][1], "128");
-}
-
-TEST_P(MysqlWritePath, ARetriedBatchIsNotWrittenTwice) {
-  auto sink = auditpipe::mysql::open(url());
-  const auto& d = auditpipe::descriptor_of<AuditRow>();
-  sink->open(d, auditpipe::SinkContext{});
-  std::vector<AuditRow> rows(200);
-  std::vector<auditpipe::RecordRef> refs;
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    rows[i].message_id = static_cast<std::int64_t>(i);
-    rows[i].at = auditpipe::timestamp::now();
-    refs.push_back({7, static_cast<std::int64_t>(i), reinterpret_cast<const std::byte*>(&rows[i])});
-  }
-  ASSERT_TRUE(sink->write({d, refs}).ok());
-  ASSERT_TRUE(sink->write({d, refs}).ok());  // as after "connection lost" with the batch applied
-  ASSERT_TRUE(sink->write({d, std::span(refs).subspan(100)}).ok());
-  sink->close();
-  MysqlProbe probe;
-  EXPECT_EQ(probe.scalar("SELECT COUNT(*) FROM audit_log"), 200);
 }
 
 // Reads the server's statement counters around N full batches: exactly one

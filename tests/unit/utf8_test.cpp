@@ -61,4 +61,20 @@ TEST(Utf8, RepairsThatDoNotFitAreCutAtACharacterBoundary) {
   EXPECT_TRUE(auditpipe::is_valid_utf8(out));
 }
 
+TEST(Utf8, NulBytesCanBeReplacedForTargetsThatCannotStoreThem) {
+  std::string text = "a\0b\0"s;
+  text.resize(16);
+  bool cut = true;
+  const std::size_t n = auditpipe::replace_nul(text.data(), 4, 16, &cut);
+  EXPECT_EQ(text.substr(0, n), "a" + fffd + "b" + fffd);
+  EXPECT_FALSE(cut);
+  // Not enough room: whole characters are dropped from the end.
+  std::string tight = "\xC3\xA9\0xy"s;  // é NUL x y: 5 bytes, 7 after the repair
+  const std::size_t m = auditpipe::replace_nul(tight.data(), 5, 5, &cut);
+  EXPECT_EQ(tight.substr(0, m), "\xC3\xA9" + fffd);
+  EXPECT_TRUE(cut);
+  std::string none = "plain";
+  EXPECT_EQ(auditpipe::replace_nul(none.data(), 5, 5), 5u);
+}
+
 }  // namespace

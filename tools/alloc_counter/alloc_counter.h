@@ -11,5 +11,7 @@ namespace auditpipe::tools {
 
 // operator new calls made by the calling thread so far.
 std::size_t allocations_on_this_thread() noexcept;
+// Bytes those calls asked for.
+std::size_t allocated_bytes_on_this_thread() noexcept;
 
 }  // namespace auditpipe::tools

@@ -70,7 +70,7 @@ std::optional<MysqlError> execute_rows(BulkState& s, const Batch& batch, std::si
       a.times.resize(n);
       a.time_pointers.resize(n);
       for (std::size_t i = 0; i < n; ++i) {
-        a.times[i] = to_mysql_time(civil_time(read_integer(batch.records[begin + i].data, *c)));
+        a.times[i] = to_mysql_time(civil_time_of(read_integer(batch.records[begin + i].data, *c)));
         a.time_pointers[i] = &a.times[i];
       }
       b.buffer = a.time_pointers.data();

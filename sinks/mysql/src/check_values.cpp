@@ -14,7 +14,7 @@ std::optional<MysqlError> check_values(const Batch& batch) {
       if (c.type == ColumnType::float64 && !std::isfinite(read_float64(r.data, c))) {
         problem = "is not a finite number";
       } else if (c.type == ColumnType::timestamp &&
-                 !fits_datetime(civil_time(read_integer(r.data, c)))) {
+                 !fits_datetime(civil_time_of(read_integer(r.data, c)))) {
         problem = "is outside DATETIME's years 1000-9999";
       }
       if (problem != nullptr) {

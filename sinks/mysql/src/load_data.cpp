@@ -12,8 +12,8 @@
 #include <cstring>
 #include <string>
 
-#include "auditpipe/diagnostics.h"
 #include "append_number.h"
+#include "auditpipe/diagnostics.h"
 #include "time_format.h"
 #include "write_paths.h"
 
@@ -106,7 +106,7 @@ std::optional<MysqlError> write_load_data(MysqlConnection& c, const TableSql& t,
           break;
         case ColumnType::timestamp: {
           char buf[32];
-          s.data.append(buf, format_datetime(civil_time(read_integer(r.data, col)), buf));
+          s.data.append(buf, timestamp{read_integer(r.data, col)}.format(buf));
           break;
         }
         case ColumnType::text:

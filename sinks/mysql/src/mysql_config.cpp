@@ -12,18 +12,6 @@ namespace {
   throw error("auditpipe: bad MySQL URL '" + url.redacted() + "': " + why);
 }
 
-unsigned long long number(const Url& url, const std::string& key, const std::string& value,
-                          unsigned long long min, unsigned long long max) {
-  unsigned long long v = 0;
-  const auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-  if (value.empty() || ec != std::errc() || p != value.data() + value.size() || v < min ||
-      v > max) {
-    bad(url, "option " + key + "='" + value + "' is not a whole number from " +
-                 std::to_string(min) + " to " + std::to_string(max));
-  }
-  return v;
-}
-
 bool boolean(const Url& url, const std::string& key, const std::string& value) {
   if (value == "true" || value == "1") return true;
   if (value == "false" || value == "0") return false;
@@ -88,11 +76,11 @@ MysqlConfig parse_mysql_url(std::string_view text) {
       if (value.empty()) bad(url, "charset is empty");
       c.charset = value;
     } else if (key == "connect_timeout") {
-      c.connect_timeout_s = static_cast<unsigned>(number(url, key, value, 1, 3600));
+      c.connect_timeout_s = static_cast<unsigned>(url_number(url, key, value, 1, 3600));
     } else if (key == "read_timeout") {
-      c.read_timeout_s = static_cast<unsigned>(number(url, key, value, 1, 86400));
+      c.read_timeout_s = static_cast<unsigned>(url_number(url, key, value, 1, 86400));
     } else if (key == "write_timeout") {
-      c.write_timeout_s = static_cast<unsigned>(number(url, key, value, 1, 86400));
+      c.write_timeout_s = static_cast<unsigned>(url_number(url, key, value, 1, 86400));
     } else if (key == "tls") {
       if (value == "disabled")
         c.tls = TlsMode::disabled;
@@ -111,23 +99,8 @@ MysqlConfig parse_mysql_url(std::string_view text) {
       c.tls_cert = value;
     } else if (key == "tls_key") {
       c.tls_key = value;
-    } else if (key == "pool_size") {
-      c.pool_size = number(url, key, value, 1, 1024);
-    } else if (key == "min_idle") {
-      c.pool.min_idle = number(url, key, value, 0, 1024);
-    } else if (key == "connection_timeout_ms") {
-      c.pool.connection_timeout = std::chrono::milliseconds(number(url, key, value, 1, 86400000));
-    } else if (key == "idle_timeout_ms") {
-      c.pool.idle_timeout = std::chrono::milliseconds(number(url, key, value, 0, 86400000));
-    } else if (key == "max_lifetime_ms") {
-      c.pool.max_lifetime = std::chrono::milliseconds(number(url, key, value, 0, 86400000ull * 30));
-    } else if (key == "keepalive_ms") {
-      c.pool.keepalive_interval = std::chrono::milliseconds(number(url, key, value, 0, 86400000));
-    } else if (key == "validation_ms") {
-      c.pool.validation_threshold = std::chrono::milliseconds(number(url, key, value, 0, 86400000));
-    } else if (key == "leak_detection_ms") {
-      c.pool.leak_detection_threshold =
-          std::chrono::milliseconds(number(url, key, value, 0, 86400000));
+    } else {
+      apply_pool_option(url, key, value, c.pool, c.pool_size);
     }
   }
   if ((c.tls == TlsMode::verify_ca || c.tls == TlsMode::verify_identity) && c.tls_ca.empty()) {

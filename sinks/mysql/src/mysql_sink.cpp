@@ -78,6 +78,10 @@ class MysqlSinkImpl final : public MysqlSink {
 
   std::string describe() const override { return config_.redacted_url; }
   WritePath write_path() const noexcept override { return path_; }
+  std::optional<ConnectionPoolStats> connection_pool_stats() const override {
+    if (!pool_) return std::nullopt;
+    return pool_->stats();
+  }
   ConnectionPoolStats pool_stats() const override {
     return pool_ ? pool_->stats() : ConnectionPoolStats{};
   }

@@ -24,7 +24,7 @@ void append_row(MysqlConnection& c, std::string& out, const Batch& batch, const 
         break;
       case ColumnType::timestamp: {
         char buf[32];
-        char* end = format_datetime(civil_time(read_integer(r.data, col)), buf);
+        char* end = timestamp{read_integer(r.data, col)}.format(buf);
         out += '\'';
         out.append(buf, end);
         out += '\'';

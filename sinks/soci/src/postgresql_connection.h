@@ -1,0 +1,64 @@
+// PostgreSQL pieces of the SOCI sink: the URL turned into a libpq
+// connection string, and a pooled connection (a SOCI session, with libpq's
+// handle underneath for COPY).
+#pragma once
+
+#include <libpq-fe.h>
+#include <soci/postgresql/soci-postgresql.h>
+#include <soci/soci.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "auditpipe/connection_pool.h"
+#include "auditpipe/soci/postgresql_sink.h"
+
+namespace auditpipe::soci_sink {
+
+struct PostgresConfig {
+  std::string redacted_url;
+  std::string conninfo;  // libpq keyword=value form, password included: never printed
+  PostgresWritePath write_path = PostgresWritePath::automatic;
+  bool create_table = true;
+  std::optional<std::size_t> pool_size;
+  ConnectionPoolOptions pool;
+};
+
+// Throws auditpipe::error naming the problem (password masked).
+PostgresConfig parse_postgres_url(std::string_view url);
+
+// An error from the server (or libpq) with its SQLSTATE.
+struct PostgresError {
+  std::string sqlstate;  // "08006", "23505", ... ("" when libpq itself failed)
+  std::string message;
+  std::string describe() const;
+};
+
+class PostgresConnection : public PooledConnection {
+ public:
+  // Throws auditpipe::error with libpq's message.
+  explicit PostgresConnection(const PostgresConfig& config);
+
+  // An empty query: the cheapest round trip PostgreSQL has.
+  bool ping() noexcept override;
+
+  ::soci::session& session() noexcept { return session_; }
+  PGconn* native() noexcept { return conn_; }
+  bool broken() const noexcept { return PQstatus(conn_) != CONNECTION_OK; }
+
+  // Reused per connection by the write paths.
+  std::string copy_data;
+  std::string param_data;
+  std::vector<const char*> params;
+  std::string insert_sql;  // INSERT text for insert_rows rows
+  std::size_t insert_rows = 0;
+
+ private:
+  ::soci::session session_;
+  PGconn* conn_ = nullptr;
+};
+
+}  // namespace auditpipe::soci_sink

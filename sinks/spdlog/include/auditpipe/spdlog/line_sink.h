@@ -1,0 +1,31 @@
+// A Sink that writes records as lines through any spdlog logger (a rotating
+// file, the console): a debug sink, or a fallback target.
+//
+//   auditpipe::Logger<AuditRow> logger(auditpipe::spdlog_bridge::make_line_sink(
+//       spdlog::rotating_logger_mt("audit-file", "audit.log", 64 << 20, 8)));
+//
+// One line per record, logfmt style: the table, source_id and seq, then
+// each column as name=value; text is quoted with \" \\ \n \r \t escaped,
+// timestamps are RFC 3339 UTC. Each batch is flushed through the logger
+// before write() returns.
+//
+// Thread safety: write() may be called from several writers (spdlog's _mt
+// loggers are thread-safe).
+#pragma once
+
+#include <spdlog/common.h>
+
+#include <memory>
+
+#include "auditpipe/sink.h"
+
+namespace spdlog {
+class logger;
+}  // namespace spdlog
+
+namespace auditpipe::spdlog_bridge {
+
+std::shared_ptr<Sink> make_line_sink(std::shared_ptr<::spdlog::logger> logger,
+                                     ::spdlog::level::level_enum level = ::spdlog::level::info);
+
+}  // namespace auditpipe::spdlog_bridge

@@ -1,0 +1,189 @@
+// spdlog both ways: spdlog messages landing as audit records (through the
+// pipeline, following its overflow policy, never deadlocking on auditpipe's
+// own diagnostics), records written as lines through a spdlog logger, and
+// the diagnostics logger itself.
+#include <gtest/gtest.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "audit_row.h"
+#include "auditpipe/diagnostics.h"
+#include "auditpipe/logger.h"
+#include "auditpipe/spdlog/audit_sink.h"
+#include "auditpipe/spdlog/line_sink.h"
+#include "collecting_sink.h"
+#include "eventually.h"
+
+namespace {
+
+using auditpipe::Status;
+using auditpipe::spdlog_bridge::LogRecord;
+using testing_support::CollectingSink;
+
+const LogRecord& as_record(const std::vector<std::byte>& bytes) {
+  return *reinterpret_cast<const LogRecord*>(bytes.data());
+}
+
+TEST(SpdlogBridge, SpdlogMessagesBecomeAuditRecords) {
+  auto sink = std::make_shared<CollectingSink>();
+  sink->keep_bytes();
+  auto audit = std::make_shared<auditpipe::Logger<LogRecord>>(sink);
+  auto to_audit = std::make_shared<auditpipe::spdlog_bridge::audit_sink_mt>(audit);
+  auto logger = std::make_shared<spdlog::logger>("payments", to_audit);
+  logger->set_level(spdlog::level::trace);
+
+  logger->info("payment {} accepted", 1001);
+  SPDLOG_LOGGER_WARN(logger, "refund {} over the limit", 1002);
+  logger->error("{}", std::string(3000, 'x'));  // longer than the 1000-byte column
+  logger->flush();
+
+  const auto report = audit->close();
+  ASSERT_EQ(sink->rows().size(), 3u);
+  EXPECT_EQ(to_audit->committed(), 3u);
+  EXPECT_EQ(report.stats.truncated_fields, 1u);
+  const auto rows = sink->rows();
+  const LogRecord& info = as_record(rows[0]);
+  EXPECT_EQ(info.level.view(), "info");
+  EXPECT_EQ(info.logger.view(), "payments");
+  EXPECT_EQ(info.message.view(), "payment 1001 accepted");
+  EXPECT_NE(info.thread_id, 0);
+  EXPECT_GT(info.at.micros, 0);
+  EXPECT_TRUE(info.source_file.empty());
+  const LogRecord& warn = as_record(rows[1]);
+  EXPECT_EQ(warn.level.view(), "warning");
+  EXPECT_NE(warn.source_file.view().find("spdlog_bridge_test.cpp"), std::string_view::npos);
+  EXPECT_GT(warn.source_line, 0);
+  EXPECT_EQ(as_record(rows[2]).message.size(), 1000u);
+}
+
+TEST(SpdlogBridge, AFullPoolFollowsTheOverflowPolicyWithoutBlockingSpdlog) {
+  auto sink = std::make_shared<CollectingSink>();
+  sink->hold();  // the database is stalled
+  auditpipe::Options o;
+  o.capacity = 16;
+  o.batch_size = 8;
+  o.overflow = auditpipe::Overflow::drop;
+  auto audit = std::make_shared<auditpipe::Logger<LogRecord>>(sink, o);
+  auto to_audit = std::make_shared<auditpipe::spdlog_bridge::audit_sink_mt>(audit);
+  auto logger = std::make_shared<spdlog::logger>("busy", to_audit);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 250; ++i) logger->info("message {}", i);
+    });
+  }
+  for (auto& t : threads) t.join();  // returns: nothing waited on the stalled database
+  EXPECT_EQ(to_audit->committed() + to_audit->not_committed(), 1000u);
+  EXPECT_EQ(to_audit->committed(), 16u);
+  EXPECT_EQ(audit->stats().dropped, to_audit->not_committed());
+  sink->release();
+  EXPECT_EQ(audit->close().stats.written, 16u);
+}
+
+// auditpipe's own diagnostics routed into the very sink that feeds it: the
+// writer reports failures from its thread, and those reports must neither
+// loop into the pipeline nor deadlock with producers holding spdlog's lock.
+TEST(SpdlogBridge, AuditpipesOwnDiagnosticsDoNotLoopBack) {
+  auto sink = std::make_shared<CollectingSink>();
+  sink->fail_next(5);  // the writer will log warnings about these
+  auditpipe::Options o;
+  o.capacity = 8;
+  o.batch_size = 4;
+  o.max_wait = std::chrono::milliseconds(200);
+  o.retry_backoff_initial = std::chrono::milliseconds(1);
+  o.retry_backoff_max = std::chrono::milliseconds(2);
+  auto audit = std::make_shared<auditpipe::Logger<LogRecord>>(sink, o);
+  auto fallback = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(64);
+  auto to_audit = std::make_shared<auditpipe::spdlog_bridge::audit_sink_mt>(audit, fallback);
+  auto logger = std::make_shared<spdlog::logger>("everything", to_audit);
+  auto previous = auditpipe::diagnostics();
+  auditpipe::set_diagnostics_logger(logger);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 100; ++i) logger->info("application message {}", i);
+    });
+  }
+  for (auto& t : threads) t.join();
+  logger->flush();
+  auditpipe::set_diagnostics_logger(previous);
+  const auto report = audit->close();
+  EXPECT_GT(to_audit->internal_messages(), 0u);      // the writer's warnings were kept out...
+  EXPECT_FALSE(fallback->last_formatted().empty());  // ...and went to the fallback
+  // Nobody waited out max_wait: the writer never queued behind a producer
+  // that was waiting for the writer.
+  EXPECT_EQ(to_audit->not_committed(), 0u);
+  EXPECT_EQ(to_audit->committed(), 300u);
+  EXPECT_EQ(report.stats.written, 300u);
+  for (const auto& row : sink->rows()) {
+    EXPECT_EQ(std::string(as_record(row).message.view()).find("auditpipe:"), std::string::npos);
+  }
+}
+
+TEST(SpdlogBridge, TheSingleThreadedSinkWorks) {
+  auto sink = std::make_shared<CollectingSink>();
+  auto audit = std::make_shared<auditpipe::Logger<LogRecord>>(sink);
+  auto logger = std::make_shared<spdlog::logger>(
+      "single", std::make_shared<auditpipe::spdlog_bridge::audit_sink_st>(audit));
+  for (int i = 0; i < 10; ++i) logger->info("{}", i);
+  EXPECT_EQ(audit->close().stats.written, 10u);
+}
+
+TEST(SpdlogBridge, RecordsAsLinesThroughASpdlogLogger) {
+  auto ring = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(16);
+  auto lines = std::make_shared<spdlog::logger>("audit-lines", ring);
+  lines->set_pattern("%v");
+  auditpipe::Options o;
+  o.source_id_base = 500;
+  {
+    auditpipe::Logger<testing_support::AuditRow> logger(
+        auditpipe::spdlog_bridge::make_line_sink(lines), o);
+    auto r = logger.acquire();
+    r->message_id = 42;
+    r->at = auditpipe::timestamp{1'700'000'000'123'456};
+    r->delivered = true;
+    r->sender = "quote \" back\\slash\nnewline";
+    ASSERT_EQ(r.commit(), Status::ok);
+    EXPECT_EQ(logger.close().stats.written, 1u);
+  }
+  const auto out = ring->last_formatted();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_NE(
+      out[0].find("audit_log source_id=500 seq=0 at=2023-11-14T22:13:20.123456Z message_id=42"),
+      std::string::npos)
+      << out[0];
+  EXPECT_NE(out[0].find(R"(sender="quote \" back\\slash\nnewline")"), std::string::npos) << out[0];
+  EXPECT_NE(out[0].find("delivered=true"), std::string::npos) << out[0];
+}
+
+TEST(SpdlogBridge, TheDiagnosticsLoggerCanBeReplacedAndSilenced) {
+  auto ring = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(16);
+  auto previous = auditpipe::diagnostics();
+  auditpipe::set_diagnostics_logger(std::make_shared<spdlog::logger>("mine", ring));
+  {
+    auto sink = std::make_shared<CollectingSink>();
+    sink->refuse_if([](const auditpipe::RecordRef& r) { return r.seq == 0; });
+    auditpipe::Logger<testing_support::AuditRow> logger(sink);
+    ASSERT_EQ(logger.acquire().commit(), Status::ok);
+    logger.close();
+  }
+  EXPECT_FALSE(ring->last_formatted().empty());  // the refusal was reported here
+  auditpipe::diagnostics()->set_level(spdlog::level::off);
+  const auto before = ring->last_formatted().size();
+  {
+    auto sink = std::make_shared<CollectingSink>();
+    sink->refuse_if([](const auditpipe::RecordRef&) { return true; });
+    auditpipe::Logger<testing_support::AuditRow> logger(sink);
+    ASSERT_EQ(logger.acquire().commit(), Status::ok);
+    logger.close();
+  }
+  EXPECT_EQ(ring->last_formatted().size(), before);
+  auditpipe::set_diagnostics_logger(previous);
+}
+
+}  // namespace
