@@ -68,7 +68,7 @@ void ConnectionPool::Lease::give_back() noexcept {
 
 // Pool --------------------------------------------------------------------
 
-ConnectionPool::ConnectionPool(Factory factory, ConnectionPoolOptions options)
+ConnectionPool::ConnectionPool(Factory factory, ConnectionPoolOptions options, bool open_first)
     : factory_(std::move(factory)),
       options_(std::move(options)),
       min_idle_(std::min(options_.min_idle.value_or(options_.max_size), options_.max_size)) {
@@ -80,6 +80,13 @@ ConnectionPool::ConnectionPool(Factory factory, ConnectionPoolOptions options)
     throw error("auditpipe: connection pool '" + options_.name +
                 "': connection_timeout must be positive (a wait without a bound is how a slow "
                 "database stalls every thread)");
+  }
+  if (open_first) {
+    std::unique_ptr<PooledConnection> connection = factory_();  // throws: nothing started yet
+    if (!connection) throw error("auditpipe: the connection factory returned no connection");
+    idle_.push_back(make_entry(std::move(connection)));
+    total_ = 1;
+    created_ = 1;
   }
   const unsigned openers = options_.opener_threads != 0
                                ? options_.opener_threads
@@ -177,35 +184,6 @@ ConnectionPool::Lease ConnectionPool::acquire(source_location where) {
       throw error(message);
     }
   }
-}
-
-void ConnectionPool::open_one() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (total_ >= options_.max_size) return;
-    ++total_;
-    ++opening_;
-  }
-  std::unique_ptr<PooledConnection> connection;
-  try {
-    connection = factory_();
-    if (!connection) throw error("the connection factory returned no connection");
-  } catch (const std::exception& e) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    --total_;
-    --opening_;
-    ++connect_failures_;
-    last_connect_error_ = e.what();
-    throw;
-  }
-  auto entry = make_entry(std::move(connection));
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    --opening_;
-    ++created_;
-    idle_.push_back(std::move(entry));
-  }
-  available_cv_.notify_one();
 }
 
 void ConnectionPool::opener_loop() {

@@ -121,8 +121,12 @@ class ConnectionPool {
   };
 
   // Starts the opener and housekeeping threads, which open connections up
-  // to min_idle in the background. Throws auditpipe::error for bad options.
-  ConnectionPool(Factory factory, ConnectionPoolOptions options);
+  // to min_idle in the background. With `open_first`, one connection is
+  // opened on the calling thread before they start, and the factory's error
+  // is thrown from here: a sink then fails at start, with the database's
+  // own message, instead of at its first write. Throws auditpipe::error for
+  // bad options.
+  ConnectionPool(Factory factory, ConnectionPoolOptions options, bool open_first = false);
   ~ConnectionPool();
   ConnectionPool(const ConnectionPool&) = delete;
   ConnectionPool& operator=(const ConnectionPool&) = delete;
@@ -131,11 +135,6 @@ class ConnectionPool {
   // auditpipe::error on timeout, naming the pool, how long it waited and
   // the last connect error.
   Lease acquire(source_location where = source_location::current());
-
-  // Opens one connection on the calling thread and adds it to the pool;
-  // rethrows the factory's error. Lets a sink fail at start, with the
-  // database's own message, instead of at its first write.
-  void open_one();
 
   ConnectionPoolStats stats() const;
   const ConnectionPoolOptions& options() const noexcept { return options_; }

@@ -270,8 +270,18 @@ TEST(ConnectionPool, ConnectErrorsReachTheWaitingBorrower) {
   } catch (const auditpipe::error& e) {
     EXPECT_NE(std::string(e.what()).find("Access denied"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(pool.open_one(), auditpipe::error);
   EXPECT_GE(pool.stats().connect_failures, 1u);
+  // Opening the first connection up front: the factory's error, at once.
+  try {
+    ConnectionPool eager(
+        []() -> std::unique_ptr<auditpipe::PooledConnection> {
+          throw auditpipe::error("Access denied for user 'app'");
+        },
+        o, true);
+    FAIL() << "expected the factory's error";
+  } catch (const auditpipe::error& e) {
+    EXPECT_NE(std::string(e.what()).find("Access denied"), std::string::npos) << e.what();
+  }
 }
 
 TEST(ConnectionPool, RejectsAnUnboundedWait) {

@@ -45,8 +45,9 @@ class MysqlSinkImpl final : public MysqlSink {
     }
     ConnectionPoolOptions pool = config_.pool;
     pool.max_size = config_.pool_size.value_or(std::max(1u, context.writers));
-    pool_ = std::make_unique<ConnectionPool>([this] { return connect(); }, pool);
-    pool_->open_one();  // the write path's own set-up fails here, not at the first batch
+    // The first connection opens here: the write path's own set-up (the
+    // prepared insert) fails at start, not at the first batch.
+    pool_ = std::make_unique<ConnectionPool>([this] { return connect(); }, pool, true);
   }
 
   WriteResult write(const Batch& batch) noexcept override {

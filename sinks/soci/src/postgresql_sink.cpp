@@ -143,8 +143,7 @@ class PostgresqlSinkImpl final : public PostgresqlSink {
     ConnectionPoolOptions pool = config_.pool;
     pool.max_size = config_.pool_size.value_or(std::max(1u, context.writers));
     pool_ = std::make_unique<ConnectionPool>(
-        [this] { return std::make_unique<PostgresConnection>(config_); }, pool);
-    pool_->open_one();
+        [this] { return std::make_unique<PostgresConnection>(config_); }, pool, true);
   }
 
   WriteResult write(const Batch& batch) noexcept override {
