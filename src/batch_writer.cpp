@@ -9,6 +9,7 @@
 #include "auditpipe/diagnostics.h"
 #include "auditpipe/prometheus.h"
 #include "auditpipe/utf8.h"
+#include "tsc_clock.h"
 
 namespace auditpipe::internal {
 
@@ -55,6 +56,18 @@ void repair_text(std::byte* record, const std::vector<const Column*>& text_colum
 
 }  // namespace
 
+// Converts fast_now() readings in timestamp columns to wall time.
+void resolve_timestamps(std::byte* record, const std::vector<const Column*>& timestamp_columns,
+                        const TscClock::Snapshot& clock) {
+  for (const Column* c : timestamp_columns) {
+    timestamp t;
+    std::memcpy(&t.micros, record + c->offset, sizeof t.micros);
+    if (!t.pending()) continue;
+    t = clock.resolve(t);
+    std::memcpy(record + c->offset, &t.micros, sizeof t.micros);
+  }
+}
+
 // Records from the pool: stored ones give their slots back.
 struct BatchWriter::PoolOutcome final : Outcome {
   explicit PoolOutcome(BatchWriter& w) : writer(w) {}
@@ -99,6 +112,7 @@ BatchWriter::BatchWriter(PipelineCore& core, unsigned index)
       no_nul_(!core.sink->accepts_nul_in_text()) {
   for (const Column& c : core_.table.columns) {
     if (c.type == ColumnType::text) text_columns_.push_back(&c);
+    if (c.type == ColumnType::timestamp) timestamp_columns_.push_back(&c);
   }
   thread_ = std::thread([this] { run(); });
 }
@@ -145,11 +159,14 @@ void BatchWriter::run() {
     }
     if (held != 0) {
       if (batch_is_due(held, first)) {
+        const TscClock::Snapshot clock =
+            timestamp_columns_.empty() ? TscClock::Snapshot{} : TscClock::snapshot();
         for (std::size_t i = 0; i < held; ++i) {
           // Acquire pairs with commit()'s release store: the record's bytes
           // are visible here without relying on the queue's fences.
           (void)slots_[i]->state.load(std::memory_order_acquire);
           std::byte* record = core_.pool.record(slots_[i]);
+          resolve_timestamps(record, timestamp_columns_, clock);
           repair_text(record, text_columns_, no_nul_, core_.counters);
           refs_[i] = RecordRef{slots_[i]->source_id, slots_[i]->seq, record};
         }
@@ -296,6 +313,7 @@ bool BatchWriter::replay_some() {
   }
   for (const RecordRef& r : replay_refs_) {
     // The records live in the reader's buffer, which is ours to change.
+    // (Spilled timestamps were resolved before they were spilled.)
     repair_text(const_cast<std::byte*>(r.data), text_columns_, no_nul_, core_.counters);
   }
   ReplayOutcome outcome(*this);

@@ -14,6 +14,7 @@
 #include "pipeline_core.h"
 #include "producer_registry.h"
 #include "spill_format.h"
+#include "tsc_clock.h"
 
 namespace auditpipe {
 
@@ -216,7 +217,10 @@ class Pipeline::Impl {
     std::uint64_t spilled = 0;
     if (core_.spill && !left.empty()) {
       std::vector<RecordRef> refs;
-      for (SlotHeader* s : left) refs.push_back({s->source_id, s->seq, core_.pool.record(s)});
+      for (SlotHeader* s : left) {
+        resolve_timestamps(core_.pool.record(s));
+        refs.push_back({s->source_id, s->seq, core_.pool.record(s)});
+      }
       const std::size_t chunk = core_.options.batch_size;
       while (spilled < refs.size()) {
         const std::size_t n = std::min<std::size_t>(chunk, refs.size() - spilled);
@@ -343,6 +347,9 @@ class Pipeline::Impl {
   // as Overflow::block does.
   Status commit_spilled(std::byte* record) noexcept {
     internal::Producer* p = spill_header(record)->producer;
+    // A spilled record may be replayed after a reboot, when cycle counts
+    // mean nothing: its timestamps become wall time now.
+    resolve_timestamps(record);
     const std::int64_t seq = p->next_seq->load(std::memory_order_relaxed);
     const RecordRef ref{p->source_id, seq, record};
     const auto result = core_.spill->append(std::span(&ref, 1));
@@ -370,6 +377,19 @@ class Pipeline::Impl {
     std::memcpy(slot_record, record, core_.table.record_size);
     p->spill_record_in_use = false;
     return commit(slot_record);
+  }
+
+  // Turns fast_now() readings in the record's timestamp columns into wall
+  // time (the writer does this for records it writes).
+  void resolve_timestamps(std::byte* record) const noexcept {
+    for (const Column& c : core_.table.columns) {
+      if (c.type != ColumnType::timestamp) continue;
+      timestamp t;
+      std::memcpy(&t.micros, record + c.offset, sizeof t.micros);
+      if (!t.pending()) continue;
+      t = t.resolved();
+      std::memcpy(record + c.offset, &t.micros, sizeof t.micros);
+    }
   }
 
   SlotHeader* acquire_slow(Status* status) noexcept {

@@ -117,12 +117,13 @@ namespace detail {
 struct now_fn {
   template <class Src>
   timestamp operator()(const Src&) const noexcept {
-    return timestamp::now();
+    return timestamp::fast_now();
   }
 };
 }  // namespace detail
 
-// Sets record.*to to the time of the copy.
+// Sets record.*to to the time of the copy (timestamp::fast_now(): a cycle
+// count the writer turns into wall time before the record reaches a sink).
 template <class Dst>
 constexpr ComputedField<Dst, timestamp, detail::now_fn> stamp_now(timestamp Dst::*to) {
   return {to, detail::now_fn{}};

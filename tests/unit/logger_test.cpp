@@ -286,6 +286,29 @@ TEST(Logger, AnUncommittedHandleGivesItsSlotBack) {
   EXPECT_EQ(sink->keys().size(), 1u);
 }
 
+TEST(Logger, StampedTimesReachTheSinkAsWallTime) {
+  auto sink = std::make_shared<CollectingSink>();
+  sink->keep_bytes();
+  struct Event {
+    int code = 1;
+  };
+  constexpr auto map = auditpipe::mapping(auditpipe::stamp_now(&AuditRow::at));
+  const auto before = auditpipe::timestamp::now();
+  {
+    auditpipe::Logger<AuditRow> logger(sink);
+    for (int i = 0; i < 100; ++i) ASSERT_EQ(logger.log(Event{}, map), Status::ok);
+    logger.close();
+  }
+  const auto after = auditpipe::timestamp::now();
+  ASSERT_EQ(sink->rows().size(), 100u);
+  for (const auto& bytes : sink->rows()) {
+    const auto& row = *reinterpret_cast<const AuditRow*>(bytes.data());
+    EXPECT_FALSE(row.at.pending());
+    EXPECT_GE(row.at.micros, before.micros - 1000);
+    EXPECT_LE(row.at.micros, after.micros + 1000);
+  }
+}
+
 TEST(Logger, CountsTruncatedFields) {
   auto sink = std::make_shared<CollectingSink>();
   auditpipe::Logger<AuditRow> logger(sink);

@@ -1,0 +1,121 @@
+#include "tsc_clock.h"
+
+#include <fstream>
+#include <mutex>
+#include <string>
+
+namespace auditpipe {
+
+namespace {
+
+// Invariant TSC (constant rate, running in every C-state), and the kernel's
+// own clocksource is the TSC: then cycles convert to wall time reliably.
+bool detect_tsc() {
+#if defined(__x86_64__)
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  bool constant = false, nonstop = false;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    constant = line.find(" constant_tsc") != std::string::npos;
+    nonstop = line.find(" nonstop_tsc") != std::string::npos;
+    break;
+  }
+  std::ifstream source("/sys/devices/system/clocksource/clocksource0/current_clocksource");
+  std::string clocksource;
+  source >> clocksource;
+  return constant && nonstop && clocksource == "tsc";
+#else
+  return false;
+#endif
+}
+
+std::uint64_t read_tsc() noexcept {
+#if defined(__x86_64__)
+  return __builtin_ia32_rdtsc();
+#else
+  return 0;
+#endif
+}
+
+}  // namespace
+
+const bool timestamp::detail_tsc_usable = detect_tsc();
+
+timestamp timestamp::resolved() const noexcept {
+  return pending() ? internal::TscClock::snapshot().resolve(*this) : *this;
+}
+
+namespace internal {
+
+namespace {
+
+struct State {
+  std::mutex mutex;
+  bool calibrated = false;
+  std::uint64_t base_tsc = 0;  // the first pair: the long baseline starts here
+  std::int64_t base_ns = 0;
+  TscClock::Snapshot current;
+  std::int64_t anchored_ns = 0;
+};
+
+std::int64_t realtime_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// A (tsc, wall) pair read as close together as the machine allows: the
+// tightest of a few tries.
+void pair(std::uint64_t* tsc, std::int64_t* ns) {
+  std::uint64_t best_gap = UINT64_MAX;
+  for (int i = 0; i < 5; ++i) {
+    const std::uint64_t t0 = read_tsc();
+    const std::int64_t wall = realtime_ns();
+    const std::uint64_t t1 = read_tsc();
+    if (t1 - t0 < best_gap) {
+      best_gap = t1 - t0;
+      *tsc = t0 + (t1 - t0) / 2;
+      *ns = wall;
+    }
+  }
+}
+
+}  // namespace
+
+TscClock::Snapshot TscClock::snapshot() {
+  static State state;
+  std::lock_guard<std::mutex> lock(state.mutex);
+  if (!state.calibrated) {
+    pair(&state.base_tsc, &state.base_ns);
+    // Spin briefly rather than sleep: the baseline must be long enough for
+    // a precise rate, and this runs once per process.
+    std::uint64_t tsc = 0;
+    std::int64_t ns = 0;
+    do {
+      pair(&tsc, &ns);
+    } while (ns - state.base_ns < 5'000'000);
+    state.current = {tsc, ns / 1000,
+                     static_cast<double>(ns - state.base_ns) / 1000.0 /
+                         static_cast<double>(tsc - state.base_tsc)};
+    state.anchored_ns = ns;
+    state.calibrated = true;
+    return state.current;
+  }
+  const std::int64_t now_ns = realtime_ns();
+  if (now_ns - state.anchored_ns >= 1'000'000'000) {
+    std::uint64_t tsc = 0;
+    std::int64_t ns = 0;
+    pair(&tsc, &ns);
+    if (tsc > state.base_tsc && ns > state.base_ns) {
+      state.current = {tsc, ns / 1000,
+                       static_cast<double>(ns - state.base_ns) / 1000.0 /
+                           static_cast<double>(tsc - state.base_tsc)};
+    }
+    state.anchored_ns = ns;
+  }
+  return state.current;
+}
+
+}  // namespace internal
+}  // namespace auditpipe

@@ -1,0 +1,41 @@
+// TscClock: turns fast_now() readings (raw TSC cycles) into wall time.
+//
+// Calibrated once against CLOCK_REALTIME over a few milliseconds, then
+// re-anchored at most once a second while in use: each conversion is
+// anchor time + (cycles since the anchor) x (microseconds per cycle, from
+// the longest baseline measured). Readings are converted by the writer
+// within about a flush interval of being taken, so drift between anchors
+// is negligible; the wall clock's own steps (NTP) are picked up at the next
+// anchor.
+//
+// Thread safety: snapshot() from any thread; a Snapshot is a plain value.
+#pragma once
+
+#include <cstdint>
+
+#include "auditpipe/timestamp.h"
+
+namespace auditpipe::internal {
+
+class TscClock {
+ public:
+  struct Snapshot {
+    std::uint64_t anchor_tsc = 0;
+    std::int64_t anchor_micros = 0;
+    double micros_per_tick = 0;
+
+    timestamp resolve(timestamp t) const noexcept {
+      if (!t.pending()) return t;
+      const auto tsc = static_cast<std::uint64_t>(t.micros) & timestamp::pending_mask;
+      const double delta = static_cast<double>(static_cast<std::int64_t>(
+                               tsc - (anchor_tsc & timestamp::pending_mask))) *
+                           micros_per_tick;
+      return timestamp{anchor_micros + static_cast<std::int64_t>(delta)};
+    }
+  };
+
+  // The current calibration (calibrating first if needed).
+  static Snapshot snapshot();
+};
+
+}  // namespace auditpipe::internal
