@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 #include <mysql.h>
+#include <mysqld_error.h>
 
 #include <cstdlib>
 #include <map>
@@ -60,6 +61,14 @@ class MysqlProbe {
       return;
     }
     if (MYSQL_RES* r = mysql_store_result(mysql_)) mysql_free_result(r);
+  }
+
+  // Runs `sql` and returns the server's error number (0 on success), for
+  // statements whose failure the caller expects and checks itself.
+  unsigned exec_errno(const std::string& sql) {
+    if (mysql_real_query(mysql_, sql.data(), sql.size()) != 0) return mysql_errno(mysql_);
+    if (MYSQL_RES* r = mysql_store_result(mysql_)) mysql_free_result(r);
+    return 0;
   }
 
   // All rows, each value as raw bytes (NULL as nullopt).
