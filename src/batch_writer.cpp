@@ -125,11 +125,12 @@ void BatchWriter::join() {
   if (thread_.joinable()) thread_.join();
 }
 
-bool BatchWriter::batch_is_due(std::size_t held, clock::time_point first) const {
+bool BatchWriter::batch_is_due(std::size_t held, clock::time_point first) {
+  // (A full pool is noticed through take_exhausted(), not in_use(): that
+  // reads the free list's head, which producers write on every acquire.)
   return held == slots_.size() || core_.urgent.load(std::memory_order_acquire) != 0 ||
          core_.stopping.load(std::memory_order_acquire) || core_.pool.waiters() != 0 ||
-         core_.pool.in_use() >= core_.pool.capacity() ||
-         clock::now() - first >= core_.options.flush_interval;
+         core_.pool.take_exhausted() || clock::now() - first >= core_.options.flush_interval;
 }
 
 void BatchWriter::run() {
@@ -162,6 +163,14 @@ void BatchWriter::run() {
         const TscClock::Snapshot clock =
             timestamp_columns_.empty() ? TscClock::Snapshot{} : TscClock::snapshot();
         for (std::size_t i = 0; i < held; ++i) {
+          // The records' lines come from the producers' caches: ask for
+          // those of a few records ahead while this one is prepared.
+          if (i + 4 < held) {
+            const auto* ahead = reinterpret_cast<const std::byte*>(slots_[i + 4]);
+            for (std::size_t off = 0; off < core_.pool.slot_stride(); off += 64) {
+              __builtin_prefetch(ahead + off, 0, 3);
+            }
+          }
           // Acquire pairs with commit()'s release store: the record's bytes
           // are visible here without relying on the queue's fences.
           (void)slots_[i]->state.load(std::memory_order_acquire);

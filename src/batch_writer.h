@@ -59,7 +59,7 @@ class BatchWriter {
   struct ReplayOutcome;
 
   void run();
-  bool batch_is_due(std::size_t held, PipelineCore::clock::time_point first) const;
+  bool batch_is_due(std::size_t held, PipelineCore::clock::time_point first);
   // Writes refs[begin, begin + count). False if it gave up because close()
   // ran out of time.
   bool write(std::span<const RecordRef> refs, std::size_t begin, std::size_t count,

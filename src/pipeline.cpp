@@ -22,12 +22,15 @@ namespace {
 
 using internal::PipelineCore;
 
-void validate(const TableDescriptor& table, const Sink* sink, const Options& o) {
+// The options with their automatic values (0 = let auditpipe choose) filled
+// in, then checked.
+Options resolve(const TableDescriptor& table, const Sink* sink, Options o) {
   auto fail = [](const std::string& what) { throw error("auditpipe: invalid options: " + what); };
   if (sink == nullptr) fail("no sink given");
+  if (o.writers == 0) o.writers = std::max(1u, sink->preferred_writers());
+  if (o.batch_size == 0) o.batch_size = std::clamp<std::size_t>(o.capacity / 8, 1, 5000);
   if (table.columns.empty()) fail("the table has no columns");
   if (o.capacity == 0) fail("capacity must be at least 1");
-  if (o.batch_size == 0) fail("batch_size must be at least 1");
   if (o.batch_size > o.capacity) {
     fail("batch_size (" + std::to_string(o.batch_size) + ") must not exceed capacity (" +
          std::to_string(o.capacity) + "): a batch is taken from the pool's records");
@@ -46,6 +49,7 @@ void validate(const TableDescriptor& table, const Sink* sink, const Options& o) 
   if (!o.spill_path.empty() && o.spill_fsync_interval.count() <= 0) {
     fail("spill_fsync_interval must be positive");
   }
+  return o;
 }
 
 // A record handed out when the pool is full under Overflow::spill lives in
@@ -93,9 +97,9 @@ class Pipeline::Impl {
     registry_->shutdown();
   }
 
-  std::byte* acquire(Status* status) noexcept {
+  std::byte* acquire(Status* status, bool reset) noexcept {
     // Behind anyone already waiting: queue up rather than overtake them.
-    SlotHeader* s = core_.pool.waiters() == 0 ? core_.pool.try_acquire() : nullptr;
+    SlotHeader* s = core_.pool.waiters() == 0 ? core_.pool.try_acquire(reset) : nullptr;
     if (s == nullptr) {
       if (core_.options.overflow == Overflow::spill &&
           !core_.closing.load(std::memory_order_acquire)) {
@@ -137,7 +141,7 @@ class Pipeline::Impl {
       core_.counters.dropped.fetch_add(1, std::memory_order_relaxed);
       return Status::dropped;
     }
-    core_.signal.on_commit(core_.pool.acquisitions());
+    core_.signal.on_commit(core_.pool);
     return Status::ok;
   }
 
@@ -445,14 +449,16 @@ class Pipeline::Impl {
   std::optional<CloseReport> report_;
 };
 
-Pipeline::Pipeline(const TableDescriptor& table, std::shared_ptr<Sink> sink, const Options& options)
-    : impl_((validate(table, sink.get(), options),
-             std::make_unique<Impl>(table, std::move(sink), options))) {}
+Pipeline::Pipeline(const TableDescriptor& table, std::shared_ptr<Sink> sink,
+                   const Options& options) {
+  const Options resolved = resolve(table, sink.get(), options);
+  impl_ = std::make_unique<Impl>(table, std::move(sink), resolved);
+}
 
 Pipeline::~Pipeline() = default;
 
-std::byte* Pipeline::acquire(Status* status) noexcept {
-  return impl_->acquire(status);
+std::byte* Pipeline::acquire(Status* status, bool reset) noexcept {
+  return impl_->acquire(status, reset);
 }
 Status Pipeline::commit(std::byte* record) noexcept {
   return impl_->commit(record);

@@ -26,7 +26,9 @@
 
 namespace auditpipe::internal {
 
-struct Producer {
+// Cache-line aligned: each producer writes its own seq on every commit,
+// and sources of different threads must not share a line.
+struct alignas(64) Producer {
   // `persisted`: the durable pool's entry for this source, or nullptr.
   Producer(RecordQueue& queue, std::int64_t id, std::atomic<std::int64_t>* persisted)
       : token(queue), source_id(id), next_seq(persisted ? persisted : &own_seq) {}

@@ -40,17 +40,18 @@ std::size_t decode(const unsigned char* p, std::size_t n, std::size_t* consumed)
   return len;
 }
 
+// OR of every byte, tested once: a loop without early exits, which the
+// compiler turns into wide vector operations (most text is ASCII).
 bool all_ascii(const char* data, std::size_t size) noexcept {
+  std::uint64_t bits = 0;
   std::size_t i = 0;
   for (; i + 8 <= size; i += 8) {
     std::uint64_t word;
     std::memcpy(&word, data + i, 8);
-    if (word & 0x8080808080808080ull) return false;
+    bits |= word;
   }
-  for (; i < size; ++i) {
-    if (static_cast<unsigned char>(data[i]) & 0x80) return false;
-  }
-  return true;
+  for (; i < size; ++i) bits |= static_cast<unsigned char>(data[i]);
+  return (bits & 0x8080808080808080ull) == 0;
 }
 
 }  // namespace

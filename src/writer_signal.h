@@ -23,10 +23,12 @@ class WriterSignal {
  public:
   using clock = std::chrono::steady_clock;
 
-  // Producer side, after a commit.
-  void on_commit(std::uint32_t acquisitions) noexcept {
+  // Producer side, after a commit: one relaxed load unless armed.
+  template <class Pool>
+  void on_commit(const Pool& pool) noexcept {
     if (armed_.load(std::memory_order_relaxed) &&
-        static_cast<std::int32_t>(acquisitions - target_.load(std::memory_order_relaxed)) >= 0) {
+        static_cast<std::int32_t>(pool.acquisitions() - target_.load(std::memory_order_relaxed)) >=
+            0) {
       wake_one();
     }
   }

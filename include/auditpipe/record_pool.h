@@ -14,7 +14,8 @@
 //
 // Invariants: a slot is in exactly one of the states free (on the list),
 // filling (owned by one producer), committed (owned by the queue or a
-// writer). An acquired slot holds the prototype record's bytes.
+// writer). An acquired slot holds the prototype record's bytes, unless the
+// acquirer said it overwrites every column.
 //
 // A pool can live in a memory-mapped file (a durable pool): committed
 // records then survive the process being killed and are found again, still
@@ -88,9 +89,11 @@ class RecordPool {
   RecordPool(const RecordPool&) = delete;
   RecordPool& operator=(const RecordPool&) = delete;
 
-  // A free slot, now in state filling and reset to the prototype record, or
-  // nullptr if none is free. Lock-free.
-  SlotHeader* try_acquire() noexcept;
+  // A free slot, now in state filling and (with `reset`) holding the
+  // prototype record's bytes, or nullptr if none is free. Lock-free.
+  // Without `reset` the slot holds an earlier record's bytes: only for a
+  // caller that overwrites every column.
+  SlotHeader* try_acquire(bool reset = true) noexcept;
 
   // Like try_acquire(), but waits (without spinning, in FIFO order behind
   // earlier waiters) until a slot is handed over, `deadline` passes, or
@@ -138,6 +141,14 @@ class RecordPool {
   // new acquirers should queue behind them rather than call try_acquire().
   std::uint32_t waiters() const noexcept { return waiters_.load(std::memory_order_relaxed); }
 
+  // Whether an acquire found the pool empty since the last call (which
+  // clears it). Lets a writer notice a full pool without reading the free
+  // list's head, a line the producers write on every acquire.
+  bool take_exhausted() noexcept {
+    return exhausted_.load(std::memory_order_relaxed) &&
+           exhausted_.exchange(false, std::memory_order_relaxed);
+  }
+
  private:
   static constexpr std::uint32_t none = 0xFFFFFFFFu;
 
@@ -170,6 +181,7 @@ class RecordPool {
   void push_free(SlotHeader* const* slots, std::size_t count) noexcept;
 
   alignas(64) std::atomic<std::uint32_t> waiters_{0};
+  std::atomic<bool> exhausted_{false};
   std::mutex wait_mutex_;
   Waiter* wait_head_ = nullptr;  // guarded by wait_mutex_
   Waiter* wait_tail_ = nullptr;  // guarded by wait_mutex_

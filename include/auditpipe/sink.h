@@ -78,6 +78,9 @@ class Sink {
   // writer then replaces NULs with U+FFFD, counted, before write().
   virtual bool accepts_nul_in_text() const noexcept { return true; }
 
+  // Writer threads this sink works best with, for Options::writers = 0.
+  virtual unsigned preferred_writers() const noexcept { return 1; }
+
   // The sink's connection pool, for stats(), if it has one.
   virtual std::optional<ConnectionPoolStats> connection_pool_stats() const { return std::nullopt; }
 };

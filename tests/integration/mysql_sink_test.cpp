@@ -96,6 +96,7 @@ TEST_P(MysqlWritePath, OneStatementPerBatchAndNothingElse) {
   auditpipe::Options o;
   o.capacity = batches * batch_size;
   o.batch_size = batch_size;
+  o.writers = 1;
   o.flush_interval = 60s;  // batches leave only when full
   auditpipe::Logger<AuditRow> logger(auditpipe::mysql::open(url() + "&pool_size=1"), o);
   MysqlProbe probe;
@@ -139,6 +140,7 @@ TEST_P(MysqlWritePath, OneStatementPerBatchAndNothingElse) {
 TEST_P(MysqlWritePath, ABatchLargerThanMaxAllowedPacketIsSplit) {
   constexpr int rows = 80000;  // ~200 bytes of text each: ~16 MiB and more
   auditpipe::Options o;
+  o.writers = 1;  // one batch, by one writer
   o.capacity = rows;
   o.batch_size = rows;
   o.flush_interval = 60s;

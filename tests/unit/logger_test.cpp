@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <map>
 #include <set>
 #include <thread>
@@ -14,6 +15,19 @@
 
 #include "audit_row.h"
 #include "collecting_sink.h"
+
+namespace app {
+
+// An event that fills only some of the record's columns.
+struct Partial {
+  std::int64_t id = 0;
+};
+constexpr auto map_fields(auditpipe::type_tag<Partial>,
+                          auditpipe::type_tag<testing_support::AuditRow>) {
+  return auditpipe::mapping(auditpipe::field(&Partial::id, &testing_support::AuditRow::message_id));
+}
+
+}  // namespace app
 
 namespace {
 
@@ -306,6 +320,68 @@ TEST(Logger, StampedTimesReachTheSinkAsWallTime) {
     EXPECT_FALSE(row.at.pending());
     EXPECT_GE(row.at.micros, before.micros - 1000);
     EXPECT_LE(row.at.micros, after.micros + 1000);
+  }
+}
+
+TEST(Logger, AMappingThatSkipsColumnsLeavesThemAtTheirDefaultsInReusedSlots) {
+  auto sink = std::make_shared<CollectingSink>();
+  sink->keep_bytes();
+  Options o;
+  o.capacity = 16;
+  o.batch_size = 4;
+  {
+    auditpipe::Logger<AuditRow> logger(sink, o);
+    // Every slot first holds a record with every column set...
+    for (int i = 0; i < 16; ++i) {
+      auto r = logger.acquire();
+      ASSERT_TRUE(r);
+      r->message_id = 1000 + i;
+      r->status = 5;
+      r->delivered = true;
+      r->sender = "earlier sender";
+      r->payload = "earlier payload";
+      ASSERT_EQ(r.commit(), Status::ok);
+    }
+    ASSERT_TRUE(logger.flush(10s));
+    // ...then the same slots are filled through a mapping of one column.
+    for (int i = 0; i < 16; ++i) ASSERT_EQ(logger.log(app::Partial{i}), Status::ok);
+    logger.close();
+  }
+  const auto rows = sink->rows();
+  ASSERT_EQ(rows.size(), 32u);
+  for (std::size_t i = 16; i < rows.size(); ++i) {
+    AuditRow row;
+    std::memcpy(static_cast<void*>(&row), rows[i].data(), sizeof row);
+    EXPECT_LT(row.message_id, 16);
+    EXPECT_EQ(row.status, 0);
+    EXPECT_FALSE(row.delivered);
+    EXPECT_EQ(row.sender.view(), "");
+    EXPECT_EQ(row.payload.view(), "");
+  }
+}
+
+TEST(Logger, AutomaticOptionsAreFilledIn) {
+  struct TwoWriterSink : CollectingSink {
+    unsigned preferred_writers() const noexcept override { return 3; }
+  };
+  {
+    auditpipe::Logger<AuditRow> logger(std::make_shared<TwoWriterSink>());
+    EXPECT_EQ(logger.options().writers, 3u);        // the sink's preference
+    EXPECT_EQ(logger.options().batch_size, 5000u);  // 65536 / 8, capped
+  }
+  Options o;
+  o.capacity = 800;
+  {
+    auditpipe::Logger<AuditRow> logger(std::make_shared<CollectingSink>(), o);
+    EXPECT_EQ(logger.options().writers, 1u);
+    EXPECT_EQ(logger.options().batch_size, 100u);
+  }
+  o.capacity = 4;
+  o.writers = 2;
+  {
+    auditpipe::Logger<AuditRow> logger(std::make_shared<CollectingSink>(), o);
+    EXPECT_EQ(logger.options().writers, 2u);  // an explicit value stays
+    EXPECT_EQ(logger.options().batch_size, 1u);
   }
 }
 

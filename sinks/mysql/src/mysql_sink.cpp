@@ -79,6 +79,9 @@ class MysqlSinkImpl final : public MysqlSink {
 
   std::string describe() const override { return config_.redacted_url; }
   WritePath write_path() const noexcept override { return path_; }
+  // Two connections measured faster than one on every write path
+  // (bench/write_paths, README).
+  unsigned preferred_writers() const noexcept override { return 2; }
   std::optional<ConnectionPoolStats> connection_pool_stats() const override {
     if (!pool_) return std::nullopt;
     return pool_->stats();
