@@ -9,6 +9,7 @@
 #include "auditpipe/diagnostics.h"
 #include "auditpipe/prometheus.h"
 #include "auditpipe/utf8.h"
+#include "pool_file.h"
 #include "tsc_clock.h"
 
 namespace auditpipe::internal {
@@ -56,18 +57,6 @@ void repair_text(std::byte* record, const std::vector<const Column*>& text_colum
 
 }  // namespace
 
-// Converts fast_now() readings in timestamp columns to wall time.
-void resolve_timestamps(std::byte* record, const std::vector<const Column*>& timestamp_columns,
-                        const TscClock::Snapshot& clock) {
-  for (const Column* c : timestamp_columns) {
-    timestamp t;
-    std::memcpy(&t.micros, record + c->offset, sizeof t.micros);
-    if (!t.pending()) continue;
-    t = clock.resolve(t);
-    std::memcpy(record + c->offset, &t.micros, sizeof t.micros);
-  }
-}
-
 // Records from the pool: stored ones give their slots back.
 struct BatchWriter::PoolOutcome final : Outcome {
   explicit PoolOutcome(BatchWriter& w) : writer(w) {}
@@ -112,7 +101,6 @@ BatchWriter::BatchWriter(PipelineCore& core, unsigned index)
       no_nul_(!core.sink->accepts_nul_in_text()) {
   for (const Column& c : core_.table.columns) {
     if (c.type == ColumnType::text) text_columns_.push_back(&c);
-    if (c.type == ColumnType::timestamp) timestamp_columns_.push_back(&c);
   }
   thread_ = std::thread([this] { run(); });
 }
@@ -137,6 +125,8 @@ void BatchWriter::run() {
   mark_internal_thread();
   const std::size_t batch_size = slots_.size();
   const bool spill_keeper = index_ == 0 && core_.spill != nullptr;
+  PoolFile* const clock_keeper =
+      index_ == 0 && !core_.timestamp_columns.empty() ? core_.pool.file() : nullptr;
   const auto summary_interval =
       index_ == 0 ? core_.options.summary_interval : std::chrono::milliseconds(0);
   clock::time_point next_summary = clock::now() + summary_interval;
@@ -160,8 +150,12 @@ void BatchWriter::run() {
     }
     if (held != 0) {
       if (batch_is_due(held, first)) {
+        const auto& timestamp_columns = core_.timestamp_columns;
         const TscClock::Snapshot clock =
-            timestamp_columns_.empty() ? TscClock::Snapshot{} : TscClock::snapshot();
+            timestamp_columns.empty() ? TscClock::Snapshot{} : TscClock::snapshot();
+        // A durable pool keeps the latest calibration, for reading the
+        // records it holds after a reboot.
+        if (clock_keeper) clock_keeper->save_clock(clock);
         for (std::size_t i = 0; i < held; ++i) {
           // The records' lines come from the producers' caches: ask for
           // those of a few records ahead while this one is prepared.
@@ -175,7 +169,7 @@ void BatchWriter::run() {
           // are visible here without relying on the queue's fences.
           (void)slots_[i]->state.load(std::memory_order_acquire);
           std::byte* record = core_.pool.record(slots_[i]);
-          resolve_timestamps(record, timestamp_columns_, clock);
+          resolve_timestamps(record, timestamp_columns, clock);
           repair_text(record, text_columns_, no_nul_, core_.counters);
           refs_[i] = RecordRef{slots_[i]->source_id, slots_[i]->seq, record};
         }

@@ -75,7 +75,6 @@ class BatchWriter {
   std::vector<SlotHeader*> slots_;
   std::vector<RecordRef> refs_;
   std::vector<const Column*> text_columns_;
-  std::vector<const Column*> timestamp_columns_;
   std::minstd_rand jitter_;
   const bool no_nul_;  // the sink cannot store NUL bytes in text
   // Replay state (writer 0).

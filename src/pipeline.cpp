@@ -12,6 +12,7 @@
 #include "auditpipe/diagnostics.h"
 #include "batch_writer.h"
 #include "pipeline_core.h"
+#include "pool_file.h"
 #include "producer_registry.h"
 #include "spill_format.h"
 #include "tsc_clock.h"
@@ -78,11 +79,19 @@ class Pipeline::Impl {
     // queued before anything new, so they are written first.
     const auto recovered = core_.pool.take_recovered();
     if (!recovered.empty()) {
+      resolve_recovered_timestamps(recovered);
       moodycamel::ProducerToken token(core_.queue);
       for (SlotHeader* s : recovered) core_.queue.enqueue(token, s);
       core_.counters.recovered.store(recovered.size(), std::memory_order_relaxed);
       diagnostics()->info("auditpipe: {} committed records recovered from {}; writing them first",
                           recovered.size(), options.durable_path.string());
+    }
+    // From here on the file holds this boot's calibration (the writer
+    // refreshes it): records committed from now on can be read after a
+    // reboot.
+    if (core_.pool.file() != nullptr && !core_.timestamp_columns.empty() &&
+        timestamp::detail_tsc_usable) {
+      core_.pool.file()->save_clock(internal::TscClock::snapshot());
     }
     core_.stats = [this] { return stats(); };
     writers_.reserve(options.writers);
@@ -386,13 +395,42 @@ class Pipeline::Impl {
   // Turns fast_now() readings in the record's timestamp columns into wall
   // time (the writer does this for records it writes).
   void resolve_timestamps(std::byte* record) const noexcept {
-    for (const Column& c : core_.table.columns) {
-      if (c.type != ColumnType::timestamp) continue;
-      timestamp t;
-      std::memcpy(&t.micros, record + c.offset, sizeof t.micros);
-      if (!t.pending()) continue;
-      t = t.resolved();
-      std::memcpy(record + c.offset, &t.micros, sizeof t.micros);
+    if (core_.timestamp_columns.empty()) return;
+    internal::resolve_timestamps(record, core_.timestamp_columns, internal::TscClock::snapshot());
+  }
+
+  // Recovered records may hold fast_now() readings of the run that
+  // committed them. In this boot the TSC is the same and the current
+  // calibration reads them; after a reboot only the one the file kept can.
+  void resolve_recovered_timestamps(const std::vector<SlotHeader*>& recovered) {
+    internal::PoolFile* file = core_.pool.file();
+    if (core_.timestamp_columns.empty() || file == nullptr) return;
+    const auto saved = file->earlier_clock();
+    const internal::TscClock::Snapshot clock = saved.this_boot && timestamp::detail_tsc_usable
+                                                   ? internal::TscClock::snapshot()
+                                                   : saved.clock;
+    const timestamp now = timestamp::now();
+    std::size_t unreadable = 0;
+    for (SlotHeader* s : recovered) {
+      std::byte* record = core_.pool.record(s);
+      for (const Column* c : core_.timestamp_columns) {
+        timestamp t;
+        std::memcpy(&t.micros, record + c->offset, sizeof t.micros);
+        if (!t.pending()) continue;
+        if (saved.known) {
+          t = clock.resolve(t);
+        } else {
+          t = now;
+          ++unreadable;
+        }
+        std::memcpy(record + c->offset, &t.micros, sizeof t.micros);
+      }
+    }
+    if (unreadable != 0) {
+      diagnostics()->warn(
+          "auditpipe: {} timestamps in records recovered from {} were taken on an earlier boot "
+          "and the file holds no clock to read them with; they are set to the time of recovery",
+          unreadable, core_.options.durable_path.string());
     }
   }
 

@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "auditpipe/column.h"
 #include "auditpipe/histogram.h"
@@ -71,6 +72,9 @@ struct PipelineCore {
         // Blocks for every slot up front, plus a spare block per writer and
         // a few producers, so steady-state enqueues never allocate.
         queue(options.capacity + 32 * (options.writers + 8)) {
+    for (const Column& c : table.columns) {
+      if (c.type == ColumnType::timestamp) timestamp_columns.push_back(&c);
+    }
     if (!options.spill_path.empty()) {
       spill =
           std::make_unique<SpillWriter>(options.spill_path, fingerprint(table), table.record_size,
@@ -105,6 +109,7 @@ struct PipelineCore {
   }
 
   const TableDescriptor& table;
+  std::vector<const Column*> timestamp_columns;  // those fast_now() readings may be in
   const Options options;
   const std::shared_ptr<Sink> sink;
   const DurableStorage durable;

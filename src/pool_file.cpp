@@ -21,6 +21,22 @@ constexpr std::size_t page = 4096;
 constexpr std::size_t align_up(std::size_t n, std::size_t a) {
   return (n + a - 1) / a * a;
 }
+
+// The kernel's identifier of this boot, or "" where it cannot be read.
+void read_boot_id(char (&out)[40]) {
+  std::memset(out, 0, sizeof out);
+  const int fd = ::open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  const ssize_t n = ::read(fd, out, sizeof out - 1);
+  ::close(fd);
+  if (n <= 0) {
+    std::memset(out, 0, sizeof out);
+    return;
+  }
+  for (ssize_t i = 0; i < n; ++i) {
+    if (out[i] == '\n') out[i] = '\0';
+  }
+}
 }  // namespace
 
 struct PoolFile::Header {
@@ -110,6 +126,32 @@ PoolFile::PoolFile(const std::filesystem::path& path, std::uint64_t fingerprint,
   } else {
     fail("not an auditpipe durable pool file");
   }
+
+  static_assert(sizeof(Header) <= clock_offset && clock_offset + sizeof(PersistedClock) <= page);
+  clock_ = reinterpret_cast<PersistedClock*>(base_ + clock_offset);
+  read_boot_id(boot_id_);
+  const std::uint32_t whole = clock_->whole.load(std::memory_order_acquire);
+  if (existed_ && (whole == 1 || whole == 2)) {
+    const ClockCopy& c = clock_->copies[whole - 1];
+    earlier_clock_.known = c.micros_per_tick > 0;
+    earlier_clock_.this_boot = boot_id_[0] != '\0' && std::memcmp(c.boot_id, boot_id_, 40) == 0;
+    earlier_clock_.clock = {c.anchor_tsc, c.anchor_micros, c.micros_per_tick};
+  }
+}
+
+void PoolFile::save_clock(const TscClock::Snapshot& clock) noexcept {
+  if (clock.micros_per_tick <= 0 || clock.anchor_tsc == saved_anchor_) return;
+  const std::uint32_t whole = clock_->whole.load(std::memory_order_relaxed);
+  const std::uint32_t next = whole == 1 ? 2 : 1;
+  ClockCopy& c = clock_->copies[next - 1];
+  std::memcpy(c.boot_id, boot_id_, sizeof c.boot_id);
+  c.anchor_tsc = clock.anchor_tsc;
+  c.anchor_micros = clock.anchor_micros;
+  c.micros_per_tick = clock.micros_per_tick;
+  // Release: a process reading the file after this one died sees the copy
+  // whole before it sees it named.
+  clock_->whole.store(next, std::memory_order_release);
+  saved_anchor_ = clock.anchor_tsc;
 }
 
 PoolFile::~PoolFile() {

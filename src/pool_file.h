@@ -10,6 +10,11 @@
 // process being killed; surviving a crash of the machine itself would take
 // an msync per commit, which auditpipe does not do.
 //
+// The header also keeps the TSC calibration of the run using the file,
+// with the boot it belongs to: records hold fast_now() readings until a
+// writer converts them, and after a reboot the TSC has restarted, so only
+// the saved calibration says what the recovered readings mean.
+//
 // Thread safety: immutable after construction; the mapped memory is
 // synchronized by its users.
 #pragma once
@@ -20,6 +25,7 @@
 #include <filesystem>
 
 #include "auditpipe/record_pool.h"
+#include "tsc_clock.h"
 
 namespace auditpipe::internal {
 
@@ -39,7 +45,35 @@ class PoolFile {
   bool existed() const noexcept { return existed_; }
   SourceTable sources() noexcept;
 
+  // The calibration the file held when it was opened, if any, and whether
+  // it was taken during the current boot.
+  struct SavedClock {
+    bool known = false;
+    bool this_boot = false;
+    TscClock::Snapshot clock;
+  };
+  SavedClock earlier_clock() const noexcept { return earlier_clock_; }
+  // Keeps `clock` (of this boot) in the file, replacing what it held, so
+  // that a crash at any point leaves one whole calibration. Does nothing
+  // if `clock` is the one saved last. One caller at a time.
+  void save_clock(const TscClock::Snapshot& clock) noexcept;
+
   static constexpr std::size_t max_sources = 4096;
+
+  // Where the calibration lives, and its layout: two copies, the one
+  // `whole` names being complete.
+  struct ClockCopy {
+    char boot_id[40];
+    std::uint64_t anchor_tsc;
+    std::int64_t anchor_micros;
+    double micros_per_tick;
+  };
+  struct PersistedClock {
+    std::atomic<std::uint32_t> whole;  // 1 or 2; 0: none saved
+    std::uint32_t unused;
+    ClockCopy copies[2];
+  };
+  static constexpr std::size_t clock_offset = 512;
 
  private:
   struct Header;
@@ -50,6 +84,10 @@ class PoolFile {
   std::byte* slab_ = nullptr;
   Header* header_ = nullptr;
   bool existed_ = false;
+  PersistedClock* clock_ = nullptr;
+  SavedClock earlier_clock_;
+  char boot_id_[40] = {};
+  std::uint64_t saved_anchor_ = 0;
 };
 
 }  // namespace auditpipe::internal

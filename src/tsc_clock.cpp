@@ -1,5 +1,6 @@
 #include "tsc_clock.h"
 
+#include <cstring>
 #include <fstream>
 #include <mutex>
 #include <string>
@@ -115,6 +116,17 @@ TscClock::Snapshot TscClock::snapshot() {
     state.anchored_ns = ns;
   }
   return state.current;
+}
+
+void resolve_timestamps(std::byte* record, std::span<const Column* const> columns,
+                        const TscClock::Snapshot& clock) noexcept {
+  for (const Column* c : columns) {
+    timestamp t;
+    std::memcpy(&t.micros, record + c->offset, sizeof t.micros);
+    if (!t.pending()) continue;
+    t = clock.resolve(t);
+    std::memcpy(record + c->offset, &t.micros, sizeof t.micros);
+  }
 }
 
 }  // namespace internal

@@ -11,8 +11,11 @@
 // Thread safety: snapshot() from any thread; a Snapshot is a plain value.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 
+#include "auditpipe/column.h"
 #include "auditpipe/timestamp.h"
 
 namespace auditpipe::internal {
@@ -37,5 +40,10 @@ class TscClock {
   // The current calibration (calibrating first if needed).
   static Snapshot snapshot();
 };
+
+// Converts the pending readings in a record's timestamp `columns` with
+// `clock`; other values stay as they are.
+void resolve_timestamps(std::byte* record, std::span<const Column* const> columns,
+                        const TscClock::Snapshot& clock) noexcept;
 
 }  // namespace auditpipe::internal

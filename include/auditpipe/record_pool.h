@@ -128,6 +128,8 @@ class RecordPool {
   // Durable pools: the persisted record sources; nullptr otherwise.
   SourceTable* source_table() noexcept { return sources_ ? &*sources_ : nullptr; }
   bool durable() const noexcept { return file_ != nullptr; }
+  // Durable pools: the file; nullptr otherwise.
+  internal::PoolFile* file() noexcept { return file_.get(); }
 
   std::size_t capacity() const noexcept { return capacity_; }
   std::size_t slot_stride() const noexcept { return stride_; }
