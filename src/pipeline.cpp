@@ -106,9 +106,9 @@ class Pipeline::Impl {
     registry_->shutdown();
   }
 
-  std::byte* acquire(Status* status, bool reset) noexcept {
+  std::byte* acquire(Status* status) noexcept {
     // Behind anyone already waiting: queue up rather than overtake them.
-    SlotHeader* s = core_.pool.waiters() == 0 ? core_.pool.try_acquire(reset) : nullptr;
+    SlotHeader* s = core_.pool.waiters() == 0 ? core_.pool.try_acquire() : nullptr;
     if (s == nullptr) {
       if (core_.options.overflow == Overflow::spill &&
           !core_.closing.load(std::memory_order_acquire)) {
@@ -495,8 +495,8 @@ Pipeline::Pipeline(const TableDescriptor& table, std::shared_ptr<Sink> sink,
 
 Pipeline::~Pipeline() = default;
 
-std::byte* Pipeline::acquire(Status* status, bool reset) noexcept {
-  return impl_->acquire(status, reset);
+std::byte* Pipeline::acquire(Status* status) noexcept {
+  return impl_->acquire(status);
 }
 Status Pipeline::commit(std::byte* record) noexcept {
   return impl_->commit(record);

@@ -113,14 +113,7 @@ class Logger {
                   "`constexpr auto map_fields(auditpipe::type_tag<Source>, "
                   "auditpipe::type_tag<Record>)` returning auditpipe::mapping(...), or pass a "
                   "mapping to log(source, mapping)");
-    // A mapping that writes every column leaves nothing of an earlier record
-    // for the slot's reset to clear: skip it (a ~300-byte copy per record).
-    static const bool writes_every_column = covers_all_columns<Record>(mapping_of<Source, Record>);
-    Status status = Status::ok;
-    std::byte* bytes = pipeline_.acquire(&status, !writes_every_column);
-    if (bytes == nullptr) return status;
-    mapping_of<Source, Record>.apply(source, *std::launder(reinterpret_cast<Record*>(bytes)));
-    return pipeline_.commit(bytes);
+    return log(source, mapping_of<Source, Record>);
   }
 
   // Acquire, copy `source` in through `mapping`, commit.

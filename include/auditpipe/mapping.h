@@ -18,7 +18,6 @@
 // map and commit. A mapping can also be passed explicitly: logger.log(m, map).
 #pragma once
 
-#include <array>
 #include <chrono>
 #include <string>
 #include <string_view>
@@ -144,32 +143,6 @@ struct Mapping {
 template <class... Fields>
 constexpr Mapping<Fields...> mapping(Fields... fields) {
   return {std::tuple<Fields...>(fields...)};
-}
-
-// Whether `mapping` assigns every column of Record's table (then a record
-// filled through it needs no reset to the prototype first). Computed once
-// per mapping by comparing where its fields land with the columns' offsets.
-template <class Record, class... Fields>
-bool covers_all_columns(const Mapping<Fields...>& mapping) {
-  static const Record probe{};
-  const auto& columns = table_of<Record>.columns;
-  std::array<bool, std::tuple_size_v<std::decay_t<decltype(columns)>>> covered{};
-  std::apply(
-      [&](const auto&... f) {
-        auto mark = [&](std::size_t offset) {
-          for (std::size_t i = 0; i < columns.size(); ++i) {
-            if (columns[i].offset == offset) covered[i] = true;
-          }
-        };
-        (mark(static_cast<std::size_t>(reinterpret_cast<const char*>(&(probe.*(f.to))) -
-                                       reinterpret_cast<const char*>(&probe))),
-         ...);
-      },
-      mapping.fields);
-  for (bool c : covered) {
-    if (!c) return false;
-  }
-  return true;
 }
 
 // Whether map_fields(type_tag<Src>, type_tag<Record>) is declared.

@@ -33,10 +33,9 @@ class Pipeline {
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
 
-  // A record slot to fill (holding the prototype's bytes, unless `reset` is
-  // false because the caller overwrites every column), or nullptr with the
-  // reason in *status.
-  std::byte* acquire(Status* status, bool reset = true) noexcept;
+  // A record slot to fill (holding the prototype's bytes), or nullptr with
+  // the reason in *status.
+  std::byte* acquire(Status* status) noexcept;
   // Stamps (source_id, seq) and queues the record for writing.
   Status commit(std::byte* record) noexcept;
   // Gives back an acquired record without writing it.

@@ -14,8 +14,7 @@
 //
 // Invariants: a slot is in exactly one of the states free (on the list),
 // filling (owned by one producer), committed (owned by the queue or a
-// writer). An acquired slot holds the prototype record's bytes, unless the
-// acquirer said it overwrites every column.
+// writer). An acquired slot holds the prototype record's bytes.
 //
 // A pool can live in a memory-mapped file (a durable pool): committed
 // records then survive the process being killed and are found again, still
@@ -89,11 +88,9 @@ class RecordPool {
   RecordPool(const RecordPool&) = delete;
   RecordPool& operator=(const RecordPool&) = delete;
 
-  // A free slot, now in state filling and (with `reset`) holding the
-  // prototype record's bytes, or nullptr if none is free. Lock-free.
-  // Without `reset` the slot holds an earlier record's bytes: only for a
-  // caller that overwrites every column.
-  SlotHeader* try_acquire(bool reset = true) noexcept;
+  // A free slot, now in state filling and holding the prototype record's
+  // bytes, or nullptr if none is free. Lock-free.
+  SlotHeader* try_acquire() noexcept;
 
   // Like try_acquire(), but waits (without spinning, in FIFO order behind
   // earlier waiters) until a slot is handed over, `deadline` passes, or

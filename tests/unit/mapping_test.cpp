@@ -91,14 +91,6 @@ TEST(Mapping, ComputedAndStampedFields) {
   EXPECT_LE(row.at.resolved(), auditpipe::timestamp::now());
 }
 
-TEST(Mapping, KnowsWhetherItWritesEveryColumn) {
-  EXPECT_TRUE(
-      auditpipe::covers_all_columns<AuditRow>(auditpipe::mapping_of<app::SubMessage, AuditRow>));
-  EXPECT_FALSE(auditpipe::covers_all_columns<AuditRow>(
-      auditpipe::mapping(auditpipe::stamp_now(&AuditRow::at),
-                         auditpipe::field(&app::SubMessage::id, &AuditRow::message_id))));
-}
-
 TEST(Mapping, IsDeclaredForTheMessageType) {
   static_assert(auditpipe::mapped<app::SubMessage, AuditRow>);
   static_assert(!auditpipe::mapped<int, AuditRow>);
