@@ -70,7 +70,11 @@ struct PipelineCore {
         pool(options.capacity, table.record_size, table.record_align, table.prototype,
              options.durable_path.empty() ? nullptr : &durable),
         // Blocks for every slot up front, plus a spare block per writer and
-        // a few producers, so steady-state enqueues never allocate.
+        // a few producers. A producer token keeps every block it has used
+        // (moodycamel's explicit producers never return them), so as the
+        // producers' shares of the pool shift, each token's ring can grow
+        // towards the pool's capacity: at most ~10.5 bytes per slot per
+        // producer source, allocated while warming up, never per record.
         queue(options.capacity + 32 * (options.writers + 8)) {
     for (const Column& c : table.columns) {
       if (c.type == ColumnType::timestamp) timestamp_columns.push_back(&c);
