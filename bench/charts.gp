@@ -35,6 +35,7 @@ plot dir."/hot_path_threads1.csv" using 3:xtic(1) title "1 producer" linecolor r
 unset logscale y
 set style data lines
 set output dir."/stall_rss.png"
+set key bottom right
 set title "Resident memory while the database is stalled, then released"
 set xlabel "seconds"
 set ylabel "RSS (MB)"

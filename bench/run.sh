@@ -4,7 +4,7 @@
 # stall, and writes CSV (and Google Benchmark JSON) plus PNG charts under
 # results/<time>/ (results/latest points at it).
 #
-#   bench/run.sh            # full size (about 20 minutes on 2 cores)
+#   bench/run.sh            # full size (about 10 minutes on 2 cores)
 #   bench/run.sh --quick    # smaller runs, for trying the script out
 #
 # The machine is shared and noisy: compare within one run (ratios), and
