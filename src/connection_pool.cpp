@@ -253,7 +253,6 @@ void ConnectionPool::give_back(std::unique_ptr<Entry> entry, bool invalid) noexc
     const auto now = clock::now();
     if (invalid || closing_ || now >= entry->retire_at) {
       --total_;
-      ++closed_;
       to_close.push_back(std::move(entry));
       work_cv_.notify_all();  // openers: replace it
     } else {
@@ -262,7 +261,7 @@ void ConnectionPool::give_back(std::unique_ptr<Entry> entry, bool invalid) noexc
       available_cv_.notify_one();
     }
   }
-  close_entries(std::move(to_close));
+  retire_entries(std::move(to_close));
 }
 
 void ConnectionPool::forget_locked(const Entry* entry) noexcept {
@@ -274,6 +273,15 @@ void ConnectionPool::close_entries(std::vector<std::unique_ptr<Entry>> entries) 
   // Closing a connection may do I/O (a goodbye to the server): never under
   // the pool's lock.
   entries.clear();
+}
+
+void ConnectionPool::retire_entries(std::vector<std::unique_ptr<Entry>> entries) noexcept {
+  if (entries.empty()) return;
+  const std::size_t n = entries.size();
+  close_entries(std::move(entries));
+  // Counted once closed, so `closed` never runs ahead of what the server saw.
+  std::lock_guard<std::mutex> lock(mutex_);
+  closed_ += n;
 }
 
 void ConnectionPool::housekeeper_loop() {
@@ -294,7 +302,6 @@ void ConnectionPool::housekeeper_loop() {
                              now - e.last_used >= options_.keepalive_interval;
       if (retired || idle_too_long) {
         --total_;
-        ++closed_;
         to_close.push_back(std::move(*it));
         it = idle_.erase(it);
       } else if (keepalive) {
@@ -322,7 +329,7 @@ void ConnectionPool::housekeeper_loop() {
     }
     if (!to_close.empty()) work_cv_.notify_all();
     lock.unlock();
-    close_entries(std::move(to_close));
+    retire_entries(std::move(to_close));
     for (const auto& message : leaks) diagnostics()->warn("{}", message);
     std::vector<std::unique_ptr<Entry>> alive, dead;
     for (auto& e : to_ping) {
@@ -340,10 +347,9 @@ void ConnectionPool::housekeeper_loop() {
     }
     if (!dead.empty()) {
       total_ -= dead.size();
-      closed_ += dead.size();
       work_cv_.notify_all();
       lock.unlock();
-      close_entries(std::move(dead));
+      retire_entries(std::move(dead));
       lock.lock();
     }
   }

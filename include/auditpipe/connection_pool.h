@@ -71,7 +71,7 @@ struct ConnectionPoolStats {
   std::size_t waiting = 0;  // borrowers waiting for a connection
   std::size_t opening = 0;  // connects in flight
   std::uint64_t created = 0;
-  std::uint64_t closed = 0;
+  std::uint64_t closed = 0;            // counted once the close has finished
   std::uint64_t timeouts = 0;          // acquire() calls that gave up
   std::uint64_t connect_failures = 0;  // factory calls that threw
   std::uint64_t validations = 0;       // pings on lease
@@ -157,6 +157,8 @@ class ConnectionPool {
   void housekeeper_loop();
   void give_back(std::unique_ptr<Entry> entry, bool invalid) noexcept;
   void close_entries(std::vector<std::unique_ptr<Entry>> entries) noexcept;
+  // Closes and counts in stats().closed; takes the lock, so call without it.
+  void retire_entries(std::vector<std::unique_ptr<Entry>> entries) noexcept;
   void forget_locked(const Entry* entry) noexcept;
 
   const Factory factory_;
