@@ -169,11 +169,23 @@ SpillWriter::Result SpillWriter::append(std::span<const RecordRef> records) {
 }
 
 void SpillWriter::sync_if_due(std::chrono::steady_clock::duration interval) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (fd_ < 0 || !unsynced_ || std::chrono::steady_clock::now() - unsynced_since_ < interval)
-    return;
-  ::fdatasync(fd_);
-  unsynced_ = false;
+  int fd = -1;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (fd_ < 0 || !unsynced_ || std::chrono::steady_clock::now() - unsynced_since_ < interval)
+      return;
+    unsynced_ = false;
+    // A duplicate, so the segment may be rotated (closed) meanwhile.
+    fd = ::dup(fd_);
+    if (fd < 0) {  // out of descriptors: sync here rather than not at all
+      ::fdatasync(fd_);
+      return;
+    }
+  }
+  // Outside the lock: producers spilling into a full pool must not wait
+  // behind the disk (an fdatasync of seconds of spilled records).
+  ::fdatasync(fd);
+  ::close(fd);
 }
 
 void SpillWriter::seal() {
