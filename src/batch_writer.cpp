@@ -67,10 +67,12 @@ struct BatchWriter::PoolOutcome final : Outcome {
         truncated += (read_text_flags(writer.refs_[i].data, *c) & text_flags::truncated) != 0;
       }
     }
-    writer.core_.pool.release(&writer.slots_[begin], count);
+    // Counted before the slots go back: flush() returns once they have, and
+    // stats() right after it must already show these records.
     auto& k = writer.core_.counters;
     k.truncated_fields.fetch_add(truncated, std::memory_order_relaxed);
     k.written.fetch_add(count, std::memory_order_relaxed);
+    writer.core_.pool.release(&writer.slots_[begin], count);
   }
   void refused(std::size_t index, const std::string& message) override {
     writer.dead_letter(writer.refs_[index], message);
@@ -221,10 +223,10 @@ bool BatchWriter::write(std::span<const RecordRef> refs, std::size_t begin, std:
             "{} failed attempts)",
             index_, core_.sink->describe(), count, failures);
       }
-      outcome.stored(begin, count);
       k.batches.fetch_add(1, std::memory_order_relaxed);
       k.batch_size.record(count);
       k.write_latency_us.record(micros_since(t0));
+      outcome.stored(begin, count);
       if (core_.urgent.load(std::memory_order_acquire) != 0) core_.notify_progress();
       return true;
     }
@@ -237,8 +239,8 @@ bool BatchWriter::write(std::span<const RecordRef> refs, std::size_t begin, std:
             "rejected_by_sink{}: {}",
             core_.sink->describe(), refs[begin].source_id, refs[begin].seq,
             core_.dead_letters ? " and written to the dead-letter file" : "", result.message);
-        outcome.refused(begin, result.message);
         k.rejected_by_sink.fetch_add(1, std::memory_order_relaxed);
+        outcome.refused(begin, result.message);
         if (core_.urgent.load(std::memory_order_acquire) != 0) core_.notify_progress();
         return true;
       }
