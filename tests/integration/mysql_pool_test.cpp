@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -42,12 +43,14 @@ ConnectionPool::Factory real_factory(Counter& c, std::chrono::milliseconds delay
   };
 }
 
-// Server-side connections of the test user, besides the probe's own.
-long long server_connections(MysqlProbe& probe) {
-  return probe.scalar(
-             "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = CURRENT_USER() "
-             "OR USER = SUBSTRING_INDEX(USER(), '@', 1)") -
-         1;
+// How many of these server-side connections are still open. By id, so
+// connections of other tests (or ones the server is still tearing down)
+// do not count.
+long long still_open(MysqlProbe& probe, const std::vector<unsigned long>& ids) {
+  std::string list;
+  for (unsigned long id : ids) list += (list.empty() ? "" : ",") + std::to_string(id);
+  return probe.scalar("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID IN (" + list +
+                      ")");
 }
 
 TEST(MysqlPool, MaxWaitIsHonouredUnderExhaustion) {
@@ -56,6 +59,8 @@ TEST(MysqlPool, MaxWaitIsHonouredUnderExhaustion) {
   o.max_size = 2;
   o.connection_timeout = 200ms;
   ConnectionPool pool(real_factory(c), o);
+  // Both open first (min_idle = max_size), so only the third lease waits.
+  ASSERT_TRUE(eventually([&] { return pool.stats().idle == 2; }));
   auto a = pool.acquire();
   auto b = pool.acquire();
   const auto t0 = Clock::now();
@@ -88,19 +93,22 @@ TEST(MysqlPool, SixtyFourBorrowersWithSlowConnectsOpenInParallel) {
 
 TEST(MysqlPool, IdleConnectionsAboveMinIdleAreClosedOnTheServerToo) {
   MysqlProbe probe;
-  const long long baseline = server_connections(probe);
   Counter c;
   ConnectionPoolOptions o;
   o.max_size = 4;
   o.min_idle = 1;
   o.idle_timeout = 200ms;
   ConnectionPool pool(real_factory(c), o);
+  std::vector<unsigned long> ids;
   {
     std::vector<ConnectionPool::Lease> leases;
-    for (int i = 0; i < 4; ++i) leases.push_back(pool.acquire());
-    EXPECT_EQ(server_connections(probe) - baseline, 4);
+    for (int i = 0; i < 4; ++i) {
+      leases.push_back(pool.acquire());
+      ids.push_back(leases.back().as<RealConnection>().id());
+    }
+    EXPECT_EQ(still_open(probe, ids), 4);
   }
-  EXPECT_TRUE(eventually([&] { return server_connections(probe) - baseline == 1; }));
+  EXPECT_TRUE(eventually([&] { return still_open(probe, ids) == 1; }));
   EXPECT_EQ(pool.stats().idle, 1u);
 }
 

@@ -33,7 +33,7 @@ struct Tally {
   std::atomic<int> pings{0};
   std::atomic<int> connecting{0};
   std::atomic<int> most_connecting{0};
-  std::atomic<bool> pings_fail{false};
+  std::atomic<int> pings_to_fail{0};  // the next this many pings fail
 };
 
 class FakeConnection : public auditpipe::PooledConnection {
@@ -42,7 +42,10 @@ class FakeConnection : public auditpipe::PooledConnection {
   ~FakeConnection() override { ++tally_.closed; }
   bool ping() noexcept override {
     ++tally_.pings;
-    return !tally_.pings_fail.load();
+    int left = tally_.pings_to_fail.load();
+    while (left > 0 && !tally_.pings_to_fail.compare_exchange_weak(left, left - 1)) {
+    }
+    return left <= 0;
   }
   int id() const { return id_; }
 
@@ -88,6 +91,8 @@ TEST(ConnectionPool, WaitIsBoundedByConnectionTimeout) {
   o.max_size = 2;
   o.connection_timeout = 100ms;
   ConnectionPool pool(slow_factory(t, 1ms), o);
+  // Both open first (min_idle = max_size), so only the third lease waits.
+  ASSERT_TRUE(eventually([&] { return pool.stats().idle == 2; }));
   auto a = pool.acquire();
   auto b = pool.acquire();
   const auto t0 = Clock::now();
@@ -173,7 +178,7 @@ TEST(ConnectionPool, IdleConnectionsAboveMinIdleAreClosed) {
     std::vector<ConnectionPool::Lease> leases;
     for (int i = 0; i < 4; ++i) leases.push_back(pool.acquire());
   }
-  EXPECT_EQ(pool.stats().idle, 4u);
+  EXPECT_EQ(pool.stats().created, 4u);
   EXPECT_TRUE(eventually([&] { return pool.stats().idle == 1; }));
   // The housekeeper closes outside the pool's lock, after idle drops.
   EXPECT_TRUE(eventually([&] { return pool.stats().closed == 3; }));
@@ -204,25 +209,26 @@ TEST(ConnectionPool, ValidatesOnlyAfterIdlenessAndReplacesDeadConnections) {
   Tally t;
   ConnectionPoolOptions o;
   o.max_size = 1;
-  o.validation_threshold = 200ms;
+  o.validation_threshold = 500ms;
   o.keepalive_interval = 0ms;
   ConnectionPool pool(slow_factory(t, 1ms), o);
   for (int i = 0; i < 100; ++i) pool.acquire();  // back to back: no ping
   EXPECT_EQ(t.pings.load(), 0);
-  std::this_thread::sleep_for(250ms);
-  { auto lease = pool.acquire(); }
+  std::this_thread::sleep_for(600ms);
+  int first_id;
+  {
+    auto lease = pool.acquire();
+    first_id = lease.as<FakeConnection>().id();
+  }
   EXPECT_EQ(t.pings.load(), 1);
 
-  std::this_thread::sleep_for(250ms);
-  t.pings_fail = true;  // the server dropped it meanwhile
-  std::thread restore([&] {
-    std::this_thread::sleep_for(50ms);
-    t.pings_fail = false;
-  });
+  std::this_thread::sleep_for(600ms);
+  t.pings_to_fail = 1;          // the server dropped it meanwhile
   auto lease = pool.acquire();  // the dead one is closed, a new one opened
-  restore.join();
-  EXPECT_GE(t.closed.load(), 1);
-  EXPECT_GE(t.opened.load(), 2);
+  EXPECT_EQ(t.pings_to_fail.load(), 0);
+  EXPECT_EQ(t.closed.load(), 1);
+  EXPECT_EQ(t.opened.load(), 2);
+  EXPECT_NE(lease.as<FakeConnection>().id(), first_id);
 }
 
 TEST(ConnectionPool, KeepalivePingsIdleConnections) {
@@ -268,6 +274,8 @@ TEST(ConnectionPool, ConnectErrorsReachTheWaitingBorrower) {
         throw auditpipe::error("Access denied for user 'app'");
       },
       o);
+  // The opener has tried (and failed) before the borrower's wait ends.
+  ASSERT_TRUE(eventually([&] { return pool.stats().connect_failures >= 1; }));
   try {
     pool.acquire();
     FAIL() << "expected an error";

@@ -247,7 +247,8 @@ TEST(Reliability, RefusedRecordsGoToTheDeadLetterFile) {
 
 TEST(Reliability, HealthFollowsTheDatabase) {
   auto sink = std::make_shared<CollectingSink>();
-  sink->fail_next(6);
+  // Failing until the test has seen `down`, however slowly it polls.
+  sink->fail_next(1'000'000);
   Options o;
   o.retry_backoff_initial = 20ms;
   o.retry_backoff_max = 20ms;
@@ -256,6 +257,7 @@ TEST(Reliability, HealthFollowsTheDatabase) {
   EXPECT_EQ(logger.stats().health, auditpipe::Health::ok);
   ASSERT_EQ(log_one(logger, 1), Status::ok);
   EXPECT_TRUE(eventually([&] { return logger.stats().health == auditpipe::Health::down; }));
+  sink->fail_next(0);  // the database is back
   EXPECT_TRUE(eventually([&] { return logger.stats().health == auditpipe::Health::ok; }));
   EXPECT_EQ(logger.close().stats.written, 1u);
 }

@@ -94,7 +94,9 @@ TEST(SpdlogBridge, AuditpipesOwnDiagnosticsDoNotLoopBack) {
   auditpipe::Options o;
   o.capacity = 8;
   o.batch_size = 4;
-  o.max_wait = std::chrono::milliseconds(200);
+  // Long enough that a slow (sanitized) writer never times a producer out;
+  // a deadlock would still show, as records that waited it out.
+  o.max_wait = std::chrono::seconds(5);
   o.retry_backoff_initial = std::chrono::milliseconds(1);
   o.retry_backoff_max = std::chrono::milliseconds(2);
   auto audit = std::make_shared<auditpipe::Logger<LogRecord>>(sink, o);
