@@ -69,11 +69,17 @@ void BM_make_shared(benchmark::State& state) {
   count(state, a, b);
 }
 
-std::unique_ptr<std::pmr::synchronized_pool_resource> resource;
+// One resource for the whole process, never destroyed: libstdc++'s
+// synchronized_pool_resource hands each thread a pool through a pthread key,
+// and destroying it while a benchmark thread is still exiting (running that
+// key's destructor) crashed one run in a few.
+std::pmr::synchronized_pool_resource& pmr_resource() {
+  static auto* resource = new std::pmr::synchronized_pool_resource();
+  return *resource;
+}
 
 void BM_pmr_pool(benchmark::State& state) {
-  if (state.thread_index() == 0)
-    resource = std::make_unique<std::pmr::synchronized_pool_resource>();
+  std::pmr::synchronized_pool_resource* resource = &pmr_resource();
   const auto a = auditpipe::tools::allocations_on_this_thread();
   const auto b = auditpipe::tools::allocated_bytes_on_this_thread();
   for (auto _ : state) {
@@ -84,7 +90,6 @@ void BM_pmr_pool(benchmark::State& state) {
     resource->deallocate(p, sizeof(AuditEvent), alignof(AuditEvent));
   }
   count(state, a, b);
-  if (state.thread_index() == 0) resource.reset();
 }
 
 }  // namespace
