@@ -13,6 +13,7 @@
 
 #include "alloc_counter.h"
 #include "audit_event.h"
+#include "producer/record_pool.h"
 
 namespace {
 
@@ -29,18 +30,18 @@ void count(benchmark::State& state, std::size_t allocs_before, std::size_t bytes
   state.SetItemsProcessed(state.iterations());
 }
 
-std::unique_ptr<auditpipe::RecordPool> pool;
+std::unique_ptr<auditpipe::internal::RecordPool> pool;
 
 void BM_pool(benchmark::State& state) {
   if (state.thread_index() == 0) {
     const auto& d = auditpipe::descriptor_of<AuditEvent>();
-    pool =
-        std::make_unique<auditpipe::RecordPool>(4096, d.record_size, d.record_align, d.prototype);
+    pool = std::make_unique<auditpipe::internal::RecordPool>(4096, d.record_size, d.record_align,
+                                                             d.prototype);
   }
   const auto a = auditpipe::tools::allocations_on_this_thread();
   const auto b = auditpipe::tools::allocated_bytes_on_this_thread();
   for (auto _ : state) {
-    auditpipe::SlotHeader* s = pool->try_acquire();
+    auditpipe::internal::SlotHeader* s = pool->try_acquire();
     benchmark::DoNotOptimize(s);
     if (s != nullptr) pool->release(&s, 1);
   }

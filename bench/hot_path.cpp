@@ -18,6 +18,7 @@
 // `timer` measures that overhead, which every sampled latency includes).
 // Heap allocations per operation are counted with a replaced operator new.
 #include <auditpipe/auditpipe.h>
+#include <auditpipe/sink/sink.h>
 #include <benchmark/benchmark.h>
 #include <concurrentqueue/concurrentqueue.h>
 #include <spdlog/async.h>
@@ -37,6 +38,7 @@
 #include <vector>
 
 #include "alloc_counter.h"
+#include "producer/record_pool.h"
 
 namespace {
 
@@ -210,13 +212,13 @@ void BM_auditpipe_durable(benchmark::State& state) {
 
 // The floor: a pool slot and a queue entry, nothing else.
 struct Floor {
-  auditpipe::RecordPool pool{65536, sizeof(Row), alignof(Row),
-                             auditpipe::descriptor_of<Row>().prototype};
-  moodycamel::ConcurrentQueue<auditpipe::SlotHeader*> queue{65536 + 4096};
+  auditpipe::internal::RecordPool pool{65536, sizeof(Row), alignof(Row),
+                                       auditpipe::descriptor_of<Row>().prototype};
+  moodycamel::ConcurrentQueue<auditpipe::internal::SlotHeader*> queue{65536 + 4096};
   std::atomic<bool> stop{false};
   std::thread consumer{[this] {
     moodycamel::ConsumerToken token(queue);
-    std::vector<auditpipe::SlotHeader*> batch(1000);
+    std::vector<auditpipe::internal::SlotHeader*> batch(1000);
     while (!stop.load(std::memory_order_relaxed)) {
       const std::size_t n = queue.try_dequeue_bulk(token, batch.data(), batch.size());
       if (n == 0) {
@@ -241,7 +243,7 @@ void BM_floor(benchmark::State& state) {
   moodycamel::ProducerToken* token = nullptr;
   run_timed(state, [&](const Message&) {
     if (token == nullptr) token = new moodycamel::ProducerToken(floor_state->queue);  // once
-    auditpipe::SlotHeader* s;
+    auditpipe::internal::SlotHeader* s;
     while ((s = floor_state->pool.try_acquire()) == nullptr) std::this_thread::yield();
     floor_state->queue.enqueue(*token, s);
   });

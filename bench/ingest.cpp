@@ -16,6 +16,8 @@
 // Writes <results-dir>/ingest.csv and prints a table.
 #include <auditpipe/auditpipe.h>
 #include <auditpipe/open_sink.h>
+#include <auditpipe/sink/sink.h>
+#include <auditpipe/sink/url.h>
 #include <mysql.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>

@@ -12,6 +12,8 @@
 // <results-dir>/stall.csv (one summary line per policy).
 #include <auditpipe/auditpipe.h>
 #include <auditpipe/open_sink.h>
+#include <auditpipe/sink/sink.h>
+#include <auditpipe/sink/url.h>
 #include <mysql.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>

@@ -6,6 +6,7 @@
 // Prints one line per run and a CSV block (path,batch,connections,rows,seconds,rows_per_s).
 #include <auditpipe/auditpipe.h>
 #include <auditpipe/open_sink.h>
+#include <auditpipe/sink/url.h>
 #include <libpq-fe.h>
 #include <mysql.h>
 #include <spdlog/spdlog.h>

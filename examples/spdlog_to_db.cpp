@@ -8,6 +8,7 @@
 // table log_events in batches. The console keeps its copy.
 #include <auditpipe/auditpipe.h>
 #include <auditpipe/open_sink.h>
+#include <auditpipe/sink/url.h>
 #include <auditpipe/spdlog/audit_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>

@@ -7,8 +7,8 @@
 #include <string_view>
 
 #include "../sinks/mysql/src/mysql_config.h"
+#include "auditpipe/sink/url.h"
 #include "auditpipe/status.h"
-#include "auditpipe/url.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -1,6 +1,6 @@
 #include "database.h"
 
-#include <auditpipe/url.h>
+#include <auditpipe/sink/url.h>
 #include <sqlite3.h>
 
 #ifdef MESSAGE_PLATFORM_HAS_MYSQL

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include <auditpipe/open_sink.h>
+#include <auditpipe/sink/url.h>
 #include "alloc_counter.h"
 
 #include "database.h"

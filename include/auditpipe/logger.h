@@ -1,6 +1,6 @@
 // Logger<Record>: the typed front door of auditpipe.
 //
-//   auditpipe::Logger<AuditRow> logger(auditpipe::soci::open_sqlite("sqlite:///tmp/audit.db"));
+//   auditpipe::Logger<AuditRow> logger(auditpipe::sqlite::open("sqlite:///tmp/audit.db"));
 //   logger.log(message);                    // acquire + map + commit
 //
 //   if (auto r = logger.acquire()) {        // or fill a record by hand
@@ -26,7 +26,6 @@
 #include "auditpipe/mapping.h"
 #include "auditpipe/options.h"
 #include "auditpipe/pipeline.h"
-#include "auditpipe/sink.h"
 #include "auditpipe/stats.h"
 #include "auditpipe/status.h"
 #include "auditpipe/table.h"

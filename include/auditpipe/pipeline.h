@@ -14,11 +14,12 @@
 
 #include "auditpipe/column.h"
 #include "auditpipe/options.h"
-#include "auditpipe/sink.h"
 #include "auditpipe/stats.h"
 #include "auditpipe/status.h"
 
 namespace auditpipe {
+
+class Sink;  // auditpipe/sink/sink.h: where batches go
 
 class Pipeline {
  public:

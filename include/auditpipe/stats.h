@@ -11,10 +11,27 @@
 #include <optional>
 #include <string_view>
 
-#include "auditpipe/connection_pool.h"
+#include <string>
 #include "auditpipe/histogram.h"
 
 namespace auditpipe {
+
+// A sink's connection pool (see auditpipe/sink/connection_pool.h), as
+// stats() reports it.
+struct ConnectionPoolStats {
+  std::size_t active = 0;   // lent out
+  std::size_t idle = 0;     // open, waiting to be lent
+  std::size_t waiting = 0;  // borrowers waiting for a connection
+  std::size_t opening = 0;  // connects in flight
+  std::uint64_t created = 0;
+  std::uint64_t closed = 0;            // counted once the close has finished
+  std::uint64_t timeouts = 0;          // acquire() calls that gave up
+  std::uint64_t connect_failures = 0;  // factory calls that threw
+  std::uint64_t validations = 0;       // pings on lease
+  std::uint64_t leaks_reported = 0;
+  HistogramSnapshot wait_ns;  // time in acquire()
+  std::string last_connect_error;
+};
 
 // Whether the database is taking writes.
 enum class Health {

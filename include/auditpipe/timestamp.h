@@ -40,7 +40,7 @@ struct timestamp {
   // invariant TSC.
   static timestamp fast_now() noexcept {
 #if defined(__x86_64__)
-    if (detail_tsc_usable)
+    if (tsc_usable_)
       return timestamp{pending_tag |
                        static_cast<std::int64_t>(__builtin_ia32_rdtsc() & pending_mask)};
 #endif
@@ -121,11 +121,18 @@ struct timestamp {
 
   friend constexpr auto operator<=>(const timestamp&, const timestamp&) = default;
 
+  // Whether fast_now() reads the TSC (else it is now()).
+  static bool fast_now_reads_tsc() noexcept {
+    return tsc_usable_;
+  }
+
   static constexpr std::int64_t pending_tag = static_cast<std::int64_t>(std::uint64_t{1} << 63);
   static constexpr std::uint64_t pending_mask = (std::uint64_t{1} << 62) - 1;
-  // Set once at start (see src/tsc_clock.cpp): the TSC is invariant and the
-  // kernel itself keeps time with it.
-  static const bool detail_tsc_usable;
+
+ private:
+  // Set once at start (src/common/tsc_clock.cpp): the TSC is invariant and
+  // the kernel itself keeps time with it.
+  static const bool tsc_usable_;
 };
 
 }  // namespace auditpipe

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "auditpipe/connection_pool.h"
+#include "auditpipe/sink/connection_pool.h"
 #include "auditpipe/status.h"
 #include "eventually.h"
 #include "mysql_probe.h"

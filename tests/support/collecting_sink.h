@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "auditpipe/sink.h"
+#include "auditpipe/sink/sink.h"
 
 namespace testing_support {
 

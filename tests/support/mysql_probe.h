@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "auditpipe/connection_pool.h"
-#include "auditpipe/url.h"
+#include "auditpipe/sink/connection_pool.h"
+#include "auditpipe/sink/url.h"
 
 namespace testing_support {
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "auditpipe/url.h"
+#include "auditpipe/sink/url.h"
 
 namespace testing_support {
 

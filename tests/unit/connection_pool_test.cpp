@@ -1,7 +1,7 @@
 // ConnectionPool against fake connections: bounded waits, parallel connects
 // outside any lock, keeping what it made, idle eviction, lifetime,
 // validation only after idleness, leak reports.
-#include "auditpipe/connection_pool.h"
+#include "auditpipe/sink/connection_pool.h"
 
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ringbuffer_sink.h>

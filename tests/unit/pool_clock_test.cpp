@@ -17,7 +17,7 @@
 #include "audit_row.h"
 #include "auditpipe/logger.h"
 #include "collecting_sink.h"
-#include "pool_file.h"
+#include "durable/pool_file.h"
 #include "temp_dir.h"
 
 namespace {
@@ -105,7 +105,7 @@ std::map<std::int64_t, std::int64_t> recover(const auditpipe::Options& o) {
 class PoolClock : public testing::Test {
  protected:
   void SetUp() override {
-    if (!timestamp::detail_tsc_usable) GTEST_SKIP() << "no invariant TSC: fast_now() is now()";
+    if (!timestamp::fast_now_reads_tsc()) GTEST_SKIP() << "no invariant TSC: fast_now() is now()";
   }
 };
 

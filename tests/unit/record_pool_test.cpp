@@ -1,4 +1,4 @@
-#include "auditpipe/record_pool.h"
+#include "producer/record_pool.h"
 
 #include <gtest/gtest.h>
 
@@ -14,8 +14,8 @@
 
 namespace {
 
-using auditpipe::RecordPool;
-using auditpipe::SlotHeader;
+using auditpipe::internal::RecordPool;
+using auditpipe::internal::SlotHeader;
 using testing_support::AuditRow;
 
 TEST(RecordPool, ExhaustsAtCapacityAndReusesReleasedSlots) {

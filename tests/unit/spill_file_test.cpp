@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "auditpipe/status.h"
-#include "spill_format.h"
-#include "spill_reader.h"
-#include "spill_writer.h"
+#include "durable/spill_format.h"
+#include "durable/spill_reader.h"
+#include "durable/spill_writer.h"
 #include "temp_dir.h"
 
 namespace {

@@ -6,9 +6,9 @@
 #include <string_view>
 #include <vector>
 
-#include "auditpipe/connection_pool.h"
 #include "auditpipe/mysql/mysql_sink.h"
-#include "auditpipe/url.h"
+#include "auditpipe/sink/connection_pool.h"
+#include "auditpipe/sink/url.h"
 
 namespace auditpipe::mysql {
 

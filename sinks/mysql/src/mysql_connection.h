@@ -17,7 +17,7 @@
 #include <string>
 #include <string_view>
 
-#include "auditpipe/connection_pool.h"
+#include "auditpipe/sink/connection_pool.h"
 #include "mysql_config.h"
 #include "mysql_error.h"
 

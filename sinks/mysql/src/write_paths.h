@@ -6,7 +6,7 @@
 #include <optional>
 
 #include "auditpipe/mysql/mysql_sink.h"
-#include "auditpipe/sink.h"
+#include "auditpipe/sink/sink.h"
 #include "mysql_connection.h"
 #include "mysql_error.h"
 #include "table_sql.h"

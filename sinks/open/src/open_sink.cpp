@@ -2,8 +2,8 @@
 
 #include <string>
 
+#include "auditpipe/sink/url.h"
 #include "auditpipe/status.h"
-#include "auditpipe/url.h"
 
 #ifdef AUDITPIPE_HAVE_SOCI
 #include "auditpipe/soci/sqlite_sink.h"

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
+#include "auditpipe/sink/url.h"
 #include "auditpipe/status.h"
-#include "auditpipe/url.h"
 
 namespace auditpipe::soci_sink {
 

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "auditpipe/connection_pool.h"
+#include "auditpipe/sink/connection_pool.h"
 #include "auditpipe/soci/postgresql_sink.h"
 
 namespace auditpipe::soci_sink {

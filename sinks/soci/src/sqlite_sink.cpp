@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "auditpipe/sink/url.h"
 #include "auditpipe/status.h"
-#include "auditpipe/url.h"
 #include "sql_text.h"
 
 namespace auditpipe::soci_sink {

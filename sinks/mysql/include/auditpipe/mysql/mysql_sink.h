@@ -38,8 +38,8 @@
 #include <string>
 #include <string_view>
 
-#include "auditpipe/connection_pool.h"
-#include "auditpipe/sink.h"
+#include "auditpipe/sink/connection_pool.h"
+#include "auditpipe/sink/sink.h"
 
 namespace auditpipe::mysql {
 

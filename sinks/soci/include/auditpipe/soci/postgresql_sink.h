@@ -31,8 +31,8 @@
 #include <memory>
 #include <string_view>
 
-#include "auditpipe/connection_pool.h"
-#include "auditpipe/sink.h"
+#include "auditpipe/sink/connection_pool.h"
+#include "auditpipe/sink/sink.h"
 
 namespace auditpipe::soci_sink {
 

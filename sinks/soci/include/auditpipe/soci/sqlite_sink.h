@@ -24,7 +24,7 @@
 #include <memory>
 #include <string_view>
 
-#include "auditpipe/sink.h"
+#include "auditpipe/sink/sink.h"
 
 namespace auditpipe::soci_sink {
 

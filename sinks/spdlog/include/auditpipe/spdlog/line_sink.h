@@ -17,7 +17,7 @@
 
 #include <memory>
 
-#include "auditpipe/sink.h"
+#include "auditpipe/sink/sink.h"
 
 namespace spdlog {
 class logger;

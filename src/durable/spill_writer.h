@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "auditpipe/sink.h"
+#include "auditpipe/sink/sink.h"
 
 namespace auditpipe::internal {
 

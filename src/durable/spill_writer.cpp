@@ -1,4 +1,4 @@
-#include "spill_writer.h"
+#include "durable/spill_writer.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -8,8 +8,8 @@
 #include <cstring>
 
 #include "auditpipe/status.h"
-#include "crc32c.h"
-#include "spill_format.h"
+#include "common/crc32c.h"
+#include "durable/spill_format.h"
 
 namespace auditpipe::internal {
 

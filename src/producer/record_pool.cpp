@@ -1,4 +1,4 @@
-#include "auditpipe/record_pool.h"
+#include "producer/record_pool.h"
 
 #include <sys/mman.h>
 
@@ -8,9 +8,9 @@
 #include <utility>
 
 #include "auditpipe/status.h"
-#include "pool_file.h"
+#include "durable/pool_file.h"
 
-namespace auditpipe {
+namespace auditpipe::internal {
 
 namespace {
 
@@ -229,4 +229,4 @@ std::size_t RecordPool::in_use() const noexcept {
   return used > capacity_ ? capacity_ : used;  // the two counters are read apart
 }
 
-}  // namespace auditpipe
+}  // namespace auditpipe::internal

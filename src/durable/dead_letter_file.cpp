@@ -1,4 +1,4 @@
-#include "dead_letter_file.h"
+#include "durable/dead_letter_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>

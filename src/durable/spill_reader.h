@@ -12,7 +12,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "auditpipe/sink.h"
+#include "auditpipe/sink/sink.h"
 
 namespace auditpipe::internal {
 

@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "auditpipe/connection_pool.h"
+#include "auditpipe/sink/connection_pool.h"
 
 namespace auditpipe {
 

@@ -36,7 +36,7 @@
 
 #include "auditpipe/status.h"
 
-namespace auditpipe {
+namespace auditpipe::internal {
 
 enum class SlotState : std::uint32_t { free = 0, filling = 1, committed = 2 };
 
@@ -50,9 +50,7 @@ struct SlotHeader {
   std::int64_t seq;        // stamped at commit
 };
 
-namespace internal {
 class PoolFile;
-}  // namespace internal
 
 // Where a durable pool lives, and the layout its records must have.
 struct DurableStorage {
@@ -126,7 +124,7 @@ class RecordPool {
   SourceTable* source_table() noexcept { return sources_ ? &*sources_ : nullptr; }
   bool durable() const noexcept { return file_ != nullptr; }
   // Durable pools: the file; nullptr otherwise.
-  internal::PoolFile* file() noexcept { return file_.get(); }
+  PoolFile* file() noexcept { return file_.get(); }
 
   std::size_t capacity() const noexcept { return capacity_; }
   std::size_t slot_stride() const noexcept { return stride_; }
@@ -158,7 +156,7 @@ class RecordPool {
   std::size_t slab_bytes_;
   const std::byte* prototype_;
   std::byte* slab_;
-  std::unique_ptr<internal::PoolFile> file_;  // durable pools only
+  std::unique_ptr<PoolFile> file_;  // durable pools only
   std::optional<SourceTable> sources_;
   std::vector<SlotHeader*> recovered_;
   // Free-list links, one per slot, kept apart from the slots: the writer
@@ -186,4 +184,4 @@ class RecordPool {
   Waiter* wait_tail_ = nullptr;  // guarded by wait_mutex_
 };
 
-}  // namespace auditpipe
+}  // namespace auditpipe::internal

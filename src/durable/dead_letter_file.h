@@ -15,7 +15,7 @@
 #include <string>
 
 #include "auditpipe/column.h"
-#include "auditpipe/sink.h"
+#include "auditpipe/sink/sink.h"
 
 namespace auditpipe::internal {
 

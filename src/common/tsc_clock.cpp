@@ -1,4 +1,4 @@
-#include "tsc_clock.h"
+#include "common/tsc_clock.h"
 
 #include <cstring>
 #include <fstream>
@@ -41,7 +41,7 @@ std::uint64_t read_tsc() noexcept {
 
 }  // namespace
 
-const bool timestamp::detail_tsc_usable = detect_tsc();
+const bool timestamp::tsc_usable_ = detect_tsc();
 
 timestamp timestamp::resolved() const noexcept {
   return pending() ? internal::TscClock::snapshot().resolve(*this) : *this;

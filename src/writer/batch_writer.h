@@ -31,9 +31,9 @@
 #include <thread>
 #include <vector>
 
-#include "auditpipe/sink.h"
-#include "pipeline_core.h"
-#include "spill_reader.h"
+#include "auditpipe/sink/sink.h"
+#include "durable/spill_reader.h"
+#include "pipeline/pipeline_core.h"
 
 namespace auditpipe::internal {
 

@@ -1,4 +1,4 @@
-#include "pool_file.h"
+#include "durable/pool_file.h"
 
 #include <fcntl.h>
 #include <sys/file.h>

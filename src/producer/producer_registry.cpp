@@ -1,4 +1,4 @@
-#include "producer_registry.h"
+#include "producer/producer_registry.h"
 
 #include <random>
 

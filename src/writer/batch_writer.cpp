@@ -1,4 +1,4 @@
-#include "batch_writer.h"
+#include "writer/batch_writer.h"
 
 #include <spdlog/spdlog.h>
 
@@ -9,8 +9,8 @@
 #include "auditpipe/diagnostics.h"
 #include "auditpipe/prometheus.h"
 #include "auditpipe/utf8.h"
-#include "pool_file.h"
-#include "tsc_clock.h"
+#include "common/tsc_clock.h"
+#include "durable/pool_file.h"
 
 namespace auditpipe::internal {
 

@@ -3,7 +3,7 @@
 
 #include <concurrentqueue/concurrentqueue.h>
 
-#include "auditpipe/record_pool.h"
+#include "producer/record_pool.h"
 
 namespace auditpipe::internal {
 

@@ -1,4 +1,4 @@
-#include "auditpipe/url.h"
+#include "auditpipe/sink/url.h"
 
 #include <algorithm>
 #include <charconv>

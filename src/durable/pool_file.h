@@ -24,8 +24,8 @@
 #include <cstdint>
 #include <filesystem>
 
-#include "auditpipe/record_pool.h"
-#include "tsc_clock.h"
+#include "common/tsc_clock.h"
+#include "producer/record_pool.h"
 
 namespace auditpipe::internal {
 

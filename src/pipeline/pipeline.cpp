@@ -10,18 +10,20 @@
 #include <vector>
 
 #include "auditpipe/diagnostics.h"
-#include "batch_writer.h"
-#include "pipeline_core.h"
-#include "pool_file.h"
-#include "producer_registry.h"
-#include "spill_format.h"
-#include "tsc_clock.h"
+#include "common/tsc_clock.h"
+#include "durable/pool_file.h"
+#include "durable/spill_format.h"
+#include "pipeline/pipeline_core.h"
+#include "producer/producer_registry.h"
+#include "writer/batch_writer.h"
 
 namespace auditpipe {
 
 namespace {
 
 using internal::PipelineCore;
+using internal::SlotHeader;
+using internal::SlotState;
 
 // The options with their automatic values (0 = let auditpipe choose) filled
 // in, then checked.
@@ -90,7 +92,7 @@ class Pipeline::Impl {
     // refreshes it): records committed from now on can be read after a
     // reboot.
     if (core_.pool.file() != nullptr && !core_.timestamp_columns.empty() &&
-        timestamp::detail_tsc_usable) {
+        timestamp::fast_now_reads_tsc()) {
       core_.pool.file()->save_clock(internal::TscClock::snapshot());
     }
     core_.stats = [this] { return stats(); };
@@ -406,7 +408,7 @@ class Pipeline::Impl {
     internal::PoolFile* file = core_.pool.file();
     if (core_.timestamp_columns.empty() || file == nullptr) return;
     const auto saved = file->earlier_clock();
-    const internal::TscClock::Snapshot clock = saved.this_boot && timestamp::detail_tsc_usable
+    const internal::TscClock::Snapshot clock = saved.this_boot && timestamp::fast_now_reads_tsc()
                                                    ? internal::TscClock::snapshot()
                                                    : saved.clock;
     const timestamp now = timestamp::now();

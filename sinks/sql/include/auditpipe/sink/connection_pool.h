@@ -36,9 +36,9 @@
 #include <string>
 #include <thread>
 #include <vector>
-#include "auditpipe/source_location.h"
-
 #include "auditpipe/histogram.h"
+#include "auditpipe/sink/source_location.h"
+#include "auditpipe/stats.h"
 
 namespace auditpipe {
 
@@ -63,21 +63,6 @@ struct ConnectionPoolOptions {
   std::chrono::milliseconds leak_detection_threshold{0};  // 0: off
   // Connects in flight at once. 0: min(max_size, 4).
   unsigned opener_threads = 0;
-};
-
-struct ConnectionPoolStats {
-  std::size_t active = 0;   // lent out
-  std::size_t idle = 0;     // open, waiting to be lent
-  std::size_t waiting = 0;  // borrowers waiting for a connection
-  std::size_t opening = 0;  // connects in flight
-  std::uint64_t created = 0;
-  std::uint64_t closed = 0;            // counted once the close has finished
-  std::uint64_t timeouts = 0;          // acquire() calls that gave up
-  std::uint64_t connect_failures = 0;  // factory calls that threw
-  std::uint64_t validations = 0;       // pings on lease
-  std::uint64_t leaks_reported = 0;
-  HistogramSnapshot wait_ns;  // time in acquire()
-  std::string last_connect_error;
 };
 
 class ConnectionPool {

@@ -15,7 +15,7 @@
 #include <string>
 
 #include "auditpipe/column.h"
-#include "auditpipe/connection_pool.h"
+#include "auditpipe/stats.h"
 
 namespace auditpipe {
 

@@ -1,4 +1,4 @@
-#include "auditpipe/connection_pool.h"
+#include "auditpipe/sink/connection_pool.h"
 
 #include <spdlog/spdlog.h>
 

@@ -16,14 +16,14 @@
 #include "auditpipe/column.h"
 #include "auditpipe/histogram.h"
 #include "auditpipe/options.h"
-#include "auditpipe/record_pool.h"
-#include "auditpipe/sink.h"
+#include "auditpipe/sink/sink.h"
 #include "auditpipe/stats.h"
-#include "dead_letter_file.h"
-#include "descriptor_fingerprint.h"
-#include "record_queue.h"
-#include "spill_writer.h"
-#include "writer_signal.h"
+#include "common/descriptor_fingerprint.h"
+#include "durable/dead_letter_file.h"
+#include "durable/spill_writer.h"
+#include "producer/record_pool.h"
+#include "producer/record_queue.h"
+#include "producer/writer_signal.h"
 
 namespace auditpipe::internal {
 

@@ -22,7 +22,7 @@
 #include <optional>
 #include <vector>
 
-#include "record_queue.h"
+#include "producer/record_queue.h"
 
 namespace auditpipe::internal {
 
