@@ -4,22 +4,19 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <charconv>
 #include <cmath>
 #include <cstring>
 
+#include "auditpipe/detail/text_escape.h"
 #include "auditpipe/status.h"
 #include "auditpipe/timestamp.h"
 
 namespace auditpipe::internal {
 
-namespace {
+using detail::append_json_string;
+using detail::append_number;
 
-void append_number(std::string& out, auto value) {
-  char buf[32];
-  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
-  out.append(buf, end);
-}
+namespace {
 
 void append_time(std::string& out, std::int64_t micros) {
   char buf[32];
@@ -29,39 +26,6 @@ void append_time(std::string& out, std::int64_t micros) {
 }
 
 }  // namespace
-
-void append_json_string(std::string& out, std::string_view text) {
-  out += '"';
-  for (char ch : text) {
-    const auto c = static_cast<unsigned char>(ch);
-    switch (ch) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += ch;  // text is UTF-8 already (the writer repairs it)
-        }
-    }
-  }
-  out += '"';
-}
 
 void append_record_json(std::string& out, const TableDescriptor& table, const std::byte* record) {
   out += '{';

@@ -38,8 +38,7 @@ class DeadLetterFile {
   int fd_;
 };
 
-// The record as a JSON object of its columns (also used by the spdlog sink).
+// The record as a JSON object of its columns.
 void append_record_json(std::string& out, const TableDescriptor& table, const std::byte* record);
-void append_json_string(std::string& out, std::string_view text);
 
 }  // namespace auditpipe::internal

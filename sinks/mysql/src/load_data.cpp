@@ -7,17 +7,18 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <string>
 
-#include "append_number.h"
+#include "auditpipe/detail/text_escape.h"
 #include "auditpipe/diagnostics.h"
 #include "time_format.h"
 #include "write_paths.h"
 
 namespace auditpipe::mysql {
+
+using detail::append_number;
 
 namespace {
 
@@ -51,32 +52,8 @@ int infile_error(void*, char* message, unsigned int len) {
 
 // LOAD DATA's default escaping: backslash, tab, newline, carriage return,
 // NUL and Ctrl-Z become \\ \t \n \r \0 \Z.
-void append_escaped(std::string& out, std::string_view text) {
-  for (char ch : text) {
-    switch (ch) {
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\0':
-        out += "\\0";
-        break;
-      case '\x1a':
-        out += "\\Z";
-        break;
-      default:
-        out += ch;
-    }
-  }
-}
+constexpr detail::EscapeTable load_data_escapes =
+    detail::backslash_escapes.with('\0', "\\0").with('\x1a', "\\Z");
 
 }  // namespace
 
@@ -110,7 +87,7 @@ std::optional<MysqlError> write_load_data(MysqlConnection& c, const TableSql& t,
           break;
         }
         case ColumnType::text:
-          append_escaped(s.data, read_text(r.data, col));
+          detail::append_escaped(s.data, read_text(r.data, col), load_data_escapes);
           break;
         default:
           append_number(s.data, read_integer(r.data, col));

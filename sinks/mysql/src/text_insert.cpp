@@ -1,13 +1,14 @@
 // Multi-row INSERT as text: one reused buffer, values escaped by the
 // server's own function, statements cut to fit max_allowed_packet.
-#include <charconv>
 #include <string>
 
-#include "append_number.h"
+#include "auditpipe/detail/text_escape.h"
 #include "time_format.h"
 #include "write_paths.h"
 
 namespace auditpipe::mysql {
+
+using detail::append_number;
 
 namespace {
 

@@ -1,19 +1,21 @@
 #include "auditpipe/soci/postgresql_sink.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <map>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "auditpipe/detail/text_escape.h"
 #include "auditpipe/status.h"
 #include "auditpipe/timestamp.h"
 #include "postgresql_connection.h"
 #include "sql_text.h"
 
 namespace auditpipe::soci_sink {
+
+using detail::append_number;
 
 namespace {
 
@@ -39,13 +41,6 @@ std::string column_type(const Column& c) {
       return "TEXT";
   }
   return "TEXT";
-}
-
-template <class Number>
-void append_number(std::string& out, Number v) {
-  char buf[32];
-  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, end);
 }
 
 // One value in PostgreSQL's text input form (what COPY and text parameters
@@ -78,28 +73,6 @@ void append_value(std::string& out, const std::byte* record, const Column& c) {
     default:
       append_number(out, read_integer(record, c));
       break;
-  }
-}
-
-// COPY's text format: backslash, tab, newline and carriage return escaped.
-void append_copy_text(std::string& out, std::string_view text) {
-  for (char ch : text) {
-    switch (ch) {
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      default:
-        out += ch;
-    }
   }
 }
 
@@ -249,7 +222,9 @@ class PostgresqlSinkImpl final : public PostgresqlSink {
     for (const RecordRef& r : batch.records) {
       for (const Column& col : batch.table.columns) {
         if (col.type == ColumnType::text) {
-          append_copy_text(data, read_text(r.data, col));
+          // COPY's text format: backslash, tab, newline and carriage return
+          // escaped.
+          detail::append_escaped(data, read_text(r.data, col), detail::backslash_escapes);
         } else {
           append_value(data, r.data, col);
         }

@@ -2,47 +2,24 @@
 
 #include <spdlog/spdlog.h>
 
-#include <charconv>
 #include <cmath>
 #include <string>
 
+#include "auditpipe/detail/text_escape.h"
+
 namespace auditpipe::spdlog_bridge {
+
+using detail::append_number;
 
 namespace {
 
-template <class Number>
-void append_number(std::string& out, Number v) {
-  char buf[32];
-  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, end);
-}
+// A logfmt value: quoted, with the backslash escapes, \" and \0.
+constexpr detail::EscapeTable logfmt_escapes =
+    detail::backslash_escapes.with('"', "\\\"").with('\0', "\\0");
 
 void append_quoted(std::string& out, std::string_view text) {
   out += '"';
-  for (char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\0':
-        out += "\\0";
-        break;
-      default:
-        out += c;
-    }
-  }
+  detail::append_escaped(out, text, logfmt_escapes);
   out += '"';
 }
 
