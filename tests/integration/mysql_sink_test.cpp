@@ -235,7 +235,7 @@ TEST(MysqlSink, SeveralWritersEachTakeTheirOwnConnection) {
       });
     }
     for (auto& t : threads) t.join();
-    EXPECT_EQ(sink->pool_stats().created, 4u);  // one per writer, kept
+    EXPECT_EQ(sink->connection_pool_stats()->created, 4u);  // one per writer, kept
     EXPECT_TRUE(logger.close().drained);
   }
   MysqlProbe probe;

@@ -96,14 +96,12 @@ std::optional<MysqlError> execute_rows(BulkState& s, const Batch& batch, std::si
 
 }  // namespace
 
-void prepare_bulk(MysqlConnection& c, const TableSql& sql, const TableDescriptor& table) {
+void prepare_bulk(MysqlConnection& c, const SqlTableText& sql, const TableDescriptor& table) {
   auto s = std::make_unique<BulkState>();
   s->stmt = mysql_stmt_init(c.handle());
   if (s->stmt == nullptr)
     throw error("auditpipe: cannot create a MySQL statement: " + c.last_error().describe());
-  std::string text = sql.insert_head + "(";
-  for (std::size_t i = 0; i < sql.column_count; ++i) text += i ? ",?" : "?";
-  text += ")" + sql.insert_tail;
+  const std::string text = sql.single_row_insert();
   if (mysql_stmt_prepare(s->stmt, text.data(), text.size()) != 0) {
     throw error("auditpipe: cannot prepare the insert on " + c.endpoint().describe() + ": " +
                 statement_error(s->stmt).describe());
@@ -126,7 +124,7 @@ void prepare_bulk(MysqlConnection& c, const TableSql& sql, const TableDescriptor
   c.path_state = std::move(s);
 }
 
-std::optional<MysqlError> write_bulk(MysqlConnection& c, const TableSql&, const Batch& batch) {
+std::optional<MysqlError> write_bulk(MysqlConnection& c, const SqlTableText&, const Batch& batch) {
   if (auto e = check_values(batch)) return e;
   auto& s = static_cast<BulkState&>(*c.path_state);
   // The whole array goes out as one packet, which the server drops the

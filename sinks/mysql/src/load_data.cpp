@@ -64,7 +64,7 @@ void prepare_load_data(MysqlConnection& c) {
   c.path_state = std::move(s);
 }
 
-std::optional<MysqlError> write_load_data(MysqlConnection& c, const TableSql& t,
+std::optional<MysqlError> write_load_data(MysqlConnection& c, const SqlTableText& t,
                                           const Batch& batch) {
   if (auto e = check_values(batch)) return e;
   auto& s = static_cast<LoadState&>(*c.path_state);

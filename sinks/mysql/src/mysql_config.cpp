@@ -37,7 +37,7 @@ MysqlConfig parse_mysql_url(std::string_view text) {
             "min_idle", "connection_timeout_ms", "idle_timeout_ms", "max_lifetime_ms",
             "keepalive_ms", "validation_ms", "leak_detection_ms"});
   MysqlConfig c;
-  c.redacted_url = url.redacted();
+  c.sink.redacted_url = url.redacted();
   c.user = url.user;
   c.password = url.password.value_or("");
   c.database = url.path;
@@ -57,7 +57,8 @@ MysqlConfig parse_mysql_url(std::string_view text) {
     }
     c.endpoints.push_back(e);
   }
-  c.pool.name = c.redacted_url;
+  c.sink.table_location = "in database " + c.database + " on " + c.sink.redacted_url;
+  c.sink.pool.name = c.sink.redacted_url;
   for (const auto& [key, value] : url.query) {
     if (key == "write_path") {
       if (value == "auto")
@@ -71,7 +72,7 @@ MysqlConfig parse_mysql_url(std::string_view text) {
       else
         bad(url, "write_path must be auto, bulk, text or load_data, not '" + value + "'");
     } else if (key == "create_table") {
-      c.create_table = boolean(url, key, value);
+      c.sink.create_table = boolean(url, key, value);
     } else if (key == "charset") {
       if (value.empty()) bad(url, "charset is empty");
       c.charset = value;
@@ -100,7 +101,7 @@ MysqlConfig parse_mysql_url(std::string_view text) {
     } else if (key == "tls_key") {
       c.tls_key = value;
     } else {
-      apply_pool_option(url, key, value, c.pool, c.pool_size);
+      apply_pool_option(url, key, value, c.sink.pool, c.sink.pool_size);
     }
   }
   if ((c.tls == TlsMode::verify_ca || c.tls == TlsMode::verify_identity) && c.tls_ca.empty()) {

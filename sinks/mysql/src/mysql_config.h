@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "auditpipe/mysql/mysql_sink.h"
-#include "auditpipe/sink/connection_pool.h"
+#include "auditpipe/sink/sql_sink.h"
 #include "auditpipe/sink/url.h"
 
 namespace auditpipe::mysql {
@@ -22,21 +22,18 @@ struct MysqlEndpoint {
 };
 
 struct MysqlConfig {
-  std::string redacted_url;  // for messages
+  SqlSinkSettings sink;  // redacted URL, create_table, the pool's options
   std::string user;
   std::string password;
   std::string database;
   std::vector<MysqlEndpoint> endpoints;  // failover order
   WritePath write_path = WritePath::automatic;
-  bool create_table = true;
   std::string charset = "utf8mb4";
   unsigned connect_timeout_s = 10;
   unsigned read_timeout_s = 60;
   unsigned write_timeout_s = 60;
   TlsMode tls = TlsMode::disabled;
   std::string tls_ca, tls_cert, tls_key;
-  std::optional<std::size_t> pool_size;  // unset: one per writer
-  ConnectionPoolOptions pool;            // max_size filled in at open()
 };
 
 // Throws auditpipe::error naming the problem (password masked).

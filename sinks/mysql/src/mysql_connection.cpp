@@ -77,7 +77,7 @@ std::unique_ptr<MysqlConnection> MysqlConnection::connect(const MysqlConfig& c, 
     failures += (failures.empty() ? "" : "; ") + e.describe() + ": " + error_of(m).describe();
     mysql_close(m);
   }
-  throw error("auditpipe: cannot connect to " + c.redacted_url + ": " + failures);
+  throw error("auditpipe: cannot connect to " + c.sink.redacted_url + ": " + failures);
 }
 
 MysqlConnection::MysqlConnection(MYSQL* mysql, MysqlEndpoint endpoint)

@@ -16,14 +16,15 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
-#include "auditpipe/sink/connection_pool.h"
+#include "auditpipe/sink/sql_sink.h"
 #include "mysql_config.h"
 #include "mysql_error.h"
 
 namespace auditpipe::mysql {
 
-class MysqlConnection : public PooledConnection {
+class MysqlConnection : public SqlConnection {
  public:
   // Per-connection state of a write path (prepared statements, buffers).
   struct PathState {
@@ -39,6 +40,10 @@ class MysqlConnection : public PooledConnection {
   MysqlConnection& operator=(const MysqlConnection&) = delete;
 
   bool ping() noexcept override;
+  // The catalog, for the skeleton's table check (mysql_dialect.cpp).
+  std::vector<CatalogColumn> table_columns(const std::string& table) override;
+  std::vector<CatalogUniqueKey> unique_keys(const std::string& table) override;
+  void execute_ddl(const std::string& sql) override;
 
   MYSQL* handle() noexcept { return mysql_; }
   const MysqlEndpoint& endpoint() const noexcept { return endpoint_; }

@@ -1,14 +1,15 @@
+// The MySQL sink on the SQL sink skeleton: the write path chosen at open()
+// from what the server offers, each pooled connection prepared for it, and
+// the server's error codes sorted for the skeleton.
 #include "auditpipe/mysql/mysql_sink.h"
 
 #include <spdlog/spdlog.h>
-
-#include <mutex>
 
 #include "auditpipe/diagnostics.h"
 #include "auditpipe/status.h"
 #include "mysql_config.h"
 #include "mysql_connection.h"
-#include "table_sql.h"
+#include "mysql_dialect.h"
 #include "write_paths.h"
 
 namespace auditpipe::mysql {
@@ -29,107 +30,81 @@ std::string_view to_string(WritePath path) noexcept {
 
 namespace {
 
+WriteFailure::Kind kind_of(const MysqlError& e) {
+  if (is_connection_error(e.code)) return WriteFailure::Kind::connection;
+  if (is_data_error(e.code)) return WriteFailure::Kind::data;
+  return WriteFailure::Kind::other;
+}
+
 class MysqlSinkImpl final : public MysqlSink {
  public:
-  explicit MysqlSinkImpl(MysqlConfig config) : config_(std::move(config)) {}
+  explicit MysqlSinkImpl(MysqlConfig config)
+      : MysqlSink(mysql_dialect, config.sink), config_(std::move(config)) {}
 
-  void open(const TableDescriptor& table, const SinkContext& context) override {
-    table_ = &table;
-    sql_ = table_sql(table);
-    {
-      // One connection of its own for the set-up: any connect error (wrong
-      // password, unreachable host) and any table problem surface here.
-      auto setup = MysqlConnection::connect(config_, false);
-      prepare_table(*setup, table, config_);
-      path_ = choose_path(*setup);
-    }
-    ConnectionPoolOptions pool = config_.pool;
-    pool.max_size = config_.pool_size.value_or(std::max(1u, context.writers));
-    // The first connection opens here: the write path's own set-up (the
-    // prepared insert) fails at start, not at the first batch.
-    pool_ = std::make_unique<ConnectionPool>([this] { return connect(); }, pool, true);
-  }
-
-  WriteResult write(const Batch& batch) noexcept override {
-    try {
-      ConnectionPool::Lease lease = pool_->acquire();
-      auto& c = lease.as<MysqlConnection>();
-      std::optional<MysqlError> e;
-      if (path_ == WritePath::bulk && c.bulk_supported()) {
-        e = write_bulk(c, sql_, batch);
-      } else if (path_ == WritePath::load_data) {
-        e = write_load_data(c, sql_, batch);
-      } else {
-        e = write_text(c, sql_, batch);
-      }
-      if (!e) return WriteResult::success();
-      std::string message = c.endpoint().describe() + ": " + e->describe();
-      if (is_connection_error(e->code)) {
-        lease.invalidate();
-        return WriteResult::transient_error(std::move(message));
-      }
-      if (is_data_error(e->code)) return WriteResult::rejection(std::move(message));
-      return WriteResult::transient_error(std::move(message));
-    } catch (const std::exception& e) {
-      return WriteResult::transient_error(e.what());
-    }
-  }
-
-  void close() noexcept override { pool_.reset(); }
-
-  std::string describe() const override { return config_.redacted_url; }
   WritePath write_path() const noexcept override { return path_; }
   // Two connections measured faster than one on every write path
   // (bench/write_paths, README).
   unsigned preferred_writers() const noexcept override { return 2; }
-  std::optional<ConnectionPoolStats> connection_pool_stats() const override {
-    if (!pool_) return std::nullopt;
-    return pool_->stats();
-  }
-  ConnectionPoolStats pool_stats() const override {
-    return pool_ ? pool_->stats() : ConnectionPoolStats{};
-  }
 
  private:
-  WritePath choose_path(MysqlConnection& c) const {
+  // Until table_ready() chooses the path, connections are plain (the set-up
+  // one has no local infile).
+  std::unique_ptr<SqlConnection> connect() override {
+    return MysqlConnection::connect(config_, path_ == WritePath::load_data);
+  }
+
+  void table_ready(SqlConnection& setup) override {
+    auto& c = static_cast<MysqlConnection&>(setup);
     switch (config_.write_path) {
       case WritePath::automatic:
         // Array binding measured fastest (README, "MySQL write paths"); a
         // server without MariaDB's bulk execution gets multi-row text.
-        return c.bulk_supported() ? WritePath::bulk : WritePath::text;
+        path_ = c.bulk_supported() ? WritePath::bulk : WritePath::text;
+        return;
       case WritePath::bulk:
         if (!c.bulk_supported()) {
           throw error("auditpipe: write_path=bulk needs a MariaDB server with bulk execution; " +
                       c.endpoint().describe() + " does not offer it (use write_path=auto or text)");
         }
-        return WritePath::bulk;
+        path_ = WritePath::bulk;
+        return;
       default:
-        return config_.write_path;
+        path_ = config_.write_path;
     }
   }
 
-  std::unique_ptr<PooledConnection> connect() const {
-    auto c = MysqlConnection::connect(config_, path_ == WritePath::load_data);
+  void prepare_writes(SqlConnection& connection) override {
+    auto& c = static_cast<MysqlConnection&>(connection);
     if (path_ == WritePath::bulk) {
-      if (!c->bulk_supported()) {
+      if (!c.bulk_supported()) {
         // A failover to a server without bulk execution: this connection
         // writes text instead (the state is per connection).
         diagnostics()->warn("auditpipe: {} does not offer bulk execution; writing as text",
-                            c->endpoint().describe());
+                            c.endpoint().describe());
       } else {
-        prepare_bulk(*c, sql_, *table_);
+        prepare_bulk(c, table_text(), table());
       }
     } else if (path_ == WritePath::load_data) {
-      prepare_load_data(*c);
+      prepare_load_data(c);
     }
-    return c;
+  }
+
+  std::optional<WriteFailure> write_batch(SqlConnection& connection, const Batch& batch) override {
+    auto& c = static_cast<MysqlConnection&>(connection);
+    std::optional<MysqlError> e;
+    if (path_ == WritePath::bulk && c.bulk_supported()) {
+      e = write_bulk(c, table_text(), batch);
+    } else if (path_ == WritePath::load_data) {
+      e = write_load_data(c, table_text(), batch);
+    } else {
+      e = write_text(c, table_text(), batch);
+    }
+    if (!e) return std::nullopt;
+    return WriteFailure{kind_of(*e), c.endpoint().describe() + ": " + e->describe()};
   }
 
   const MysqlConfig config_;
-  const TableDescriptor* table_ = nullptr;
-  TableSql sql_;
-  WritePath path_ = WritePath::text;
-  std::unique_ptr<ConnectionPool> pool_;
+  WritePath path_ = WritePath::text;  // set once, by table_ready()
 };
 
 }  // namespace

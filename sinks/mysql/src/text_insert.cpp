@@ -54,7 +54,7 @@ void append_row(MysqlConnection& c, std::string& out, const Batch& batch, const 
   out += ')';
 }
 
-std::optional<MysqlError> run(MysqlConnection& c, std::string& sql, const TableSql& t) {
+std::optional<MysqlError> run(MysqlConnection& c, std::string& sql, const SqlTableText& t) {
   sql += t.insert_tail;
   auto e = c.execute(sql);
   sql.assign(t.insert_head);
@@ -63,7 +63,8 @@ std::optional<MysqlError> run(MysqlConnection& c, std::string& sql, const TableS
 
 }  // namespace
 
-std::optional<MysqlError> write_text(MysqlConnection& c, const TableSql& t, const Batch& batch) {
+std::optional<MysqlError> write_text(MysqlConnection& c, const SqlTableText& t,
+                                     const Batch& batch) {
   if (auto e = check_values(batch)) return e;
   if (!c.path_state) c.path_state = std::make_unique<TextState>();
   std::string& sql = static_cast<TextState&>(*c.path_state).sql;

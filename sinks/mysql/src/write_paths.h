@@ -7,29 +7,31 @@
 
 #include "auditpipe/mysql/mysql_sink.h"
 #include "auditpipe/sink/sink.h"
+#include "auditpipe/sink/sql_dialect.h"
 #include "mysql_connection.h"
 #include "mysql_error.h"
-#include "table_sql.h"
 
 namespace auditpipe::mysql {
 
 // MariaDB array binding: one prepared INSERT executed once for all rows,
 // text bound by pointer straight from the records.
-std::optional<MysqlError> write_bulk(MysqlConnection& c, const TableSql& sql, const Batch& batch);
+std::optional<MysqlError> write_bulk(MysqlConnection& c, const SqlTableText& sql,
+                                     const Batch& batch);
 
 // A multi-row INSERT built as text in one reused buffer, every string
 // escaped with mysql_real_escape_string.
-std::optional<MysqlError> write_text(MysqlConnection& c, const TableSql& sql, const Batch& batch);
+std::optional<MysqlError> write_text(MysqlConnection& c, const SqlTableText& sql,
+                                     const Batch& batch);
 
 // LOAD DATA LOCAL INFILE fed from memory. The server turns conversion
 // problems into warnings here; any warning other than a skipped duplicate
 // is reported through the diagnostics logger.
-std::optional<MysqlError> write_load_data(MysqlConnection& c, const TableSql& sql,
+std::optional<MysqlError> write_load_data(MysqlConnection& c, const SqlTableText& sql,
                                           const Batch& batch);
 
 // Set up a new connection for a path: prepare the bulk statement, or
 // install the in-memory infile handler. Throw auditpipe::error.
-void prepare_bulk(MysqlConnection& c, const TableSql& sql, const TableDescriptor& table);
+void prepare_bulk(MysqlConnection& c, const SqlTableText& sql, const TableDescriptor& table);
 void prepare_load_data(MysqlConnection& c);
 
 // Values no MySQL column can take (NaN, infinities, dates outside DATETIME's

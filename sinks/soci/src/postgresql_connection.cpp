@@ -39,8 +39,9 @@ PostgresConfig parse_postgres_url(std::string_view text) {
   if (url.path.empty()) bad(url, "no database name after the host");
   if (url.hosts.empty()) bad(url, "no host");
   PostgresConfig c;
-  c.redacted_url = url.redacted();
-  c.pool.name = c.redacted_url;
+  c.sink.redacted_url = url.redacted();
+  c.sink.table_location = "on " + c.sink.redacted_url;
+  c.sink.pool.name = c.sink.redacted_url;
   std::string hosts, ports;
   for (const auto& h : url.hosts) {
     hosts += (hosts.empty() ? "" : ",") + h.host;
@@ -62,7 +63,7 @@ PostgresConfig parse_postgres_url(std::string_view text) {
         bad(url, "write_path must be auto, copy or insert, not '" + value + "'");
     } else if (key == "create_table") {
       if (value != "true" && value != "false") bad(url, "create_table must be true or false");
-      c.create_table = value == "true";
+      c.sink.create_table = value == "true";
     } else if (key == "connect_timeout") {
       connect_timeout = std::to_string(url_number(url, key, value, 1, 3600));
     } else if (key == "sslmode") {
@@ -77,7 +78,7 @@ PostgresConfig parse_postgres_url(std::string_view text) {
     } else if (key == "application_name") {
       application_name = value;
     } else {
-      apply_pool_option(url, key, value, c.pool, c.pool_size);
+      apply_pool_option(url, key, value, c.sink.pool, c.sink.pool_size);
     }
   }
   c.conninfo += " connect_timeout=" + conninfo_value(connect_timeout) +
@@ -96,7 +97,7 @@ PostgresConnection::PostgresConnection(const PostgresConfig& config) {
     std::string message = e.what();
     while (!message.empty() && (message.back() == '\n' || message.back() == ' '))
       message.pop_back();
-    throw error("auditpipe: cannot connect to " + config.redacted_url + ": " + message);
+    throw error("auditpipe: cannot connect to " + config.sink.redacted_url + ": " + message);
   }
   conn_ = static_cast<::soci::postgresql_session_backend*>(session_.get_backend())->conn_;
 }

@@ -1,6 +1,6 @@
-// PostgreSQL pieces of the SOCI sink: the URL turned into a libpq
-// connection string, and a pooled connection (a SOCI session, with libpq's
-// handle underneath for COPY).
+// PostgreSQL pieces of the sink: the URL turned into a libpq connection
+// string, and a pooled connection (a SOCI session for the catalog, with
+// libpq's handle underneath for the write paths).
 #pragma once
 
 #include <libpq-fe.h>
@@ -13,18 +13,15 @@
 #include <string_view>
 #include <vector>
 
-#include "auditpipe/sink/connection_pool.h"
+#include "auditpipe/sink/sql_sink.h"
 #include "auditpipe/soci/postgresql_sink.h"
 
 namespace auditpipe::soci_sink {
 
 struct PostgresConfig {
-  std::string redacted_url;
+  SqlSinkSettings sink;  // redacted URL, create_table, the pool's options
   std::string conninfo;  // libpq keyword=value form, password included: never printed
   PostgresWritePath write_path = PostgresWritePath::automatic;
-  bool create_table = true;
-  std::optional<std::size_t> pool_size;
-  ConnectionPoolOptions pool;
 };
 
 // Throws auditpipe::error naming the problem (password masked).
@@ -37,13 +34,17 @@ struct PostgresError {
   std::string describe() const;
 };
 
-class PostgresConnection : public PooledConnection {
+class PostgresConnection : public SqlConnection {
  public:
   // Throws auditpipe::error with libpq's message.
   explicit PostgresConnection(const PostgresConfig& config);
 
   // An empty query: the cheapest round trip PostgreSQL has.
   bool ping() noexcept override;
+  // The catalog, for the skeleton's table check (postgresql_dialect.cpp).
+  std::vector<CatalogColumn> table_columns(const std::string& table) override;
+  std::vector<CatalogUniqueKey> unique_keys(const std::string& table) override;
+  void execute_ddl(const std::string& sql) override;
 
   ::soci::session& session() noexcept { return session_; }
   PGconn* native() noexcept { return conn_; }
@@ -53,7 +54,8 @@ class PostgresConnection : public PooledConnection {
   std::string copy_data;
   std::string param_data;
   std::vector<const char*> params;
-  std::string insert_sql;  // INSERT text for insert_rows rows
+  std::vector<std::size_t> param_offsets;  // of each parameter in param_data
+  std::string insert_sql;                  // INSERT text for insert_rows rows
   std::size_t insert_rows = 0;
 
  private:

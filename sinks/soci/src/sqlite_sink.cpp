@@ -1,3 +1,7 @@
+// The SQLite sink on the SQL sink skeleton: one connection (a SOCI
+// session with WAL, the busy timeout and the synchronous level set once),
+// one transaction per batch with a prepared insert and bulk (vector)
+// binding, and SQLite's result codes sorted for the skeleton.
 #include "auditpipe/soci/sqlite_sink.h"
 
 #include <soci/soci.h>
@@ -7,22 +11,22 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "auditpipe/sink/sql_sink.h"
 #include "auditpipe/sink/url.h"
 #include "auditpipe/status.h"
-#include "sql_text.h"
+#include "sqlite_connection.h"
+#include "sqlite_dialect.h"
 
 namespace auditpipe::soci_sink {
 
 namespace {
 
 struct SqliteConfig {
-  std::string url;  // as given, for messages (SQLite URLs carry no password)
+  SqlSinkSettings sink;  // the URL as given (SQLite URLs carry no password), create_table
   std::string path;
-  bool create_table = true;
   std::string synchronous = "NORMAL";
   int busy_timeout_ms = 5000;
 };
@@ -33,7 +37,10 @@ struct SqliteConfig {
 
 SqliteConfig parse_sqlite_url(std::string_view url) {
   SqliteConfig c;
-  c.url = std::string(url);
+  c.sink.redacted_url = std::string(url);
+  // SQLite has one writer at a time per file, and no server to pool
+  // connections to: one connection, one write at a time.
+  c.sink.single_connection = true;
   constexpr std::string_view prefix = "sqlite://";
   if (url.size() < prefix.size() ||
       !std::equal(prefix.begin(), prefix.end(), url.begin(), [](char a, char b) {
@@ -52,7 +59,7 @@ SqliteConfig parse_sqlite_url(std::string_view url) {
     for (const auto& [key, value] : parse_query(query)) {
       if (key == "create_table") {
         if (value != "true" && value != "false") bad_url(url, "create_table must be true or false");
-        c.create_table = value == "true";
+        c.sink.create_table = value == "true";
       } else if (key == "synchronous") {
         std::string v = value;
         std::transform(v.begin(), v.end(), v.begin(), [](char ch) {
@@ -82,6 +89,7 @@ SqliteConfig parse_sqlite_url(std::string_view url) {
   if (c.path.find_first_of("=\"") != std::string::npos) {
     bad_url(url, "paths containing '=' or '\"' are not supported");
   }
+  c.sink.table_location = "in '" + c.path + "'";
   return c;
 }
 
@@ -100,186 +108,68 @@ bool is_data_error(int code) {
   }
 }
 
-std::string sqlite_type(ColumnType t) {
-  switch (t) {
-    case ColumnType::float64:
-      return "REAL";
-    case ColumnType::text:
-      return "TEXT";
-    default:
-      return "INTEGER";
-  }
-}
-
-class SqliteSink final : public Sink {
+class SqliteSink final : public SqlSink {
  public:
-  explicit SqliteSink(SqliteConfig config) : config_(std::move(config)) {}
+  explicit SqliteSink(SqliteConfig config)
+      : SqlSink(sqlite_dialect, config.sink), config_(std::move(config)) {}
 
-  void open(const TableDescriptor& table, const SinkContext&) override {
-    table_ = &table;
+ private:
+  std::unique_ptr<SqlConnection> connect() override {
+    auto c = std::make_unique<SqliteConnection>();
     try {
-      session_.open(::soci::sqlite3, config_.path);
+      c->session.open(::soci::sqlite3, config_.path);
     } catch (const std::exception& e) {
       throw error("auditpipe: cannot open SQLite database '" + config_.path + "': " + e.what() +
                   " (does the directory exist and is it writable?)");
     }
-    try {
-      std::string mode;
-      session_ << "PRAGMA journal_mode=WAL", ::soci::into(mode);
-      session_ << "PRAGMA synchronous=" + config_.synchronous;
-      session_ << "PRAGMA busy_timeout=" + std::to_string(config_.busy_timeout_ms);
-      prepare_table(table);
-      prepare_insert(table);
-    } catch (const error&) {
-      throw;
-    } catch (const std::exception& e) {
-      throw error("auditpipe: cannot prepare SQLite table '" + std::string(table.name) + "' in '" +
-                  config_.path + "': " + e.what());
-    }
+    std::string mode;
+    c->session << "PRAGMA journal_mode=WAL", ::soci::into(mode);
+    c->session << "PRAGMA synchronous=" + config_.synchronous;
+    c->session << "PRAGMA busy_timeout=" + std::to_string(config_.busy_timeout_ms);
+    return c;
   }
 
-  WriteResult write(const Batch& batch) noexcept override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    try {
-      fill(batch);
-      ::soci::transaction tx(session_);
-      insert_->execute(true);
-      tx.commit();
-      return WriteResult::success();
-    } catch (const ::soci::sqlite3_soci_error& e) {
-      std::string message = "SQLite error " + std::to_string(e.result()) + ": " + e.what();
-      return is_data_error(e.result()) ? WriteResult::rejection(std::move(message))
-                                       : WriteResult::transient_error(std::move(message));
-    } catch (const std::exception& e) {
-      return WriteResult::transient_error(e.what());
-    }
-  }
-
-  void close() noexcept override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    try {
-      insert_.reset();
-      session_.close();
-    } catch (...) {
-      // Closing cannot fail in a way the caller could act on.
-    }
-  }
-
-  std::string describe() const override { return config_.url; }
-
- private:
-  // One bound vector per column, in column order; SOCI keeps pointers to
-  // them, so they are created once and never moved.
-  struct Bound {
-    const Column* column;
-    std::vector<long long> integers;
-    std::vector<double> reals;
-    std::vector<std::string> texts;
-  };
-
-  bool table_exists(const std::string& name) {
-    int count = 0;
-    session_ << "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = :n",
-        ::soci::use(name), ::soci::into(count);
-    return count != 0;
-  }
-
-  void prepare_table(const TableDescriptor& table) {
-    const std::string name(table.name);
-    if (!table_exists(name)) {
-      if (!config_.create_table) {
-        throw error("auditpipe: table '" + name + "' does not exist in '" + config_.path +
-                    "' (and create_table=false)");
-      }
-      std::string ddl = "CREATE TABLE IF NOT EXISTS " + quote_identifier(name) + " (";
-      for (const Column& c : table.columns) {
-        ddl += quote_identifier(c.name) + " " + sqlite_type(c.type) + " NOT NULL, ";
-      }
-      ddl += quote_identifier(source_id_column) + " INTEGER NOT NULL, " +
-             quote_identifier(seq_column) + " INTEGER NOT NULL, UNIQUE (" +
-             quote_identifier(source_id_column) + ", " + quote_identifier(seq_column) + ")) STRICT";
-      session_ << ddl;
-      return;
-    }
-    check_columns(table);
-    check_unique_key(name);
-  }
-
-  void check_columns(const TableDescriptor& table) {
-    const std::string name(table.name);
-    std::vector<std::string> present;
-    ::soci::rowset<::soci::row> rows =
-        (session_.prepare << "SELECT name FROM pragma_table_info(:t)", ::soci::use(name));
-    for (const auto& row : rows) present.push_back(lower(row.get<std::string>(0)));
-    std::string missing;
-    auto need = [&](std::string_view column) {
-      if (std::find(present.begin(), present.end(), lower(std::string(column))) == present.end()) {
-        missing += (missing.empty() ? "" : ", ") + std::string(column);
-      }
-    };
-    for (const Column& c : table.columns) need(c.name);
-    need(source_id_column);
-    need(seq_column);
-    if (!missing.empty()) {
-      throw error("auditpipe: table '" + name + "' in '" + config_.path +
-                  "' lacks the columns the record needs: " + missing);
-    }
-  }
-
-  void check_unique_key(const std::string& name) {
-    ::soci::rowset<::soci::row> indexes =
-        (session_.prepare << "SELECT name FROM pragma_index_list(:t) WHERE \"unique\" = 1",
-         ::soci::use(name));
-    std::vector<std::string> unique_indexes;
-    for (const auto& row : indexes) unique_indexes.push_back(row.get<std::string>(0));
-    for (const auto& index : unique_indexes) {
-      std::vector<std::string> columns;
-      ::soci::rowset<::soci::row> info =
-          (session_.prepare << "SELECT name FROM pragma_index_info(:i)", ::soci::use(index));
-      for (const auto& row : info) columns.push_back(lower(row.get<std::string>(0)));
-      std::sort(columns.begin(), columns.end());
-      if (columns == std::vector<std::string>{"seq", "source_id"}) return;
-    }
-    throw error("auditpipe: table '" + name + "' in '" + config_.path +
-                "' has no unique key on (source_id, seq); auditpipe needs it so that a retried "
-                "batch is never written twice");
-  }
-
-  void prepare_insert(const TableDescriptor& table) {
-    bound_.reserve(table.columns.size());
-    for (const Column& c : table.columns) bound_.push_back(Bound{&c, {}, {}, {}});
-    insert_ = std::make_unique<::soci::statement>(session_);
-    std::string columns, values;
-    for (Bound& b : bound_) {
-      columns += quote_identifier(b.column->name) + ", ";
-      values += "?, ";
+  void prepare_writes(SqlConnection& connection) override {
+    auto& c = static_cast<SqliteConnection&>(connection);
+    c.bound.reserve(table().columns.size());
+    for (const Column& col : table().columns) c.bound.push_back({&col, {}, {}, {}});
+    c.insert = std::make_unique<::soci::statement>(c.session);
+    for (SqliteConnection::Bound& b : c.bound) {
       if (b.column->type == ColumnType::text) {
-        insert_->exchange(::soci::use(b.texts));
+        c.insert->exchange(::soci::use(b.texts));
       } else if (b.column->type == ColumnType::float64) {
-        insert_->exchange(::soci::use(b.reals));
+        c.insert->exchange(::soci::use(b.reals));
       } else {
-        insert_->exchange(::soci::use(b.integers));
+        c.insert->exchange(::soci::use(b.integers));
       }
     }
-    insert_->exchange(::soci::use(source_ids_));
-    insert_->exchange(::soci::use(seqs_));
-    // Only a repeat of (source_id, seq) is skipped; any other constraint
-    // failure still fails the batch.
-    const std::string sql = "INSERT INTO " + quote_identifier(table.name) + " (" + columns +
-                            quote_identifier(source_id_column) + ", " +
-                            quote_identifier(seq_column) + ") VALUES (" + values +
-                            "?, ?) ON CONFLICT (" + quote_identifier(source_id_column) + ", " +
-                            quote_identifier(seq_column) + ") DO NOTHING";
-    insert_->alloc();
-    insert_->prepare(sql);
-    insert_->define_and_bind();
+    c.insert->exchange(::soci::use(c.source_ids));
+    c.insert->exchange(::soci::use(c.seqs));
+    c.insert->alloc();
+    c.insert->prepare(table_text().single_row_insert());
+    c.insert->define_and_bind();
   }
 
-  void fill(const Batch& batch) {
+  std::optional<WriteFailure> write_batch(SqlConnection& connection, const Batch& batch) override {
+    auto& c = static_cast<SqliteConnection&>(connection);
+    try {
+      fill(c, batch);
+      ::soci::transaction tx(c.session);
+      c.insert->execute(true);
+      tx.commit();
+      return std::nullopt;
+    } catch (const ::soci::sqlite3_soci_error& e) {
+      return WriteFailure{
+          is_data_error(e.result()) ? WriteFailure::Kind::data : WriteFailure::Kind::other,
+          "SQLite error " + std::to_string(e.result()) + ": " + e.what()};
+    }
+  }
+
+  static void fill(SqliteConnection& c, const Batch& batch) {
     const std::size_t n = batch.records.size();
-    source_ids_.resize(n);
-    seqs_.resize(n);
-    for (Bound& b : bound_) {
+    c.source_ids.resize(n);
+    c.seqs.resize(n);
+    for (SqliteConnection::Bound& b : c.bound) {
       if (b.column->type == ColumnType::text) {
         b.texts.resize(n);
       } else if (b.column->type == ColumnType::float64) {
@@ -290,9 +180,9 @@ class SqliteSink final : public Sink {
     }
     for (std::size_t i = 0; i < n; ++i) {
       const RecordRef& r = batch.records[i];
-      source_ids_[i] = r.source_id;
-      seqs_[i] = r.seq;
-      for (Bound& b : bound_) {
+      c.source_ids[i] = r.source_id;
+      c.seqs[i] = r.seq;
+      for (SqliteConnection::Bound& b : c.bound) {
         if (b.column->type == ColumnType::text) {
           b.texts[i].assign(read_text(r.data, *b.column));
         } else if (b.column->type == ColumnType::float64) {
@@ -304,21 +194,7 @@ class SqliteSink final : public Sink {
     }
   }
 
-  static std::string lower(std::string s) {
-    std::transform(s.begin(), s.end(), s.begin(), [](char c) {
-      return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    });
-    return s;
-  }
-
   const SqliteConfig config_;
-  const TableDescriptor* table_ = nullptr;
-  std::mutex mutex_;
-  ::soci::session session_;
-  std::vector<Bound> bound_;
-  std::vector<long long> source_ids_;
-  std::vector<long long> seqs_;
-  std::unique_ptr<::soci::statement> insert_;
 };
 
 }  // namespace

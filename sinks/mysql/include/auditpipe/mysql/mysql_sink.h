@@ -38,8 +38,7 @@
 #include <string>
 #include <string_view>
 
-#include "auditpipe/sink/connection_pool.h"
-#include "auditpipe/sink/sink.h"
+#include "auditpipe/sink/sql_sink.h"
 
 namespace auditpipe::mysql {
 
@@ -52,11 +51,13 @@ enum class WritePath {
 
 std::string_view to_string(WritePath path) noexcept;
 
-class MysqlSink : public Sink {
+class MysqlSink : public SqlSink {
  public:
   // The write path in use (after open(): never `automatic`).
   virtual WritePath write_path() const noexcept = 0;
-  virtual ConnectionPoolStats pool_stats() const = 0;
+
+ protected:
+  using SqlSink::SqlSink;
 };
 
 // Parses the URL (throws auditpipe::error naming the problem, with the

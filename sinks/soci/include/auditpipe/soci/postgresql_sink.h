@@ -31,16 +31,19 @@
 #include <memory>
 #include <string_view>
 
-#include "auditpipe/sink/connection_pool.h"
-#include "auditpipe/sink/sink.h"
+#include "auditpipe/sink/sql_sink.h"
 
 namespace auditpipe::soci_sink {
 
 enum class PostgresWritePath { automatic, copy, insert };
 
-class PostgresqlSink : public Sink {
+class PostgresqlSink : public SqlSink {
  public:
+  // The write path in use (after open(): never `automatic`).
   virtual PostgresWritePath write_path() const noexcept = 0;
+
+ protected:
+  using SqlSink::SqlSink;
 };
 
 // Parses the URL (throws auditpipe::error naming the problem, password

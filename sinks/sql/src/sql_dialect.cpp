@@ -1,0 +1,51 @@
+// The statement pieces of a table in a dialect (auditpipe/sink/sql_dialect.h).
+// Called by the SQL sink skeleton at open(); the sinks' write paths read
+// the result.
+#include "auditpipe/sink/sql_dialect.h"
+
+namespace auditpipe {
+
+std::string SqlDialect::quote(std::string_view identifier) const {
+  std::string out(1, identifier_quote);
+  for (char ch : identifier) {
+    if (ch == identifier_quote) out += ch;
+    out += ch;
+  }
+  out += identifier_quote;
+  return out;
+}
+
+std::string SqlTableText::single_row_insert() const {
+  std::string sql = insert_head + "(";
+  for (std::size_t i = 0; i < column_count; ++i) sql += i ? ",?" : "?";
+  return sql + ")" + insert_tail;
+}
+
+SqlTableText sql_table_text(const SqlDialect& d, const TableDescriptor& table) {
+  const std::string source_id = d.quote(source_id_column), seq = d.quote(seq_column);
+  SqlTableText t;
+  t.table = d.quote(table.name);
+  for (const Column& c : table.columns) t.columns += d.quote(c.name) + ",";
+  t.columns += source_id + "," + seq;
+  t.column_count = table.columns.size() + 2;
+  t.insert_head = "INSERT INTO " + t.table + " (" + t.columns + ") VALUES ";
+  switch (d.idempotent_insert) {
+    case SqlDialect::IdempotentInsert::on_duplicate_key_update:
+      t.insert_tail = " ON DUPLICATE KEY UPDATE " + seq + " = " + seq;
+      break;
+    case SqlDialect::IdempotentInsert::on_conflict_do_nothing:
+      t.insert_tail = " ON CONFLICT (" + source_id + ", " + seq + ") DO NOTHING";
+      break;
+  }
+  t.create_table = "CREATE TABLE IF NOT EXISTS " + t.table + " (";
+  for (const Column& c : table.columns) {
+    t.create_table += d.quote(c.name) + " " + d.column_type(c) + " NOT NULL, ";
+  }
+  const std::string key_type(d.key_column_type);
+  t.create_table += source_id + " " + key_type + " NOT NULL, " + seq + " " + key_type +
+                    " NOT NULL, " + std::string(d.key_constraint) + " (" + source_id + ", " + seq +
+                    "))" + std::string(d.table_options);
+  return t;
+}
+
+}  // namespace auditpipe

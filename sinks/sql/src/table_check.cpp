@@ -1,0 +1,101 @@
+// Creating or checking the audit table for any SQL sink (table_check.h).
+#include "table_check.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+
+#include "auditpipe/diagnostics.h"
+#include "auditpipe/status.h"
+
+namespace auditpipe::sql_detail {
+
+namespace {
+
+std::string lower(std::string_view name) {
+  std::string s(name);
+  std::transform(s.begin(), s.end(), s.begin(), [](char ch) {
+    return static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  });
+  return s;
+}
+
+}  // namespace
+
+void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const SqlTableText& text,
+                           const TableDescriptor& table, const SqlSinkSettings& settings) {
+  const std::string name(table.name);
+  const std::string where = "table " + name + " " + settings.table_location;
+  const std::vector<CatalogColumn> existing = c.table_columns(name);
+  if (existing.empty()) {
+    if (!settings.create_table) {
+      throw error("auditpipe: " + where + " does not exist (and create_table=false)");
+    }
+    try {
+      c.execute_ddl(text.create_table);
+    } catch (const std::exception& e) {
+      throw error("auditpipe: cannot create " + where + ": " + e.what());
+    }
+    return;
+  }
+
+  std::map<std::string, std::uint64_t> present;  // lower-cased name -> max_length
+  for (const CatalogColumn& col : existing) present[col.name] = col.max_length;
+  std::set<std::string> written;
+  std::string missing;
+  auto need = [&](std::string_view column) {
+    const std::string key = lower(column);
+    written.insert(key);
+    if (!present.count(key)) missing += (missing.empty() ? "" : ", ") + std::string(column);
+  };
+  for (const Column& col : table.columns) need(col.name);
+  need(source_id_column);
+  need(seq_column);
+  if (!missing.empty()) {
+    throw error("auditpipe: " + where + " lacks the columns the record needs: " + missing);
+  }
+  for (const Column& col : table.columns) {
+    const std::uint64_t length = present[lower(col.name)];
+    if (col.type == ColumnType::text && length != 0 && length < col.max_length) {
+      diagnostics()->warn(
+          "auditpipe: column {}.{} holds {} characters but records carry up to {} "
+          "bytes; longer values will be refused by the server",
+          name, col.name, length, col.max_length);
+    }
+  }
+
+  // Exactly the pair (source_id, seq) must be a unique key: the idempotent
+  // insert names it. Where the insert absorbs a conflict on any unique key,
+  // no other may cover a written column, or rows conflicting on it would
+  // be skipped without a word.
+  std::map<std::string, std::set<std::string>> unique_keys;  // by name: messages in a fixed order
+  for (CatalogUniqueKey& key : c.unique_keys(name)) {
+    unique_keys[key.name].insert(key.columns.begin(), key.columns.end());
+  }
+  const bool others_absorbed =
+      dialect.idempotent_insert == SqlDialect::IdempotentInsert::on_duplicate_key_update;
+  bool has_key = false;
+  for (const auto& [index, columns] : unique_keys) {
+    if (columns == std::set<std::string>{lower(seq_column), lower(source_id_column)}) {
+      has_key = true;
+      continue;
+    }
+    if (!others_absorbed) continue;
+    for (const std::string& column : columns) {
+      if (written.count(column)) {
+        throw error("auditpipe: " + where + " has unique key " + index + " over column " + column +
+                    "; auditpipe's idempotent insert would silently skip rows that conflict on "
+                    "it. Drop that key or make it non-unique");
+      }
+    }
+  }
+  if (!has_key) {
+    throw error("auditpipe: " + where +
+                " has no unique key on (source_id, seq); auditpipe needs it so that a retried "
+                "batch is never written twice");
+  }
+}
+
+}  // namespace auditpipe::sql_detail

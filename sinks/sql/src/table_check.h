@@ -1,0 +1,20 @@
+// The table check of the SQL sink skeleton: creates the audit table from
+// its dialect, or checks an existing one. Private to auditpipe::sql; called
+// by SqlSink::open() on the set-up connection.
+#pragma once
+
+#include "auditpipe/sink/sql_sink.h"
+
+namespace auditpipe::sql_detail {
+
+// Creates the table if it is missing (and create_table allows it), or
+// checks that an existing one has every column the insert writes and a
+// unique key on (source_id, seq), and, where the dialect's insert absorbs
+// conflicts on any unique key, no other unique key over those columns.
+// Warns about text columns shorter than the record's. Throws
+// auditpipe::error naming the table, where it lives and the problem.
+void create_or_check_table(SqlConnection& connection, const SqlDialect& dialect,
+                           const SqlTableText& text, const TableDescriptor& table,
+                           const SqlSinkSettings& settings);
+
+}  // namespace auditpipe::sql_detail
