@@ -15,7 +15,7 @@
 //   ingest <mysql-url> <results-dir> [scale=1.0]
 // Writes <results-dir>/ingest.csv and prints a table.
 #include <auditpipe/auditpipe.h>
-#include <auditpipe/open_sink.h>
+#include <auditpipe/open.h>
 #include <auditpipe/sink/sink.h>
 #include <auditpipe/sink/url.h>
 #include <mysql.h>
@@ -382,7 +382,7 @@ Result auditpipe_run(const std::string& name, const std::string& url, auditpipe:
   const std::int64_t probe_source = 0x5EED0000;
   Result r = measure(name, rows, [&] {
     options.source_id_base = probe_source;  // the probe registers first: source base+0
-    auditpipe::Logger<AuditEvent> logger(auditpipe::open_sink(url), options);
+    auditpipe::Logger<AuditEvent> logger(auditpipe::open(url), options);
     std::atomic<bool> done{false};
     std::vector<std::pair<std::int64_t, Clock::time_point>> samples;
     std::mutex samples_mutex;
@@ -537,7 +537,7 @@ int main(int argc, char** argv) {
     auditpipe::Options o;
     const long long n = rows(400000);
     results.push_back(measure("auditpipe into SQLite", n, [&] {
-      auditpipe::Logger<AuditEvent> logger(auditpipe::open_sink("sqlite://" + db.string()), o);
+      auditpipe::Logger<AuditEvent> logger(auditpipe::open("sqlite://" + db.string()), o);
       std::vector<std::thread> producers;
       for (int p = 0; p < 2; ++p) {
         producers.emplace_back([&, p] {

@@ -11,7 +11,7 @@
 // Writes <results-dir>/stall_rss.csv (policy,seconds,rss_mb) and
 // <results-dir>/stall.csv (one summary line per policy).
 #include <auditpipe/auditpipe.h>
-#include <auditpipe/open_sink.h>
+#include <auditpipe/open.h>
 #include <auditpipe/sink/sink.h>
 #include <auditpipe/sink/url.h>
 #include <mysql.h>
@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
     o.batch_size = 1000;
     o.overflow = policy;
     o.max_wait = std::chrono::milliseconds(200);
-    auditpipe::Logger<bench::AuditEvent> logger(auditpipe::open_sink(url), o);
+    auditpipe::Logger<bench::AuditEvent> logger(auditpipe::open(url), o);
     MYSQL* locker = connect_raw(u);
     mysql_query(locker, "LOCK TABLES bench_audit WRITE");
     const auto t0 = Clock::now();

@@ -5,7 +5,7 @@
 //   write_paths <mysql-or-postgresql-url> [rows=300000]
 // Prints one line per run and a CSV block (path,batch,connections,rows,seconds,rows_per_s).
 #include <auditpipe/auditpipe.h>
-#include <auditpipe/open_sink.h>
+#include <auditpipe/open.h>
 #include <auditpipe/sink/url.h>
 #include <libpq-fe.h>
 #include <mysql.h>
@@ -66,7 +66,7 @@ Run run(const std::string& base, const std::string& path, std::size_t batch, uns
   o.batch_size = batch;
   o.writers = connections;
   o.max_wait = std::chrono::seconds(60);
-  auditpipe::Logger<bench::AuditEvent> logger(auditpipe::open_sink(url), o);
+  auditpipe::Logger<bench::AuditEvent> logger(auditpipe::open(url), o);
   // Two producers: enough to keep any path busy on this machine.
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<std::thread> producers;

@@ -1,29 +1,21 @@
 # Install rules and the exported CMake package: an outside project does
 #   find_package(auditpipe CONFIG REQUIRED)
-#   target_link_libraries(app PRIVATE auditpipe::core auditpipe::soci)
+#   target_link_libraries(app PRIVATE auditpipe::core auditpipe::sqlite)
+# The core and its front door, then every library auditpipe_library() made
+# in this build (the SQL skeleton, the sinks, auditpipe::open, the bridges),
+# each with its include/ folder.
 include(CMakePackageConfigHelpers)
 
 set(AUDITPIPE_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/auditpipe)
-set(_targets auditpipe_core auditpipe_sql)
-install(DIRECTORY sinks/sql/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-if(AUDITPIPE_HAVE_SOCI)
-  list(APPEND _targets auditpipe_soci)
-  install(DIRECTORY sinks/soci/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-endif()
+get_property(_libraries GLOBAL PROPERTY AUDITPIPE_LIBRARIES)
+get_property(_headers GLOBAL PROPERTY AUDITPIPE_LIBRARY_HEADERS)
+list(TRANSFORM _libraries PREPEND auditpipe_ OUTPUT_VARIABLE _targets)
 
-if(AUDITPIPE_HAVE_MYSQL)
-  list(APPEND _targets auditpipe_mysql)
-  install(DIRECTORY sinks/mysql/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-endif()
-
-list(APPEND _targets auditpipe_spdlog auditpipe_open)
-install(DIRECTORY sinks/spdlog/include/ sinks/open/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-
-install(TARGETS ${_targets} EXPORT auditpipeTargets
+install(TARGETS auditpipe_core ${_targets} EXPORT auditpipeTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(DIRECTORY include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY include/ ${_headers} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT auditpipeTargets NAMESPACE auditpipe:: DESTINATION ${AUDITPIPE_CMAKE_DIR})
 
 configure_package_config_file(cmake/auditpipeConfig.cmake.in

@@ -11,7 +11,7 @@
 // waiting in sigwait(), the signal-safe way to call close().
 #include <arpa/inet.h>
 #include <auditpipe/auditpipe.h>
-#include <auditpipe/open_sink.h>
+#include <auditpipe/open.h>
 #include <auditpipe/prometheus.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -124,7 +124,7 @@ int main(int argc, char** argv) {
   try {
     auditpipe::Options options;
     options.summary_interval = std::chrono::seconds(10);
-    auditpipe::Logger<Request> logger(auditpipe::open_sink(url), options);
+    auditpipe::Logger<Request> logger(auditpipe::open(url), options);
     std::printf("metrics_endpoint: listening on http://127.0.0.1:%d/metrics\n",
                 ntohs(address.sin_port));
     std::fflush(stdout);

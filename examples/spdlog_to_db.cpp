@@ -7,9 +7,9 @@
 // sink commits every message into auditpipe, which writes them to the
 // table log_events in batches. The console keeps its copy.
 #include <auditpipe/auditpipe.h>
-#include <auditpipe/open_sink.h>
+#include <auditpipe/open.h>
 #include <auditpipe/sink/url.h>
-#include <auditpipe/spdlog/audit_sink.h>
+#include <auditpipe/spdlog/from_spdlog.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -21,8 +21,8 @@ int main(int argc, char** argv) {
   const std::string url = argc > 1 ? argv[1] : "sqlite:///tmp/spdlog_to_db.db";
   try {
     using auditpipe::spdlog_bridge::LogRecord;
-    auto audit = std::make_shared<auditpipe::Logger<LogRecord>>(auditpipe::open_sink(url));
-    auto to_db = std::make_shared<auditpipe::spdlog_bridge::audit_sink_mt>(audit);
+    auto audit = std::make_shared<auditpipe::Logger<LogRecord>>(auditpipe::open(url));
+    auto to_db = std::make_shared<auditpipe::spdlog_bridge::from_spdlog_mt>(audit);
 
     // The application's logger, as it was, plus the database.
     auto payments = std::make_shared<spdlog::logger>(

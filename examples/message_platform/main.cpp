@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include <auditpipe/open_sink.h>
+#include <auditpipe/open.h>
 #include <auditpipe/sink/url.h>
 #include "alloc_counter.h"
 
@@ -185,7 +185,7 @@ int main(int argc, char** argv) {
   double seconds = 0;
   try {
     before = platform::count_rows(cfg.url, table);
-    auditpipe::Logger<platform::AuditRow> logger(auditpipe::open_sink(cfg.url), options);
+    auditpipe::Logger<platform::AuditRow> logger(auditpipe::open(cfg.url), options);
     const auto t0 = Clock::now();
     std::vector<std::thread> workers;
     const long long per = cfg.messages / cfg.threads;

@@ -5,8 +5,9 @@
 #include <memory>
 #include <mutex>
 
-#ifdef CONSUMER_HAS_SOCI
-#include <auditpipe/soci/sqlite_sink.h>
+#ifdef CONSUMER_HAS_SQLITE
+#include <auditpipe/open.h>
+#include <auditpipe/sqlite/sqlite_sink.h>
 #endif
 
 struct Event {
@@ -44,5 +45,11 @@ int main() {
     if (!logger.close().drained) return 2;
   }
   std::printf("consumer: %zu records written\n", sink->count);
-  return sink->count == 3 ? 0 : 3;
+  if (sink->count != 3) return 3;
+#ifdef CONSUMER_HAS_SQLITE
+  // The installed auditpipe::open registers the installed sinks (parsing
+  // only: nothing is opened).
+  if (auditpipe::open("sqlite://consumer.db")->describe() != "sqlite://consumer.db") return 4;
+#endif
+  return 0;
 }

@@ -2,7 +2,7 @@
 // (scripts/postgres.sh): column types, clear errors at start, table checks,
 // refused records isolated, failover across a host list. (Hostile text,
 // exactly-once delivery and retried batches: sink_conformance_test.cpp.)
-#include "auditpipe/soci/postgresql_sink.h"
+#include "auditpipe/postgresql/postgresql_sink.h"
 
 #include <gtest/gtest.h>
 
@@ -13,44 +13,44 @@
 
 #include "audit_row.h"
 #include "auditpipe/logger.h"
-#include "postgres_probe.h"
+#include "postgresql_probe.h"
 
 namespace {
 
 using auditpipe::Status;
 using testing_support::AuditRow;
-using testing_support::postgres_test_url;
-using testing_support::PostgresProbe;
+using testing_support::postgresql_test_url;
+using testing_support::PostgresqlProbe;
 
 void drop_table() {
-  PostgresProbe probe;
+  PostgresqlProbe probe;
   probe.exec("DROP TABLE IF EXISTS audit_log");
 }
 
 std::string url_with(const std::string& options) {
-  const std::string base = postgres_test_url();
+  const std::string base = postgresql_test_url();
   return options.empty() ? base
                          : base + (base.find('?') == std::string::npos ? "?" : "&") + options;
 }
 
 std::string open_error(const std::string& url) {
   try {
-    auditpipe::Logger<AuditRow> logger(auditpipe::soci_sink::open_postgresql(url));
+    auditpipe::Logger<AuditRow> logger(auditpipe::postgresql::open(url));
   } catch (const auditpipe::error& e) {
     return e.what();
   }
   return "";
 }
 
-class PostgresWritePath : public ::testing::TestWithParam<std::string> {
+class PostgresqlWritePath : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override { drop_table(); }
 };
 
-TEST_P(PostgresWritePath, EveryColumnTypeRoundTrips) {
+TEST_P(PostgresqlWritePath, EveryColumnTypeRoundTrips) {
   {
     auditpipe::Logger<AuditRow> logger(
-        auditpipe::soci_sink::open_postgresql(url_with("write_path=" + GetParam())));
+        auditpipe::postgresql::open(url_with("write_path=" + GetParam())));
     for (int i = 0; i < 4; ++i) {
       auto r = logger.acquire();
       r->message_id = i;
@@ -63,7 +63,7 @@ TEST_P(PostgresWritePath, EveryColumnTypeRoundTrips) {
     }
     EXPECT_TRUE(logger.close().drained);
   }
-  PostgresProbe probe;
+  PostgresqlProbe probe;
   for (int i = 0; i < 4; ++i) {
     const auto r = probe.rows(
         "SELECT status, channel, delivered, latency_ms, to_char(at AT TIME ZONE 'UTC', "
@@ -82,8 +82,8 @@ TEST_P(PostgresWritePath, EveryColumnTypeRoundTrips) {
   }
 }
 
-TEST_P(PostgresWritePath, ARecordTheServerRefusesIsIsolatedAndTheRestWritten) {
-  PostgresProbe probe;
+TEST_P(PostgresqlWritePath, ARecordTheServerRefusesIsIsolatedAndTheRestWritten) {
+  PostgresqlProbe probe;
   probe.exec(
       "CREATE TABLE audit_log (at TIMESTAMPTZ, message_id BIGINT, status INTEGER CHECK (status >= "
       "0), "
@@ -94,7 +94,7 @@ TEST_P(PostgresWritePath, ARecordTheServerRefusesIsIsolatedAndTheRestWritten) {
   o.flush_interval = std::chrono::seconds(60);
   {
     auditpipe::Logger<AuditRow> logger(
-        auditpipe::soci_sink::open_postgresql(url_with("write_path=" + GetParam())), o);
+        auditpipe::postgresql::open(url_with("write_path=" + GetParam())), o);
     for (int i = 0; i < 100; ++i) {
       auto r = logger.acquire();
       r->message_id = i;
@@ -109,19 +109,19 @@ TEST_P(PostgresWritePath, ARecordTheServerRefusesIsIsolatedAndTheRestWritten) {
   EXPECT_EQ(probe.scalar("SELECT COUNT(*) FROM audit_log WHERE message_id = 61"), 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Paths, PostgresWritePath, ::testing::Values("copy", "insert"),
+INSTANTIATE_TEST_SUITE_P(Paths, PostgresqlWritePath, ::testing::Values("copy", "insert"),
                          [](const auto& param_info) { return param_info.param; });
 
 TEST(PostgresqlSink, AutoChoosesCopy) {
   drop_table();
-  auto sink = auditpipe::soci_sink::open_postgresql(postgres_test_url());
+  auto sink = auditpipe::postgresql::open(postgresql_test_url());
   auditpipe::Logger<AuditRow> logger(sink);
-  EXPECT_EQ(sink->write_path(), auditpipe::soci_sink::PostgresWritePath::copy);
+  EXPECT_EQ(sink->write_path(), auditpipe::postgresql::WritePath::copy);
 }
 
 TEST(PostgresqlSink, ClearErrorsAtStartAndNoPasswordInThem) {
   drop_table();
-  const auto u = auditpipe::parse_url(postgres_test_url());
+  const auto u = auditpipe::parse_url(postgresql_test_url());
   const std::string host = u.hosts[0].host + ":" + std::to_string(*u.hosts[0].port);
   struct Case {
     std::string url, expect;
@@ -145,12 +145,12 @@ TEST(PostgresqlSink, ClearErrorsAtStartAndNoPasswordInThem) {
 }
 
 TEST(PostgresqlSink, AnExistingTableIsCheckedAtStart) {
-  PostgresProbe probe;
+  PostgresqlProbe probe;
   drop_table();
   probe.exec(
       "CREATE TABLE audit_log (message_id BIGINT, source_id BIGINT, seq BIGINT, PRIMARY KEY "
       "(source_id, seq))");
-  std::string e = open_error(postgres_test_url());
+  std::string e = open_error(postgresql_test_url());
   EXPECT_NE(e.find("lacks the columns"), std::string::npos) << e;
   EXPECT_NE(e.find("payload"), std::string::npos) << e;
 
@@ -159,24 +159,24 @@ TEST(PostgresqlSink, AnExistingTableIsCheckedAtStart) {
       "CREATE TABLE audit_log (at TIMESTAMPTZ, message_id BIGINT, status INTEGER, channel INTEGER, "
       "latency_ms DOUBLE PRECISION, delivered BOOLEAN, sender TEXT, receiver TEXT, payload TEXT, "
       "source_id BIGINT, seq BIGINT)");
-  e = open_error(postgres_test_url());
+  e = open_error(postgresql_test_url());
   EXPECT_NE(e.find("no unique key on (source_id, seq)"), std::string::npos) << e;
 
   probe.exec("CREATE UNIQUE INDEX audit_once ON audit_log (seq, source_id)");
-  EXPECT_EQ(open_error(postgres_test_url()), "");
+  EXPECT_EQ(open_error(postgresql_test_url()), "");
 }
 
 TEST(PostgresqlSink, TriesTheHostsInOrder) {
   drop_table();
-  const auto u = auditpipe::parse_url(postgres_test_url());
+  const auto u = auditpipe::parse_url(postgresql_test_url());
   const std::string url = "postgresql://" + u.user + ":" + *u.password + "@127.0.0.1:1," +
                           u.hosts[0].host + ":" + std::to_string(*u.hosts[0].port) + "/" + u.path;
   {
-    auditpipe::Logger<AuditRow> logger(auditpipe::soci_sink::open_postgresql(url));
+    auditpipe::Logger<AuditRow> logger(auditpipe::postgresql::open(url));
     ASSERT_EQ(logger.acquire().commit(), Status::ok);
     EXPECT_TRUE(logger.close().drained);
   }
-  PostgresProbe probe;
+  PostgresqlProbe probe;
   EXPECT_EQ(probe.scalar("SELECT COUNT(*) FROM audit_log"), 1);
 }
 

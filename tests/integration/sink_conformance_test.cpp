@@ -16,11 +16,11 @@
 #include "audit_row.h"
 #include "auditpipe/logger.h"
 #include "auditpipe/mysql/mysql_sink.h"
-#include "auditpipe/soci/postgresql_sink.h"
-#include "auditpipe/soci/sqlite_sink.h"
+#include "auditpipe/postgresql/postgresql_sink.h"
+#include "auditpipe/sqlite/sqlite_sink.h"
 #include "auditpipe/utf8.h"
 #include "mysql_probe.h"
-#include "postgres_probe.h"
+#include "postgresql_probe.h"
 #include "temp_dir.h"
 
 namespace {
@@ -44,9 +44,9 @@ class Backend {
 
   std::shared_ptr<auditpipe::Sink> open(const std::string& options = "") {
     const std::string u = url(options);
-    if (u.rfind("sqlite:", 0) == 0) return auditpipe::soci_sink::open_sqlite(u);
+    if (u.rfind("sqlite:", 0) == 0) return auditpipe::sqlite::open(u);
     if (u.rfind("mysql:", 0) == 0) return auditpipe::mysql::open(u);
-    return auditpipe::soci_sink::open_postgresql(u);
+    return auditpipe::postgresql::open(u);
   }
 
  protected:
@@ -113,11 +113,11 @@ class MysqlBackend : public Backend {
   testing_support::MysqlProbe probe_;
 };
 
-class PostgresBackend : public Backend {
+class PostgresqlBackend : public Backend {
  public:
-  explicit PostgresBackend(std::string path) : path_(std::move(path)) {}
+  explicit PostgresqlBackend(std::string path) : path_(std::move(path)) {}
   std::string url(const std::string& options) override {
-    return join(join(testing_support::postgres_test_url(), "write_path=" + path_), options);
+    return join(join(testing_support::postgresql_test_url(), "write_path=" + path_), options);
   }
   void drop_table() override { probe_.exec("DROP TABLE IF EXISTS audit_log"); }
   long long scalar(const std::string& sql) override { return probe_.scalar(sql); }
@@ -131,13 +131,13 @@ class PostgresBackend : public Backend {
 
  private:
   std::string path_;
-  testing_support::PostgresProbe probe_;
+  testing_support::PostgresqlProbe probe_;
 };
 
 std::unique_ptr<Backend> make_backend(const std::string& name) {
   if (name == "sqlite") return std::make_unique<SqliteBackend>();
   if (name.rfind("mysql_", 0) == 0) return std::make_unique<MysqlBackend>(name.substr(6));
-  return std::make_unique<PostgresBackend>(name.substr(11));  // "postgresql_"
+  return std::make_unique<PostgresqlBackend>(name.substr(11));  // "postgresql_"
 }
 
 long long scaled(long long full) {

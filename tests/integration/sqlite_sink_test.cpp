@@ -2,7 +2,7 @@
 // at open, refused records isolated. (Round trips of hostile text,
 // idempotent retries and exactly-once delivery are in
 // sink_conformance_test.cpp, shared by every sink.)
-#include "auditpipe/soci/sqlite_sink.h"
+#include "auditpipe/sqlite/sqlite_sink.h"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
@@ -77,7 +77,7 @@ void exec(const std::string& path, const std::string& sql) {
 
 std::string open_error(const std::string& url) {
   try {
-    auditpipe::Logger<AuditRow> logger(auditpipe::soci_sink::open_sqlite(url));
+    auditpipe::Logger<AuditRow> logger(auditpipe::sqlite::open(url));
   } catch (const auditpipe::error& e) {
     return e.what();
   }
@@ -88,7 +88,7 @@ TEST(SqliteSink, EveryColumnTypeRoundTrips) {
   TempDir dir;
   const std::string path = dir.file("types.db");
   {
-    auditpipe::Logger<AuditRow> logger(auditpipe::soci_sink::open_sqlite("sqlite://" + path));
+    auditpipe::Logger<AuditRow> logger(auditpipe::sqlite::open("sqlite://" + path));
     auto r = logger.acquire();
     r->at = auditpipe::timestamp{1'700'000'000'123'456};
     r->message_id = -9'000'000'000'000'000'000;
@@ -113,7 +113,7 @@ TEST(SqliteSink, PathsWithSpacesAndPercentEncoding) {
   const std::string path = dir.file("with space.db");
   {
     auditpipe::Logger<AuditRow> logger(
-        auditpipe::soci_sink::open_sqlite("sqlite://" + dir.path().string() + "/with%20space.db"));
+        auditpipe::sqlite::open("sqlite://" + dir.path().string() + "/with%20space.db"));
     auto r = logger.acquire();
     ASSERT_EQ(r.commit(), Status::ok);
     logger.close();
@@ -174,7 +174,7 @@ TEST(SqliteSink, AConstraintViolationRefusesOnlyTheBadRecord) {
   {
     auditpipe::Options o;
     o.flush_interval = std::chrono::seconds(60);
-    auditpipe::Logger<AuditRow> logger(auditpipe::soci_sink::open_sqlite("sqlite://" + path), o);
+    auditpipe::Logger<AuditRow> logger(auditpipe::sqlite::open("sqlite://" + path), o);
     for (int i = 0; i < 50; ++i) {
       auto r = logger.acquire();
       r->message_id = i;

@@ -14,7 +14,7 @@
 #include "audit_row.h"
 #include "auditpipe/diagnostics.h"
 #include "auditpipe/logger.h"
-#include "auditpipe/spdlog/audit_sink.h"
+#include "auditpipe/spdlog/from_spdlog.h"
 #include "auditpipe/spdlog/line_sink.h"
 #include "collecting_sink.h"
 #include "eventually.h"
@@ -33,7 +33,7 @@ TEST(SpdlogBridge, SpdlogMessagesBecomeAuditRecords) {
   auto sink = std::make_shared<CollectingSink>();
   sink->keep_bytes();
   auto audit = std::make_shared<auditpipe::Logger<LogRecord>>(sink);
-  auto to_audit = std::make_shared<auditpipe::spdlog_bridge::audit_sink_mt>(audit);
+  auto to_audit = std::make_shared<auditpipe::spdlog_bridge::from_spdlog_mt>(audit);
   auto logger = std::make_shared<spdlog::logger>("payments", to_audit);
   logger->set_level(spdlog::level::trace);
 
@@ -69,7 +69,7 @@ TEST(SpdlogBridge, AFullPoolFollowsTheOverflowPolicyWithoutBlockingSpdlog) {
   o.batch_size = 8;
   o.overflow = auditpipe::Overflow::drop;
   auto audit = std::make_shared<auditpipe::Logger<LogRecord>>(sink, o);
-  auto to_audit = std::make_shared<auditpipe::spdlog_bridge::audit_sink_mt>(audit);
+  auto to_audit = std::make_shared<auditpipe::spdlog_bridge::from_spdlog_mt>(audit);
   auto logger = std::make_shared<spdlog::logger>("busy", to_audit);
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
@@ -101,7 +101,7 @@ TEST(SpdlogBridge, AuditpipesOwnDiagnosticsDoNotLoopBack) {
   o.retry_backoff_max = std::chrono::milliseconds(2);
   auto audit = std::make_shared<auditpipe::Logger<LogRecord>>(sink, o);
   auto fallback = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(64);
-  auto to_audit = std::make_shared<auditpipe::spdlog_bridge::audit_sink_mt>(audit, fallback);
+  auto to_audit = std::make_shared<auditpipe::spdlog_bridge::from_spdlog_mt>(audit, fallback);
   auto logger = std::make_shared<spdlog::logger>("everything", to_audit);
   auto previous = auditpipe::diagnostics();
   auditpipe::set_diagnostics_logger(logger);
@@ -131,7 +131,7 @@ TEST(SpdlogBridge, TheSingleThreadedSinkWorks) {
   auto sink = std::make_shared<CollectingSink>();
   auto audit = std::make_shared<auditpipe::Logger<LogRecord>>(sink);
   auto logger = std::make_shared<spdlog::logger>(
-      "single", std::make_shared<auditpipe::spdlog_bridge::audit_sink_st>(audit));
+      "single", std::make_shared<auditpipe::spdlog_bridge::from_spdlog_st>(audit));
   for (int i = 0; i < 10; ++i) logger->info("{}", i);
   EXPECT_EQ(audit->close().stats.written, 10u);
 }

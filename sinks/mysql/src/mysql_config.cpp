@@ -61,16 +61,7 @@ MysqlConfig parse_mysql_url(std::string_view text) {
   c.sink.pool.name = c.sink.redacted_url;
   for (const auto& [key, value] : url.query) {
     if (key == "write_path") {
-      if (value == "auto")
-        c.write_path = WritePath::automatic;
-      else if (value == "bulk")
-        c.write_path = WritePath::bulk;
-      else if (value == "text")
-        c.write_path = WritePath::text;
-      else if (value == "load_data")
-        c.write_path = WritePath::load_data;
-      else
-        bad(url, "write_path must be auto, bulk, text or load_data, not '" + value + "'");
+      c.write_path = static_cast<WritePath>(url_choice(url, key, value, write_path_names));
     } else if (key == "create_table") {
       c.sink.create_table = boolean(url, key, value);
     } else if (key == "charset") {
@@ -83,17 +74,7 @@ MysqlConfig parse_mysql_url(std::string_view text) {
     } else if (key == "write_timeout") {
       c.write_timeout_s = static_cast<unsigned>(url_number(url, key, value, 1, 86400));
     } else if (key == "tls") {
-      if (value == "disabled")
-        c.tls = TlsMode::disabled;
-      else if (value == "required")
-        c.tls = TlsMode::required;
-      else if (value == "verify_ca")
-        c.tls = TlsMode::verify_ca;
-      else if (value == "verify_identity")
-        c.tls = TlsMode::verify_identity;
-      else
-        bad(url,
-            "tls must be disabled, required, verify_ca or verify_identity, not '" + value + "'");
+      c.tls = static_cast<TlsMode>(url_choice(url, key, value, tls_mode_names));
     } else if (key == "tls_ca") {
       c.tls_ca = value;
     } else if (key == "tls_cert") {
@@ -105,8 +86,8 @@ MysqlConfig parse_mysql_url(std::string_view text) {
     }
   }
   if ((c.tls == TlsMode::verify_ca || c.tls == TlsMode::verify_identity) && c.tls_ca.empty()) {
-    bad(url, "tls=" + std::string(c.tls == TlsMode::verify_ca ? "verify_ca" : "verify_identity") +
-                 " needs tls_ca=<file>");
+    bad(url,
+        "tls=" + std::string(tls_mode_names[static_cast<int>(c.tls)]) + " needs tls_ca=<file>");
   }
   return c;
 }

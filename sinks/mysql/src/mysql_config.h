@@ -12,7 +12,11 @@
 
 namespace auditpipe::mysql {
 
+// The URL's names of the write paths and TLS modes, in enum order.
+inline constexpr std::string_view write_path_names[] = {"auto", "bulk", "text", "load_data"};
 enum class TlsMode { disabled, required, verify_ca, verify_identity };
+inline constexpr std::string_view tls_mode_names[] = {"disabled", "required", "verify_ca",
+                                                      "verify_identity"};
 
 struct MysqlEndpoint {
   std::string host;  // empty with a socket

@@ -131,4 +131,30 @@ MysqlError MysqlConnection::last_error() const {
   return error_of(mysql_);
 }
 
+// The query's one `?` becomes the table name as an escaped string literal.
+std::vector<std::vector<std::string>> MysqlConnection::catalog_rows(std::string_view query,
+                                                                    const std::string& table) {
+  std::string literal(table.size() * 2 + 1, '\0');
+  literal.resize(mysql_real_escape_string(mysql_, literal.data(), table.data(), table.size()));
+  std::string sql(query);
+  sql.replace(sql.find('?'), 1, "'" + literal + "'");
+  if (mysql_real_query(mysql_, sql.data(), sql.size()) != 0) throw error(last_error().describe());
+  MYSQL_RES* r = mysql_store_result(mysql_);
+  if (r == nullptr) throw error(last_error().describe());
+  std::vector<std::vector<std::string>> out;
+  const unsigned fields = mysql_num_fields(r);
+  while (MYSQL_ROW row = mysql_fetch_row(r)) {
+    const unsigned long* lengths = mysql_fetch_lengths(r);
+    std::vector<std::string>& values = out.emplace_back();
+    for (unsigned i = 0; i < fields; ++i)
+      values.emplace_back(row[i] ? row[i] : "", row[i] ? lengths[i] : 0);
+  }
+  mysql_free_result(r);
+  return out;
+}
+
+void MysqlConnection::execute_ddl(const std::string& sql) {
+  if (const auto e = execute(sql)) throw error(e->describe());
+}
+
 }  // namespace auditpipe::mysql

@@ -40,9 +40,9 @@ class MysqlConnection : public SqlConnection {
   MysqlConnection& operator=(const MysqlConnection&) = delete;
 
   bool ping() noexcept override;
-  // The catalog, for the skeleton's table check (mysql_dialect.cpp).
-  std::vector<CatalogColumn> table_columns(const std::string& table) override;
-  std::vector<CatalogUniqueKey> unique_keys(const std::string& table) override;
+  // For the skeleton's table check.
+  std::vector<std::vector<std::string>> catalog_rows(std::string_view query,
+                                                     const std::string& table) override;
   void execute_ddl(const std::string& sql) override;
 
   MYSQL* handle() noexcept { return mysql_; }

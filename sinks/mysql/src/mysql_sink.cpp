@@ -15,17 +15,7 @@
 namespace auditpipe::mysql {
 
 std::string_view to_string(WritePath path) noexcept {
-  switch (path) {
-    case WritePath::automatic:
-      return "auto";
-    case WritePath::bulk:
-      return "bulk";
-    case WritePath::text:
-      return "text";
-    case WritePath::load_data:
-      return "load_data";
-  }
-  return "unknown";
+  return write_path_names[static_cast<int>(path)];
 }
 
 namespace {
@@ -41,14 +31,13 @@ class MysqlSinkImpl final : public MysqlSink {
   explicit MysqlSinkImpl(MysqlConfig config)
       : MysqlSink(mysql_dialect, config.sink), config_(std::move(config)) {}
 
-  WritePath write_path() const noexcept override { return path_; }
   // Two connections measured faster than one on every write path
   // (bench/write_paths, README).
   unsigned preferred_writers() const noexcept override { return 2; }
 
  private:
-  // Until table_ready() chooses the path, connections are plain (the set-up
-  // one has no local infile).
+  // Until table_ready() chooses the path (path_ is `automatic`),
+  // connections are plain: the set-up one has no local infile.
   std::unique_ptr<SqlConnection> connect() override {
     return MysqlConnection::connect(config_, path_ == WritePath::load_data);
   }
@@ -104,7 +93,6 @@ class MysqlSinkImpl final : public MysqlSink {
   }
 
   const MysqlConfig config_;
-  WritePath path_ = WritePath::text;  // set once, by table_ready()
 };
 
 }  // namespace

@@ -15,6 +15,42 @@ std::string SqlDialect::quote(std::string_view identifier) const {
   return out;
 }
 
+std::string SqlDialect::column_type(const Column& column) const {
+  const SqlColumnTypes& t = column_types;
+  switch (column.type) {
+    case ColumnType::boolean:
+      return std::string(t.boolean);
+    case ColumnType::int8:
+      return std::string(t.int8);
+    case ColumnType::int16:
+      return std::string(t.int16);
+    case ColumnType::int32:
+      return std::string(t.int32);
+    case ColumnType::int64:
+      return std::string(t.int64);
+    case ColumnType::uint8:
+      return std::string(t.uint8);
+    case ColumnType::uint16:
+      return std::string(t.uint16);
+    case ColumnType::uint32:
+      return std::string(t.uint32);
+    case ColumnType::float64:
+      return std::string(t.float64);
+    case ColumnType::timestamp:
+      return std::string(t.timestamp);
+    case ColumnType::text:
+      return text_type != nullptr ? text_type(column.max_length) : std::string(t.text);
+  }
+  return std::string(t.text);
+}
+
+std::string SqlDialect::table_columns_query() const {
+  if (!columns_query.empty()) return std::string(columns_query);
+  return "SELECT lower(column_name), coalesce(character_maximum_length, 0) FROM "
+         "information_schema.columns WHERE table_schema = " +
+         std::string(current_schema) + " AND table_name = " + std::string(catalog_parameter);
+}
+
 std::string SqlTableText::single_row_insert() const {
   std::string sql = insert_head + "(";
   for (std::size_t i = 0; i < column_count; ++i) sql += i ? ",?" : "?";

@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "auditpipe/diagnostics.h"
 #include "auditpipe/status.h"
@@ -28,7 +31,15 @@ void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const Sq
                            const TableDescriptor& table, const SqlSinkSettings& settings) {
   const std::string name(table.name);
   const std::string where = "table " + name + " " + settings.table_location;
-  const std::vector<CatalogColumn> existing = c.table_columns(name);
+  // The catalog's rows; its failures name the table too.
+  auto catalog = [&](std::string_view query) {
+    try {
+      return c.catalog_rows(query, name);
+    } catch (const std::exception& e) {
+      throw error("auditpipe: cannot inspect " + where + ": " + e.what());
+    }
+  };
+  const std::vector<std::vector<std::string>> existing = catalog(dialect.table_columns_query());
   if (existing.empty()) {
     if (!settings.create_table) {
       throw error("auditpipe: " + where + " does not exist (and create_table=false)");
@@ -41,8 +52,8 @@ void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const Sq
     return;
   }
 
-  std::map<std::string, std::uint64_t> present;  // lower-cased name -> max_length
-  for (const CatalogColumn& col : existing) present[col.name] = col.max_length;
+  std::map<std::string, std::uint64_t> present;  // lower-cased name -> characters, or 0
+  for (const auto& row : existing) present[row.at(0)] = std::stoull(row.at(1));
   std::set<std::string> written;
   std::string missing;
   auto need = [&](std::string_view column) {
@@ -71,9 +82,8 @@ void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const Sq
   // no other may cover a written column, or rows conflicting on it would
   // be skipped without a word.
   std::map<std::string, std::set<std::string>> unique_keys;  // by name: messages in a fixed order
-  for (CatalogUniqueKey& key : c.unique_keys(name)) {
-    unique_keys[key.name].insert(key.columns.begin(), key.columns.end());
-  }
+  for (const auto& row : catalog(dialect.unique_keys_query))
+    unique_keys[row.at(0)].insert(row.at(1));
   const bool others_absorbed =
       dialect.idempotent_insert == SqlDialect::IdempotentInsert::on_duplicate_key_update;
   bool has_key = false;

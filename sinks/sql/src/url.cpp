@@ -224,6 +224,19 @@ std::uint64_t url_number(const Url& url, std::string_view key, std::string_view 
   return v;
 }
 
+std::size_t url_choice(const Url& url, std::string_view key, std::string_view value,
+                       std::span<const std::string_view> choices) {
+  for (std::size_t i = 0; i < choices.size(); ++i) {
+    if (choices[i] == value) return i;
+  }
+  std::string list;
+  for (std::size_t i = 0; i < choices.size(); ++i) {
+    list += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + std::string(choices[i]);
+  }
+  throw error("auditpipe: bad URL '" + url.redacted() + "': " + std::string(key) + " must be " +
+              list + ", not '" + std::string(value) + "'");
+}
+
 bool apply_pool_option(const Url& url, std::string_view key, std::string_view value,
                        ConnectionPoolOptions& pool, std::optional<std::size_t>& pool_size) {
   using std::chrono::milliseconds;

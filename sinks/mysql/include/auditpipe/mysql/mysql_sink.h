@@ -51,14 +51,11 @@ enum class WritePath {
 
 std::string_view to_string(WritePath path) noexcept;
 
-class MysqlSink : public SqlSink {
- public:
-  // The write path in use (after open(): never `automatic`).
-  virtual WritePath write_path() const noexcept = 0;
+using MysqlSink = SqlSinkWithWritePaths<WritePath>;
 
- protected:
-  using SqlSink::SqlSink;
-};
+// The URL schemes open() takes, for auditpipe::open's registry (which
+// lists the first as supported).
+inline constexpr std::string_view url_schemes[] = {"mysql", "mariadb"};
 
 // Parses the URL (throws auditpipe::error naming the problem, with the
 // password masked). Connecting and checking the table happen in open().

@@ -1,7 +1,8 @@
 // SqlDialect: what one database calls the parts of an audit table: how it
 // quotes a name, which column type each ColumnType becomes, how a new table
-// declares the (source_id, seq) key and what follows its column list, and
-// how its idempotent insert skips a record already stored. SqlTableText is
+// declares the (source_id, seq) key and what follows its column list, how
+// its idempotent insert skips a record already stored, and how its catalog
+// is asked about an existing table. SqlTableText is
 // what a record type's descriptor turns into in a dialect: the statement
 // pieces every write path and the table check start from.
 //
@@ -13,6 +14,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -20,33 +22,61 @@
 
 namespace auditpipe {
 
+// The type a new table gives each kind of record column.
+struct SqlColumnTypes {
+  std::string_view boolean{}, int8{}, int16{}, int32{}, int64{}, uint8{}, uint16{}, uint32{},
+      float64{}, timestamp{}, text{};
+};
+
+// Every field has the standard SQL default; a dialect sets what differs.
 struct SqlDialect {
   // How the insert skips a record whose (source_id, seq) is already stored,
   // so that a retried batch is never written twice.
   enum class IdempotentInsert {
+    // ... ON CONFLICT (source_id, seq) DO NOTHING (PostgreSQL, SQLite).
+    // Only that key is skipped; a conflict on any other is an error.
+    on_conflict_do_nothing,
     // ... ON DUPLICATE KEY UPDATE seq = seq (MySQL). It absorbs a conflict
     // on ANY unique key, so the table check refuses a table with another
     // unique key over written columns: rows conflicting on it would vanish.
     on_duplicate_key_update,
-    // ... ON CONFLICT (source_id, seq) DO NOTHING (PostgreSQL, SQLite).
-    // Only that key is skipped; a conflict on any other is an error.
-    on_conflict_do_nothing,
   };
 
   char identifier_quote = '"';  // around a name, doubled inside it
-  // The type a new table gives the column.
-  std::string (*column_type)(const Column& column) = nullptr;
+  SqlColumnTypes column_types = {};
+  // A text column's type by the record's capacity in bytes, instead of
+  // column_types.text (MySQL: VARCHAR(N) for short ones); null: not used.
+  std::string (*text_type)(std::uint32_t max_length) = nullptr;
   std::string_view key_column_type = "BIGINT";      // source_id and seq
   std::string_view key_constraint = "PRIMARY KEY";  // or "UNIQUE", over (source_id, seq)
   // After CREATE TABLE's closing parenthesis, with a leading space (engine,
   // charset, STRICT), or empty.
-  std::string_view table_options;
+  std::string_view table_options = "";
   IdempotentInsert idempotent_insert = IdempotentInsert::on_conflict_do_nothing;
+
+  // The catalog queries of the table check, run through
+  // SqlConnection::catalog_rows() with the table's name as their one
+  // parameter, written as `catalog_parameter`; every value comes back as
+  // text. The columns of the table come from information_schema.columns in
+  // `current_schema`, unless the dialect has no information_schema and
+  // gives its own columns_query: a row (lower-cased name, characters a text
+  // column holds or 0) per column, none if there is no such table.
+  std::string_view catalog_parameter = "?";
+  std::string_view current_schema = "current_schema()";
+  std::string_view columns_query = "";
+  // A row (key name, lower-cased column) per column of each unique key or
+  // unique index of the table. No standard view has them.
+  std::string_view unique_keys_query = "";
 
   // `identifier` quoted, with any quote character in it doubled. Descriptor
   // names are plain identifiers already (checked at compile time);
   // quoting keeps keywords usable as names.
   std::string quote(std::string_view identifier) const;
+  // The type a new table gives `column`.
+  std::string column_type(const Column& column) const;
+  // The query for the table's columns (columns_query, or the one on
+  // information_schema.columns).
+  std::string table_columns_query() const;
 };
 
 // A table's statement pieces in one dialect.

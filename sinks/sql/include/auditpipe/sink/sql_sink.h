@@ -10,9 +10,9 @@
 //     failure into a WriteResult (ok, transient, rejected) and close a
 //     connection the failure left broken;
 //   - close(), describe(), connection_pool_stats().
-// A sink keeps only what is its own: a dialect, connect(), its write paths
-// (write_batch) with their types and error codes, and the catalog queries
-// of its SqlConnection. A new SQL sink is a dialect file and a write path.
+// A sink keeps only what is its own: a dialect (with its catalog queries),
+// connect(), its write paths (write_batch) with their types and error
+// codes. A new SQL sink is a dialect file and a write path.
 //
 // Who may call: SQL sink implementations derive from SqlSink (and their
 // connections from SqlConnection); the pipeline calls it as any Sink.
@@ -23,11 +23,10 @@
 // write.
 #pragma once
 
-#include <cstdint>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "auditpipe/detail/thread_annotations.h"
@@ -48,27 +47,15 @@ struct WriteFailure {
   std::string message;
 };
 
-// A column of an existing table, as the catalog has it.
-struct CatalogColumn {
-  std::string name;              // lower-cased
-  std::uint64_t max_length = 0;  // characters a text column holds; 0: no limit, or not text
-};
-
-// A unique key (or unique index) of an existing table.
-struct CatalogUniqueKey {
-  std::string name;
-  std::set<std::string> columns;  // lower-cased
-};
-
 // A connection of an SQL sink: what the pool lends, and what the table
 // check reads the catalog through (on the set-up connection, at open()).
 class SqlConnection : public PooledConnection {
  public:
-  // The columns of `table`; none when there is no such table. Throws.
-  virtual std::vector<CatalogColumn> table_columns(const std::string& table) = 0;
-  // The unique keys of an existing `table`, the (source_id, seq) one too.
-  // Throws.
-  virtual std::vector<CatalogUniqueKey> unique_keys(const std::string& table) = 0;
+  // The rows of a catalog query (SqlDialect::columns_query,
+  // unique_keys_query) with `table` as its one parameter, every value as
+  // text (NULL as empty). Throws, with the database's message.
+  virtual std::vector<std::vector<std::string>> catalog_rows(std::string_view query,
+                                                             const std::string& table) = 0;
   // Runs one statement with no result (CREATE TABLE). Throws, with the
   // database's message.
   virtual void execute_ddl(const std::string& sql) = 0;
@@ -131,6 +118,22 @@ class SqlSink : public Sink {
   std::unique_ptr<ConnectionPool> pool_;  // unless single_connection
   detail::Mutex single_mutex_;            // held for each write on the single connection
   std::unique_ptr<SqlConnection> single_ AUDITPIPE_GUARDED_BY(single_mutex_);
+};
+
+// An SQL sink with several write paths, one chosen at open() (MySQL,
+// PostgreSQL). `WritePath` is the sink's own enum; its first value,
+// `automatic`, lets the sink choose.
+template <class WritePath>
+class SqlSinkWithWritePaths : public SqlSink {
+ public:
+  // The write path in use: from open() on, the one chosen (never
+  // `automatic`).
+  WritePath write_path() const noexcept { return path_; }
+
+ protected:
+  using SqlSink::SqlSink;
+
+  WritePath path_{};  // set by the sink's table_ready(), read by its write paths
 };
 
 }  // namespace auditpipe

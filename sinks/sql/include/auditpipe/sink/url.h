@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -61,6 +62,12 @@ void require_known_options(const Url& url, std::initializer_list<std::string_vie
 // the option (with the URL's password masked) otherwise.
 std::uint64_t url_number(const Url& url, std::string_view key, std::string_view value,
                          std::uint64_t min, std::uint64_t max);
+
+// Which of `choices` an option's value is (its index); throws
+// auditpipe::error naming the option and the choices otherwise, with the
+// URL's password masked.
+std::size_t url_choice(const Url& url, std::string_view key, std::string_view value,
+                       std::span<const std::string_view> choices);
 
 // The query options every pooled sink takes, with ConnectionPool's names.
 inline constexpr std::string_view pool_option_names[] = {

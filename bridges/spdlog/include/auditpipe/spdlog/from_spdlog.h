@@ -1,0 +1,131 @@
+// FromSpdlog: spdlog messages into auditpipe. To spdlog it is a sink (one
+// more in a logger's sinks()); to auditpipe it is a source: it turns every
+// message into an audit record and commits it into a Logger<LogRecord>, so
+// that
+//
+//   spdlog::get("payments")->warn("refund {} over limit", id);
+//
+// lands in a database table through the pipeline, with its batching,
+// bounds and guarantees:
+//
+//   auto audit = std::make_shared<auditpipe::Logger<auditpipe::spdlog_bridge::LogRecord>>(
+//       auditpipe::open("sqlite:///var/lib/app/log.db"));
+//   auto source = std::make_shared<auditpipe::spdlog_bridge::from_spdlog_mt>(audit);
+//   spdlog::get("payments")->sinks().push_back(source);
+//
+// A message that finds auditpipe's pool full follows the logger's overflow
+// policy, so spdlog waits at most max_wait (block) or not at all (drop,
+// fail, spill); nothing here can wait without bound. Messages logged by
+// auditpipe's own threads (its diagnostics, if they are routed to this
+// sink) are not fed back into the pipeline that is reporting them: they go
+// to the `fallback` sink if one is given, and are counted otherwise.
+//
+// The other direction, auditpipe records out as spdlog lines, is
+// line_sink.h.
+//
+// Thread safety: as spdlog's own sinks: from_spdlog_mt locks, from_spdlog_st
+// is for one thread.
+#pragma once
+
+#include <spdlog/details/null_mutex.h>
+#include <spdlog/sinks/base_sink.h>
+// The compiled spdlog instantiates base_sink for its own mutex types only.
+#include <spdlog/sinks/base_sink-inl.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+
+#include "auditpipe/diagnostics.h"
+#include "auditpipe/logger.h"
+#include "auditpipe/spdlog/log_record.h"
+
+namespace auditpipe::spdlog_bridge {
+
+// The lock of from_spdlog_mt: an ordinary mutex, except that auditpipe's own
+// threads never take it. A producer may hold the sink's lock while it waits
+// (up to max_wait) for a pool slot that only a writer can free; if that
+// writer then logged a diagnostic into this sink and waited for the same
+// lock, each would wait on the other until max_wait ran out. The writer's
+// path through sink_it_ touches only atomics and the fallback sink (which
+// has its own lock), so it needs none.
+class internal_aware_mutex {
+ public:
+  void lock() {
+    if (!on_internal_thread()) mutex_.lock();
+  }
+  void unlock() {
+    if (!on_internal_thread()) mutex_.unlock();
+  }
+
+ private:
+  std::mutex mutex_;
+};
+
+template <class Mutex>
+class FromSpdlog final : public ::spdlog::sinks::base_sink<Mutex> {
+ public:
+  // `flush_timeout`: the longest spdlog's flush() waits for the pipeline.
+  explicit FromSpdlog(std::shared_ptr<Logger<LogRecord>> logger,
+                      std::shared_ptr<::spdlog::sinks::sink> fallback = nullptr,
+                      std::chrono::milliseconds flush_timeout = std::chrono::seconds(1))
+      : logger_(std::move(logger)), fallback_(std::move(fallback)), flush_timeout_(flush_timeout) {}
+
+  // Messages committed into the pipeline, and those that were not (the
+  // overflow policy's status), and auditpipe's own messages kept out.
+  std::uint64_t committed() const noexcept { return committed_.load(std::memory_order_relaxed); }
+  std::uint64_t not_committed() const noexcept {
+    return not_committed_.load(std::memory_order_relaxed);
+  }
+  std::uint64_t internal_messages() const noexcept {
+    return internal_.load(std::memory_order_relaxed);
+  }
+
+ protected:
+  void sink_it_(const ::spdlog::details::log_msg& msg) override {
+    if (on_internal_thread()) {
+      internal_.fetch_add(1, std::memory_order_relaxed);
+      if (fallback_ && fallback_->should_log(msg.level)) fallback_->log(msg);
+      return;
+    }
+    auto r = logger_->acquire();
+    if (!r) {
+      not_committed_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    r->at = timestamp::from(msg.time);
+    const auto level = ::spdlog::level::to_string_view(msg.level);
+    r->level = std::string_view(level.data(), level.size());
+    r->logger = std::string_view(msg.logger_name.data(), msg.logger_name.size());
+    r->thread_id = static_cast<std::int64_t>(msg.thread_id);
+    if (!msg.source.empty()) {
+      r->source_file = msg.source.filename;
+      r->source_line = msg.source.line;
+      if (msg.source.funcname) r->source_function = msg.source.funcname;
+    }
+    r->message = std::string_view(msg.payload.data(), msg.payload.size());
+    if (r.commit() == Status::ok) {
+      committed_.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      not_committed_.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+
+  void flush_() override {
+    if (!on_internal_thread()) logger_->flush(flush_timeout_);
+  }
+
+ private:
+  std::shared_ptr<Logger<LogRecord>> logger_;
+  std::shared_ptr<::spdlog::sinks::sink> fallback_;
+  std::chrono::milliseconds flush_timeout_;
+  std::atomic<std::uint64_t> committed_{0};
+  std::atomic<std::uint64_t> not_committed_{0};
+  std::atomic<std::uint64_t> internal_{0};
+};
+
+using from_spdlog_mt = FromSpdlog<internal_aware_mutex>;
+using from_spdlog_st = FromSpdlog<::spdlog::details::null_mutex>;
+
+}  // namespace auditpipe::spdlog_bridge

@@ -1,0 +1,54 @@
+// The PostgreSQL sink (through SOCI, with libpq underneath for COPY).
+//
+//   auto sink = auditpipe::postgresql::open("postgresql://audit:secret@db:5432/audit");
+//
+// Each batch is one statement, so one transaction: by default a COPY of
+// the batch straight into the table (measured fastest); a batch retried
+// after an ambiguous failure, whose rows may already be there, is written
+// with INSERT ... ON CONFLICT (source_id, seq) DO NOTHING instead, so only
+// repeats of that key are skipped and any other conflict is an error.
+//
+// URL: postgresql://user:password@host:port[,host2:port2]/database?option=value
+// (postgres:// too; several hosts are tried in order by libpq). Options:
+//   write_path        auto | copy | insert   (auto: copy)
+//   create_table      true | false  (default true)
+//   connect_timeout   seconds, default 10
+//   sslmode           disable | allow | prefer | require | verify-ca | verify-full
+//   sslrootcert, sslcert, sslkey   file paths
+//   application_name  default auditpipe
+//   pool_size, min_idle, connection_timeout_ms, idle_timeout_ms, max_lifetime_ms,
+//   keepalive_ms, validation_ms, leak_detection_ms   ConnectionPool options
+//
+// Column types: BOOLEAN, SMALLINT/INTEGER/BIGINT (unsigned types one size
+// up), DOUBLE PRECISION, TIMESTAMP(6) WITH TIME ZONE, TEXT. PostgreSQL's
+// text cannot hold a NUL byte: the writer replaces NULs with U+FFFD before
+// the sink sees them, and counts the fields (nul_replaced_fields).
+//
+// Thread safety: write() from several writer threads at once; each takes
+// its own connection from the pool.
+#pragma once
+
+#include <memory>
+#include <string_view>
+
+#include "auditpipe/sink/sql_sink.h"
+
+namespace auditpipe::postgresql {
+
+enum class WritePath {
+  automatic,  // copy
+  copy,       // COPY ... FROM STDIN, the batch in COPY's text format
+  insert,     // a multi-row INSERT ... ON CONFLICT DO NOTHING, parameters bound as text
+};
+
+using PostgresqlSink = SqlSinkWithWritePaths<WritePath>;
+
+// The URL schemes open() takes, for auditpipe::open's registry (which
+// lists the first as supported).
+inline constexpr std::string_view url_schemes[] = {"postgresql", "postgres"};
+
+// Parses the URL (throws auditpipe::error naming the problem, password
+// masked). Connecting and checking the table happen in open().
+std::shared_ptr<PostgresqlSink> open(std::string_view url);
+
+}  // namespace auditpipe::postgresql

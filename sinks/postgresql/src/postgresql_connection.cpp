@@ -1,0 +1,136 @@
+#include "postgresql_connection.h"
+
+#include "auditpipe/sink/url.h"
+#include "auditpipe/status.h"
+
+namespace auditpipe::postgresql {
+
+namespace {
+
+[[noreturn]] void bad(const Url& url, const std::string& why) {
+  throw error("auditpipe: bad PostgreSQL URL '" + url.redacted() + "': " + why);
+}
+
+// A libpq connection-string value: quoted, with ' and \ escaped.
+std::string conninfo_value(std::string_view v) {
+  std::string out = "'";
+  for (char c : v) {
+    if (c == '\'' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "'";
+}
+
+}  // namespace
+
+PostgresqlConfig parse_postgresql_url(std::string_view text) {
+  const Url url = parse_url(text);
+  if (url.scheme != "postgresql" && url.scheme != "postgres") {
+    bad(url, "the scheme must be postgresql:// (or postgres://), not " + url.scheme + "://");
+  }
+  require_known_options(
+      url,
+      {"write_path", "create_table", "connect_timeout", "sslmode", "sslrootcert", "sslcert",
+       "sslkey", "application_name", "pool_size", "min_idle", "connection_timeout_ms",
+       "idle_timeout_ms", "max_lifetime_ms", "keepalive_ms", "validation_ms", "leak_detection_ms"});
+  if (url.user.empty()) bad(url, "no user name (postgresql://user:password@host/database)");
+  if (url.path.empty()) bad(url, "no database name after the host");
+  if (url.hosts.empty()) bad(url, "no host");
+  PostgresqlConfig c;
+  c.sink.redacted_url = url.redacted();
+  c.sink.table_location = "on " + c.sink.redacted_url;
+  c.sink.pool.name = c.sink.redacted_url;
+  std::string hosts, ports;
+  for (const auto& h : url.hosts) {
+    hosts += (hosts.empty() ? "" : ",") + h.host;
+    ports += (ports.empty() ? "" : ",") + std::to_string(h.port.value_or(5432));
+  }
+  c.conninfo = "host=" + conninfo_value(hosts) + " port=" + conninfo_value(ports) +
+               " dbname=" + conninfo_value(url.path) + " user=" + conninfo_value(url.user);
+  if (url.password) c.conninfo += " password=" + conninfo_value(*url.password);
+  std::string connect_timeout = "10", application_name = "auditpipe";
+  for (const auto& [key, value] : url.query) {
+    if (key == "write_path") {
+      c.write_path = static_cast<WritePath>(url_choice(url, key, value, write_path_names));
+    } else if (key == "create_table") {
+      if (value != "true" && value != "false") bad(url, "create_table must be true or false");
+      c.sink.create_table = value == "true";
+    } else if (key == "connect_timeout") {
+      connect_timeout = std::to_string(url_number(url, key, value, 1, 3600));
+    } else if (key == "sslmode") {
+      static constexpr std::string_view modes[] = {"disable", "allow",     "prefer",
+                                                   "require", "verify-ca", "verify-full"};
+      url_choice(url, key, value, modes);
+      c.conninfo += " sslmode=" + conninfo_value(value);
+    } else if (key == "sslrootcert" || key == "sslcert" || key == "sslkey") {
+      c.conninfo += " " + key + "=" + conninfo_value(value);
+    } else if (key == "application_name") {
+      application_name = value;
+    } else {
+      apply_pool_option(url, key, value, c.sink.pool, c.sink.pool_size);
+    }
+  }
+  c.conninfo += " connect_timeout=" + conninfo_value(connect_timeout) +
+                " application_name=" + conninfo_value(application_name) + " client_encoding='UTF8'";
+  return c;
+}
+
+PostgresqlError error_of(PGresult* r, PGconn* conn) {
+  PostgresqlError e;
+  const char* state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
+  e.sqlstate = state ? state : "";
+  e.message = r && *PQresultErrorMessage(r) ? PQresultErrorMessage(r) : PQerrorMessage(conn);
+  while (!e.message.empty() && (e.message.back() == '\n' || e.message.back() == ' '))
+    e.message.pop_back();
+  return e;
+}
+
+std::string PostgresqlError::describe() const {
+  return sqlstate.empty() ? message : "(" + sqlstate + ") " + message;
+}
+
+PostgresqlConnection::PostgresqlConnection(const PostgresqlConfig& config) {
+  try {
+    session_.open(::soci::postgresql, config.conninfo);
+  } catch (const std::exception& e) {
+    std::string message = e.what();
+    while (!message.empty() && (message.back() == '\n' || message.back() == ' '))
+      message.pop_back();
+    throw error("auditpipe: cannot connect to " + config.sink.redacted_url + ": " + message);
+  }
+  conn_ = static_cast<::soci::postgresql_session_backend*>(session_.get_backend())->conn_;
+}
+
+bool PostgresqlConnection::ping() noexcept {
+  PGresult* r = PQexec(conn_, "");
+  const bool ok = r != nullptr && PQresultStatus(r) == PGRES_EMPTY_QUERY;
+  PQclear(r);
+  return ok;
+}
+
+std::vector<std::vector<std::string>> PostgresqlConnection::catalog_rows(std::string_view query,
+                                                                         const std::string& table) {
+  const std::string sql(query);
+  const char* param = table.c_str();
+  PGresult* r = PQexecParams(conn_, sql.c_str(), 1, nullptr, &param, nullptr, nullptr, 0);
+  if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+    const PostgresqlError e = error_of(r, conn_);
+    PQclear(r);
+    throw error(e.describe());
+  }
+  std::vector<std::vector<std::string>> out(static_cast<std::size_t>(PQntuples(r)));
+  for (int row = 0; row < PQntuples(r); ++row) {
+    for (int col = 0; col < PQnfields(r); ++col) {
+      out[static_cast<std::size_t>(row)].emplace_back(
+          PQgetvalue(r, row, col), static_cast<std::size_t>(PQgetlength(r, row, col)));
+    }
+  }
+  PQclear(r);
+  return out;
+}
+
+void PostgresqlConnection::execute_ddl(const std::string& sql) {
+  session_ << sql;
+}
+
+}  // namespace auditpipe::postgresql

@@ -1,0 +1,73 @@
+// PostgreSQL pieces of the sink: the URL turned into a libpq connection
+// string, and a pooled connection (a SOCI session for the catalog, with
+// libpq's handle underneath for the write paths).
+#pragma once
+
+#include <libpq-fe.h>
+#include <soci/postgresql/soci-postgresql.h>
+#include <soci/soci.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "auditpipe/postgresql/postgresql_sink.h"
+#include "auditpipe/sink/sql_sink.h"
+
+namespace auditpipe::postgresql {
+
+// The URL's names of the write paths, in enum order.
+inline constexpr std::string_view write_path_names[] = {"auto", "copy", "insert"};
+
+struct PostgresqlConfig {
+  SqlSinkSettings sink;  // redacted URL, create_table, the pool's options
+  std::string conninfo;  // libpq keyword=value form, password included: never printed
+  WritePath write_path = WritePath::automatic;
+};
+
+// Throws auditpipe::error naming the problem (password masked).
+PostgresqlConfig parse_postgresql_url(std::string_view url);
+
+// An error from the server (or libpq) with its SQLSTATE.
+struct PostgresqlError {
+  std::string sqlstate;  // "08006", "23505", ... ("" when libpq itself failed)
+  std::string message;
+  std::string describe() const;
+};
+
+// The error of a failed result (or of the connection, without one).
+PostgresqlError error_of(PGresult* result, PGconn* conn);
+
+class PostgresqlConnection : public SqlConnection {
+ public:
+  // Throws auditpipe::error with libpq's message.
+  explicit PostgresqlConnection(const PostgresqlConfig& config);
+
+  // An empty query: the cheapest round trip PostgreSQL has.
+  bool ping() noexcept override;
+  // For the skeleton's table check: catalog queries through libpq, DDL
+  // through SOCI.
+  std::vector<std::vector<std::string>> catalog_rows(std::string_view query,
+                                                     const std::string& table) override;
+  void execute_ddl(const std::string& sql) override;
+
+  ::soci::session& session() noexcept { return session_; }
+  PGconn* native() noexcept { return conn_; }
+  bool broken() const noexcept { return PQstatus(conn_) != CONNECTION_OK; }
+
+  // Reused per connection by the write paths.
+  std::string copy_data;
+  std::string param_data;
+  std::vector<const char*> params;
+  std::vector<std::size_t> param_offsets;  // of each parameter in param_data
+  std::string insert_sql;                  // INSERT text for insert_rows rows
+  std::size_t insert_rows = 0;
+
+ private:
+  ::soci::session session_;
+  PGconn* conn_ = nullptr;
+};
+
+}  // namespace auditpipe::postgresql

@@ -1,0 +1,201 @@
+// The PostgreSQL sink on the SQL sink skeleton: COPY by default, INSERT
+// ... ON CONFLICT for a batch whose rows may be there already, both through
+// libpq on the pooled connection; SQLSTATEs sorted for the skeleton.
+#include "auditpipe/postgresql/postgresql_sink.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "auditpipe/detail/text_escape.h"
+#include "auditpipe/timestamp.h"
+#include "postgresql_connection.h"
+#include "postgresql_dialect.h"
+
+namespace auditpipe::postgresql {
+
+using detail::append_number;
+
+namespace {
+
+// One value in PostgreSQL's text input form (what COPY and text parameters
+// take). Text is appended as it is; COPY escapes it separately.
+void append_value(std::string& out, const std::byte* record, const Column& c) {
+  switch (c.type) {
+    case ColumnType::boolean:
+      out += read_integer(record, c) ? 't' : 'f';
+      break;
+    case ColumnType::float64: {
+      const double v = read_float64(record, c);
+      if (std::isnan(v)) {
+        out += "NaN";
+      } else if (std::isinf(v)) {
+        out += v > 0 ? "Infinity" : "-Infinity";
+      } else {
+        append_number(out, v);
+      }
+      break;
+    }
+    case ColumnType::timestamp: {
+      char buf[32];
+      out.append(buf, timestamp{read_integer(record, c)}.format(buf));
+      out += "+00";
+      break;
+    }
+    case ColumnType::text:
+      out += read_text(record, c);
+      break;
+    default:
+      append_number(out, read_integer(record, c));
+      break;
+  }
+}
+
+bool starts_with(const std::string& s, const char* prefix) {
+  return s.rfind(prefix, 0) == 0;
+}
+
+WriteFailure::Kind kind_of(PostgresqlConnection& c, const PostgresqlError& e) {
+  if (c.broken() || starts_with(e.sqlstate, "08") || starts_with(e.sqlstate, "57P")) {
+    return WriteFailure::Kind::connection;
+  }
+  if (starts_with(e.sqlstate, "22") || starts_with(e.sqlstate, "23"))
+    return WriteFailure::Kind::data;
+  return WriteFailure::Kind::other;
+}
+
+class PostgresqlSinkImpl final : public PostgresqlSink {
+ public:
+  explicit PostgresqlSinkImpl(PostgresqlConfig config)
+      : PostgresqlSink(postgresql_dialect, config.sink), config_(std::move(config)) {}
+
+  bool accepts_nul_in_text() const noexcept override { return false; }
+  // Two connections measured faster than one on every write path
+  // (bench/write_paths, README).
+  unsigned preferred_writers() const noexcept override { return 2; }
+
+ private:
+  std::unique_ptr<SqlConnection> connect() override {
+    return std::make_unique<PostgresqlConnection>(config_);
+  }
+
+  void table_ready(SqlConnection&) override {
+    path_ = config_.write_path == WritePath::insert ? WritePath::insert : WritePath::copy;
+    copy_sql_ = "COPY " + table_text().table + " (" + table_text().columns + ") FROM STDIN";
+  }
+
+  std::optional<WriteFailure> write_batch(SqlConnection& connection, const Batch& batch) override {
+    auto& c = static_cast<PostgresqlConnection&>(connection);
+    std::optional<PostgresqlError> e;
+    if (path_ == WritePath::copy) {
+      e = copy_batch(c, batch);
+      // Some of these rows are there already (a retry after an ambiguous
+      // failure): write the batch so that only those repeats are skipped.
+      if (e && e->sqlstate == "23505" && !c.broken()) e = insert_batch(c, batch);
+    } else {
+      e = insert_batch(c, batch);
+    }
+    if (!e) return std::nullopt;
+    return WriteFailure{kind_of(c, *e), e->describe()};
+  }
+
+  std::optional<PostgresqlError> copy_batch(PostgresqlConnection& c, const Batch& batch) {
+    std::string& data = c.copy_data;
+    data.clear();
+    for (const RecordRef& r : batch.records) {
+      for (const Column& col : batch.table.columns) {
+        if (col.type == ColumnType::text) {
+          // COPY's text format: backslash, tab, newline and carriage return
+          // escaped.
+          detail::append_escaped(data, read_text(r.data, col), detail::backslash_escapes);
+        } else {
+          append_value(data, r.data, col);
+        }
+        data += '\t';
+      }
+      append_number(data, r.source_id);
+      data += '\t';
+      append_number(data, r.seq);
+      data += '\n';
+    }
+    PGresult* r = PQexec(c.native(), copy_sql_.c_str());
+    if (PQresultStatus(r) != PGRES_COPY_IN) {
+      auto e = error_of(r, c.native());
+      PQclear(r);
+      return e;
+    }
+    PQclear(r);
+    std::optional<PostgresqlError> e;
+    if (PQputCopyData(c.native(), data.data(), static_cast<int>(data.size())) != 1 ||
+        PQputCopyEnd(c.native(), nullptr) != 1) {
+      e = PostgresqlError{"", PQerrorMessage(c.native())};
+    }
+    while (PGresult* result = PQgetResult(c.native())) {
+      if (!e && PQresultStatus(result) != PGRES_COMMAND_OK) e = error_of(result, c.native());
+      PQclear(result);
+    }
+    return e;
+  }
+
+  std::optional<PostgresqlError> insert_batch(PostgresqlConnection& c, const Batch& batch) {
+    const std::size_t per_row = batch.table.columns.size() + 2;
+    const std::size_t rows_per_statement = 65535 / per_row;  // the protocol's parameter limit
+    for (std::size_t begin = 0; begin < batch.records.size(); begin += rows_per_statement) {
+      const std::size_t n = std::min(rows_per_statement, batch.records.size() - begin);
+      std::string& values = c.param_data;
+      values.clear();
+      std::vector<std::size_t>& offsets = c.param_offsets;
+      offsets.clear();
+      for (std::size_t i = begin; i < begin + n; ++i) {
+        const RecordRef& r = batch.records[i];
+        for (const Column& col : batch.table.columns) {
+          offsets.push_back(values.size());
+          append_value(values, r.data, col);
+          values += '\0';
+        }
+        offsets.push_back(values.size());
+        append_number(values, r.source_id);
+        values += '\0';
+        offsets.push_back(values.size());
+        append_number(values, r.seq);
+        values += '\0';
+      }
+      c.params.resize(offsets.size());
+      for (std::size_t k = 0; k < offsets.size(); ++k) c.params[k] = values.data() + offsets[k];
+      if (c.insert_rows != n) {  // the statement text depends only on the row count
+        c.insert_rows = n;
+        std::string& sql = c.insert_sql;
+        sql = table_text().insert_head;
+        std::size_t p = 1;
+        for (std::size_t i = 0; i < n; ++i) {
+          sql += i ? ",(" : "(";
+          for (std::size_t k = 0; k < per_row; ++k) sql += (k ? ",$" : "$") + std::to_string(p++);
+          sql += ')';
+        }
+        sql += table_text().insert_tail;
+      }
+      PGresult* r =
+          PQexecParams(c.native(), c.insert_sql.c_str(), static_cast<int>(c.params.size()), nullptr,
+                       c.params.data(), nullptr, nullptr, 0);
+      if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+        auto e = error_of(r, c.native());
+        PQclear(r);
+        return e;
+      }
+      PQclear(r);
+    }
+    return std::nullopt;
+  }
+
+  const PostgresqlConfig config_;
+  std::string copy_sql_;
+};
+
+}  // namespace
+
+std::shared_ptr<PostgresqlSink> open(std::string_view url) {
+  return std::make_shared<PostgresqlSinkImpl>(parse_postgresql_url(url));
+}
+
+}  // namespace auditpipe::postgresql

@@ -1,0 +1,44 @@
+// The sink registry (auditpipe/sink/sink_registry.h): schemes to factories.
+#include "auditpipe/sink/sink_registry.h"
+
+#include <cctype>
+
+#include "auditpipe/sink/url.h"
+#include "auditpipe/status.h"
+
+namespace auditpipe {
+
+namespace {
+
+// `url` starts with `scheme` and a colon, the scheme in any case.
+bool has_scheme(std::string_view url, std::string_view scheme) {
+  if (url.size() <= scheme.size() || url[scheme.size()] != ':') return false;
+  for (std::size_t i = 0; i < scheme.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(url[i])) != scheme[i]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void SinkRegistry::add(std::span<const std::string_view> schemes, Factory factory) {
+  bool first = true;
+  for (std::string_view scheme : schemes) {
+    entries_.push_back({std::string(scheme), factory, first});
+    first = false;
+  }
+}
+
+std::shared_ptr<Sink> SinkRegistry::open(std::string_view url) const {
+  for (const Entry& e : entries_) {
+    if (has_scheme(url, e.scheme)) return e.factory(url);
+  }
+  std::string supported;
+  for (const Entry& e : entries_) {
+    if (e.listed) supported += " " + e.scheme + "://";
+  }
+  throw error("auditpipe: no sink for '" + redact_url(url) +
+              "' in this build (supported:" + supported + ")");
+}
+
+}  // namespace auditpipe
