@@ -31,11 +31,10 @@ MysqlConfig parse_mysql_url(std::string_view text) {
   if (url.scheme != "mysql" && url.scheme != "mariadb") {
     bad(url, "the scheme must be mysql:// (or mariadb://), not " + url.scheme + "://");
   }
-  require_known_options(
-      url, {"write_path", "create_table", "charset", "connect_timeout", "read_timeout",
-            "write_timeout", "tls", "tls_ca", "tls_cert", "tls_key", "socket", "pool_size",
-            "min_idle", "connection_timeout_ms", "idle_timeout_ms", "max_lifetime_ms",
-            "keepalive_ms", "validation_ms", "leak_detection_ms"});
+  require_known_options(url,
+                        {"write_path", "create_table", "charset", "connect_timeout", "read_timeout",
+                         "write_timeout", "tls", "tls_ca", "tls_cert", "tls_key", "socket"},
+                        pool_option_names);
   MysqlConfig c;
   c.sink.redacted_url = url.redacted();
   c.user = url.user;

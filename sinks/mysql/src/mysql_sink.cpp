@@ -14,10 +14,6 @@
 
 namespace auditpipe::mysql {
 
-std::string_view to_string(WritePath path) noexcept {
-  return write_path_names[static_cast<int>(path)];
-}
-
 namespace {
 
 WriteFailure::Kind kind_of(const MysqlError& e) {

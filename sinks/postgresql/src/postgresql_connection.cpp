@@ -28,11 +28,10 @@ PostgresqlConfig parse_postgresql_url(std::string_view text) {
   if (url.scheme != "postgresql" && url.scheme != "postgres") {
     bad(url, "the scheme must be postgresql:// (or postgres://), not " + url.scheme + "://");
   }
-  require_known_options(
-      url,
-      {"write_path", "create_table", "connect_timeout", "sslmode", "sslrootcert", "sslcert",
-       "sslkey", "application_name", "pool_size", "min_idle", "connection_timeout_ms",
-       "idle_timeout_ms", "max_lifetime_ms", "keepalive_ms", "validation_ms", "leak_detection_ms"});
+  require_known_options(url,
+                        {"write_path", "create_table", "connect_timeout", "sslmode", "sslrootcert",
+                         "sslcert", "sslkey", "application_name"},
+                        pool_option_names);
   if (url.user.empty()) bad(url, "no user name (postgresql://user:password@host/database)");
   if (url.path.empty()) bad(url, "no database name after the host");
   if (url.hosts.empty()) bad(url, "no host");

@@ -53,7 +53,6 @@ class PostgresqlConnection : public SqlConnection {
                                                      const std::string& table) override;
   void execute_ddl(const std::string& sql) override;
 
-  ::soci::session& session() noexcept { return session_; }
   PGconn* native() noexcept { return conn_; }
   bool broken() const noexcept { return PQstatus(conn_) != CONNECTION_OK; }
 

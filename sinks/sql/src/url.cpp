@@ -265,11 +265,14 @@ bool apply_pool_option(const Url& url, std::string_view key, std::string_view va
   return true;
 }
 
-void require_known_options(const Url& url, std::initializer_list<std::string_view> known) {
+void require_known_options(const Url& url, std::initializer_list<std::string_view> known,
+                           std::span<const std::string_view> also) {
   for (const auto& [key, value] : url.query) {
-    if (std::find(known.begin(), known.end(), key) == known.end()) {
+    if (std::find(known.begin(), known.end(), key) == known.end() &&
+        std::find(also.begin(), also.end(), key) == also.end()) {
       std::string list;
       for (auto k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+      for (auto k : also) list += (list.empty() ? "" : ", ") + std::string(k);
       throw error("auditpipe: unknown option '" + key + "' in URL '" + url.redacted() +
                   "' (known: " + list + ")");
     }

@@ -49,8 +49,6 @@ enum class WritePath {
   load_data,  // LOAD DATA LOCAL INFILE streamed from memory
 };
 
-std::string_view to_string(WritePath path) noexcept;
-
 using MysqlSink = SqlSinkWithWritePaths<WritePath>;
 
 // The URL schemes open() takes, for auditpipe::open's registry (which

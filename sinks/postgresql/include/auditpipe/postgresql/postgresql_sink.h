@@ -1,4 +1,5 @@
-// The PostgreSQL sink (through SOCI, with libpq underneath for COPY).
+// The PostgreSQL sink: a SOCI session per pooled connection, with libpq
+// underneath for COPY, INSERT and the catalog.
 //
 //   auto sink = auditpipe::postgresql::open("postgresql://audit:secret@db:5432/audit");
 //

@@ -18,7 +18,8 @@
 //     leak_detection_threshold is reported with the place it was taken.
 //
 // The pool is generic: it holds PooledConnection objects made by a factory
-// the sink supplies; the MySQL sink's connections are one kind.
+// the sink supplies (the MySQL and PostgreSQL sinks' connections, through
+// the SQL sink skeleton, sql_sink.h).
 //
 // Thread safety: acquire() from any thread; a Lease belongs to one thread.
 // Every Lease must be gone before the pool is destroyed.
@@ -122,7 +123,6 @@ class ConnectionPool {
   Lease acquire(source_location where = source_location::current());
 
   ConnectionPoolStats stats() const;
-  const ConnectionPoolOptions& options() const noexcept { return options_; }
 
  private:
   struct Entry {

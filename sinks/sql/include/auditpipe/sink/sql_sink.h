@@ -106,7 +106,6 @@ class SqlSink : public Sink {
   // From open() on.
   const TableDescriptor& table() const noexcept { return *table_; }
   const SqlTableText& table_text() const noexcept { return text_; }
-  const SqlDialect& dialect() const noexcept { return dialect_; }
 
  private:
   void open_connections(std::unique_ptr<SqlConnection> setup, const SinkContext& context);

@@ -55,8 +55,15 @@ std::vector<std::pair<std::string, std::string>> parse_query(std::string_view te
 // auditpipe::error on a bad escape.
 std::string percent_decode(std::string_view text);
 
-// Throws auditpipe::error unless every query key of `url` is in `known`.
-void require_known_options(const Url& url, std::initializer_list<std::string_view> known);
+// The query options every pooled sink takes, with ConnectionPool's names.
+inline constexpr std::string_view pool_option_names[] = {
+    "pool_size",       "min_idle",     "connection_timeout_ms", "idle_timeout_ms",
+    "max_lifetime_ms", "keepalive_ms", "validation_ms",         "leak_detection_ms"};
+
+// Throws auditpipe::error unless every query key of `url` is in `known` or
+// in `also` (pool_option_names, for a pooled sink); the message lists both.
+void require_known_options(const Url& url, std::initializer_list<std::string_view> known,
+                           std::span<const std::string_view> also = {});
 
 // A whole number option from `min` to `max`; throws auditpipe::error naming
 // the option (with the URL's password masked) otherwise.
@@ -68,11 +75,6 @@ std::uint64_t url_number(const Url& url, std::string_view key, std::string_view 
 // URL's password masked.
 std::size_t url_choice(const Url& url, std::string_view key, std::string_view value,
                        std::span<const std::string_view> choices);
-
-// The query options every pooled sink takes, with ConnectionPool's names.
-inline constexpr std::string_view pool_option_names[] = {
-    "pool_size",       "min_idle",     "connection_timeout_ms", "idle_timeout_ms",
-    "max_lifetime_ms", "keepalive_ms", "validation_ms",         "leak_detection_ms"};
 
 // If `key` is one of pool_option_names, applies it and returns true.
 bool apply_pool_option(const Url& url, std::string_view key, std::string_view value,
