@@ -15,6 +15,32 @@ namespace {
 
 using std::chrono::milliseconds;
 
+// A MutexLock that can let go of the mutex and take it again, for the
+// loops that connect, ping or close with the lock released; it lets go at
+// the end of its scope if it holds the mutex then, an exception included.
+class AUDITPIPE_SCOPED_CAPABILITY RelockableLock {
+ public:
+  explicit RelockableLock(detail::Mutex& m) AUDITPIPE_ACQUIRE(m) : m_(m) { m_.lock(); }
+  ~RelockableLock() AUDITPIPE_RELEASE() {
+    if (held_) m_.unlock();
+  }
+  RelockableLock(const RelockableLock&) = delete;
+  RelockableLock& operator=(const RelockableLock&) = delete;
+
+  void lock() AUDITPIPE_ACQUIRE() {
+    m_.lock();
+    held_ = true;
+  }
+  void unlock() AUDITPIPE_RELEASE() {
+    held_ = false;
+    m_.unlock();
+  }
+
+ private:
+  detail::Mutex& m_;
+  bool held_ = true;
+};
+
 long long ms(ConnectionPool::clock::duration d) {
   return std::chrono::duration_cast<milliseconds>(d).count();
 }
@@ -97,7 +123,7 @@ ConnectionPool::ConnectionPool(Factory factory, ConnectionPoolOptions options, b
 
 ConnectionPool::~ConnectionPool() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    detail::MutexLock lock(mutex_);
     closing_ = true;
   }
   work_cv_.notify_all();
@@ -106,7 +132,7 @@ ConnectionPool::~ConnectionPool() {
   housekeeper_.join();
   std::vector<std::unique_ptr<Entry>> rest;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    detail::MutexLock lock(mutex_);
     for (auto& e : idle_) rest.push_back(std::move(e));
     idle_.clear();
   }
@@ -139,7 +165,7 @@ std::size_t ConnectionPool::wanted_locked() const noexcept {
 ConnectionPool::Lease ConnectionPool::acquire(source_location where) {
   const auto t0 = clock::now();
   const auto deadline = t0 + options_.connection_timeout;
-  std::unique_lock<std::mutex> lock(mutex_);
+  RelockableLock lock(mutex_);
   ++waiting_;
   work_cv_.notify_all();  // openers: demand may have grown
   while (true) {
@@ -169,7 +195,7 @@ ConnectionPool::Lease ConnectionPool::acquire(source_location where) {
           std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t0).count()));
       return Lease(this, std::move(entry));
     }
-    if (available_cv_.wait_until(lock, deadline) == std::cv_status::timeout && idle_.empty()) {
+    if (available_cv_.wait_until(mutex_, deadline) == std::cv_status::timeout && idle_.empty()) {
       --waiting_;
       ++timeouts_;
       std::string message = "auditpipe: timed out after " + std::to_string(ms(clock::now() - t0)) +
@@ -188,7 +214,7 @@ ConnectionPool::Lease ConnectionPool::acquire(source_location where) {
 
 void ConnectionPool::opener_loop() {
   internal::mark_internal_thread();
-  std::unique_lock<std::mutex> lock(mutex_);
+  RelockableLock lock(mutex_);
   while (!closing_) {
     const auto now = clock::now();
     if (total_ < wanted_locked() && now >= next_connect_) {
@@ -238,9 +264,9 @@ void ConnectionPool::opener_loop() {
       continue;
     }
     if (total_ < wanted_locked()) {
-      work_cv_.wait_until(lock, next_connect_);
+      work_cv_.wait_until(mutex_, next_connect_);
     } else {
-      work_cv_.wait(lock);
+      work_cv_.wait(mutex_);
     }
   }
 }
@@ -248,7 +274,7 @@ void ConnectionPool::opener_loop() {
 void ConnectionPool::give_back(std::unique_ptr<Entry> entry, bool invalid) noexcept {
   std::vector<std::unique_ptr<Entry>> to_close;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    detail::MutexLock lock(mutex_);
     forget_locked(entry.get());
     const auto now = clock::now();
     if (invalid || closing_ || now >= entry->retire_at) {
@@ -280,16 +306,16 @@ void ConnectionPool::retire_entries(std::vector<std::unique_ptr<Entry>> entries)
   const std::size_t n = entries.size();
   close_entries(std::move(entries));
   // Counted once closed, so `closed` never runs ahead of what the server saw.
-  std::lock_guard<std::mutex> lock(mutex_);
+  detail::MutexLock lock(mutex_);
   closed_ += n;
 }
 
 void ConnectionPool::housekeeper_loop() {
   internal::mark_internal_thread();
   const milliseconds period = housekeeping_period(options_);
-  std::unique_lock<std::mutex> lock(mutex_);
+  RelockableLock lock(mutex_);
   while (!closing_) {
-    work_cv_.wait_for(lock, period);
+    work_cv_.wait_until(mutex_, clock::now() + period);
     if (closing_) break;
     const auto now = clock::now();
     std::vector<std::unique_ptr<Entry>> to_close, to_ping;
@@ -356,7 +382,7 @@ void ConnectionPool::housekeeper_loop() {
 }
 
 ConnectionPoolStats ConnectionPool::stats() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  detail::MutexLock lock(mutex_);
   ConnectionPoolStats s;
   s.active = leased_.size();
   s.idle = idle_.size();

@@ -26,17 +26,17 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "auditpipe/detail/thread_annotations.h"
 #include "auditpipe/histogram.h"
 #include "auditpipe/sink/source_location.h"
 #include "auditpipe/stats.h"
@@ -120,9 +120,9 @@ class ConnectionPool {
   // A connection, waiting at most connection_timeout. Throws
   // auditpipe::error on timeout, naming the pool, how long it waited and
   // the last connect error.
-  Lease acquire(source_location where = source_location::current());
+  Lease acquire(source_location where = source_location::current()) AUDITPIPE_EXCLUDES(mutex_);
 
-  ConnectionPoolStats stats() const;
+  ConnectionPoolStats stats() const AUDITPIPE_EXCLUDES(mutex_);
 
  private:
   struct Entry {
@@ -137,34 +137,46 @@ class ConnectionPool {
 
   std::unique_ptr<Entry> make_entry(std::unique_ptr<PooledConnection> connection);
   // Connections wanted open now: min_idle, or more while borrowers wait.
-  std::size_t wanted_locked() const noexcept;
-  void opener_loop();
-  void housekeeper_loop();
-  void give_back(std::unique_ptr<Entry> entry, bool invalid) noexcept;
-  void close_entries(std::vector<std::unique_ptr<Entry>> entries) noexcept;
-  // Closes and counts in stats().closed; takes the lock, so call without it.
-  void retire_entries(std::vector<std::unique_ptr<Entry>> entries) noexcept;
-  void forget_locked(const Entry* entry) noexcept;
+  std::size_t wanted_locked() const noexcept AUDITPIPE_REQUIRES(mutex_);
+  void opener_loop() AUDITPIPE_EXCLUDES(mutex_);
+  void housekeeper_loop() AUDITPIPE_EXCLUDES(mutex_);
+  void give_back(std::unique_ptr<Entry> entry, bool invalid) noexcept AUDITPIPE_EXCLUDES(mutex_);
+  // Closing may do I/O (a goodbye to the server): never under the lock.
+  void close_entries(std::vector<std::unique_ptr<Entry>> entries) noexcept
+      AUDITPIPE_EXCLUDES(mutex_);
+  // Closes and counts in stats().closed; takes the lock.
+  void retire_entries(std::vector<std::unique_ptr<Entry>> entries) noexcept
+      AUDITPIPE_EXCLUDES(mutex_);
+  void forget_locked(const Entry* entry) noexcept AUDITPIPE_REQUIRES(mutex_);
 
   const Factory factory_;
   const ConnectionPoolOptions options_;
   const std::size_t min_idle_;
 
-  mutable std::mutex mutex_;
-  std::condition_variable available_cv_;  // borrowers: a connection was added or returned
-  std::condition_variable work_cv_;       // openers and housekeeper: something changed
-  bool closing_ = false;
-  std::deque<std::unique_ptr<Entry>> idle_;  // most recently returned at the back
-  std::vector<Entry*> leased_;               // for leak detection
-  std::size_t total_ = 0;                    // idle + leased + opening
-  std::size_t opening_ = 0;
-  std::size_t waiting_ = 0;
-  clock::time_point next_connect_ = {};  // backoff after a failed connect
-  std::chrono::milliseconds connect_backoff_{0};
-  std::uint64_t created_ = 0, closed_ = 0, timeouts_ = 0, connect_failures_ = 0, validations_ = 0,
-                leaks_reported_ = 0;
-  std::string last_connect_error_;
-  Histogram wait_ns_;
+  // Entries (and their fields) belong to whoever holds them: the idle
+  // queue under the lock, a Lease, or an opener or the housekeeper between
+  // taking one out and putting it back.
+  mutable detail::Mutex mutex_;
+  detail::CondVar available_cv_;  // borrowers: a connection was added or returned
+  detail::CondVar work_cv_;       // openers and housekeeper: something changed
+  bool closing_ AUDITPIPE_GUARDED_BY(mutex_) = false;
+  // Most recently returned at the back.
+  std::deque<std::unique_ptr<Entry>> idle_ AUDITPIPE_GUARDED_BY(mutex_);
+  std::vector<Entry*> leased_ AUDITPIPE_GUARDED_BY(mutex_);  // for leak detection
+  std::size_t total_ AUDITPIPE_GUARDED_BY(mutex_) = 0;       // idle + leased + opening
+  std::size_t opening_ AUDITPIPE_GUARDED_BY(mutex_) = 0;
+  std::size_t waiting_ AUDITPIPE_GUARDED_BY(mutex_) = 0;
+  // Backoff after a failed connect.
+  clock::time_point next_connect_ AUDITPIPE_GUARDED_BY(mutex_) = {};
+  std::chrono::milliseconds connect_backoff_ AUDITPIPE_GUARDED_BY(mutex_){0};
+  std::uint64_t created_ AUDITPIPE_GUARDED_BY(mutex_) = 0;
+  std::uint64_t closed_ AUDITPIPE_GUARDED_BY(mutex_) = 0;
+  std::uint64_t timeouts_ AUDITPIPE_GUARDED_BY(mutex_) = 0;
+  std::uint64_t connect_failures_ AUDITPIPE_GUARDED_BY(mutex_) = 0;
+  std::uint64_t validations_ AUDITPIPE_GUARDED_BY(mutex_) = 0;
+  std::uint64_t leaks_reported_ AUDITPIPE_GUARDED_BY(mutex_) = 0;
+  std::string last_connect_error_ AUDITPIPE_GUARDED_BY(mutex_);
+  Histogram wait_ns_;  // thread-safe on its own: recorded outside the lock
 
   std::vector<std::thread> openers_;
   std::thread housekeeper_;
