@@ -1,3 +1,5 @@
+// make_line_sink (line_sink.h): records as logfmt lines through a spdlog
+// logger.
 #include "auditpipe/spdlog/line_sink.h"
 
 #include <spdlog/spdlog.h>

@@ -1,3 +1,5 @@
+// MysqlConnection (mysql_connection.h): connecting with failover, the
+// session set up once, and the catalog queries and DDL of the table check.
 #include "mysql_connection.h"
 
 #include <mysql.h>

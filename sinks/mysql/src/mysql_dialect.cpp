@@ -1,4 +1,5 @@
-// MySQL's dialect (mysql_dialect.h).
+// MySQL's dialect (mysql_dialect.h): the constant the MySQL sink gives the
+// SQL sink skeleton, which reads it at open().
 #include "mysql_dialect.h"
 
 #include <string>

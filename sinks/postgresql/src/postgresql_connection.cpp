@@ -1,3 +1,6 @@
+// The PostgreSQL URL as a libpq connection string, and PostgresqlConnection
+// (postgresql_connection.h): the session, its ping, the catalog queries and
+// DDL of the table check.
 #include "postgresql_connection.h"
 
 #include "auditpipe/sink/url.h"

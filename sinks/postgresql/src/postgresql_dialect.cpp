@@ -1,4 +1,5 @@
-// PostgreSQL's dialect (postgresql_dialect.h).
+// PostgreSQL's dialect (postgresql_dialect.h): the constant the PostgreSQL
+// sink gives the SQL sink skeleton, which reads it at open().
 #include "postgresql_dialect.h"
 
 namespace auditpipe::postgresql {

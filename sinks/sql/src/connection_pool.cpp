@@ -1,3 +1,5 @@
+// ConnectionPool (auditpipe/sink/connection_pool.h): leases, the opener
+// threads and the housekeeper.
 #include "auditpipe/sink/connection_pool.h"
 
 #include <spdlog/spdlog.h>

@@ -1,4 +1,5 @@
-// The sink registry (auditpipe/sink/sink_registry.h): schemes to factories.
+// The sink registry (auditpipe/sink/sink_registry.h): URL schemes to sink
+// factories, filled by auditpipe::open (or whoever keeps a registry).
 #include "auditpipe/sink/sink_registry.h"
 
 #include <cctype>

@@ -1,4 +1,5 @@
-// SQLite's dialect (sqlite_dialect.h).
+// SQLite's dialect (sqlite_dialect.h): the constant the SQLite sink gives
+// the SQL sink skeleton, which reads it at open().
 #include "sqlite_dialect.h"
 
 namespace auditpipe::sqlite {

@@ -51,7 +51,7 @@ struct WriteFailure {
 // check reads the catalog through (on the set-up connection, at open()).
 class SqlConnection : public PooledConnection {
  public:
-  // The rows of a catalog query (SqlDialect::columns_query,
+  // The rows of one of the dialect's catalog queries (table_columns_query(),
   // unique_keys_query) with `table` as its one parameter, every value as
   // text (NULL as empty). Throws, with the database's message.
   virtual std::vector<std::vector<std::string>> catalog_rows(std::string_view query,
