@@ -87,6 +87,7 @@ void pair(std::uint64_t* tsc, std::int64_t* ns) {
 }  // namespace
 
 TscClock::Snapshot TscClock::snapshot() {
+  if (!timestamp::fast_now_reads_tsc()) return Snapshot{};
   static State state;
   detail::MutexLock lock(state.mutex);
   if (!state.calibrated) {
