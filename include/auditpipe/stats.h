@@ -114,6 +114,11 @@ struct CloseReport {
   std::uint64_t spilled = 0;    // unwritten at the deadline, moved to the spill directory
   std::uint64_t unwritten = 0;  // committed records left unwritten at the deadline (a durable
                                 // pool keeps them for the next start)
+  // Records acquired but still not committed when close() stopped waiting
+  // for them (Handles held by the application): counted in stats.abandoned;
+  // a later commit() of one returns Status::closed. close() waits for such
+  // records only briefly (Pipeline::uncommitted_grace), not to its deadline.
+  std::uint64_t uncommitted = 0;
   Stats stats;
 };
 

@@ -72,9 +72,9 @@ constexpr std::chrono::seconds clock_save_interval{1};
 
 }  // namespace
 
-class Pipeline::Impl {
+class Pipeline::Engine {
  public:
-  Impl(const TableDescriptor& table, std::shared_ptr<Sink> sink, const Options& options)
+  Engine(const TableDescriptor& table, std::shared_ptr<Sink> sink, const Options& options)
       : table_(table),
         options_(options),
         sink_(std::move(sink)),
@@ -100,7 +100,52 @@ class Pipeline::Impl {
     housekeeper_.start();
   }
 
-  ~Impl() { close(clock::now() + options_.close_timeout); }
+  ~Engine() = default;
+
+  // The Pipeline is being destroyed: closes, then frees the engine unless
+  // records it handed out are still held; then the last of them does.
+  static void retire(Engine* e) {
+    e->close(clock::now() + e->options_.close_timeout);
+    std::size_t held = 0;
+    {
+      detail::MutexLock lock(e->held_mutex_);
+      held = e->intake_.uncommitted();
+      e->parked_.store(held != 0, std::memory_order_release);
+    }
+    if (held == 0) {
+      delete e;
+      return;
+    }
+    diagnostics()->warn(
+        "auditpipe: a logger was destroyed while {} of its records were acquired and not "
+        "committed; its memory is kept until they are let go",
+        held);
+  }
+
+  // A held record comes back (committed or let go). Once the engine is
+  // parked, each return holds a ticket while it touches the engine, and the
+  // last one out frees it.
+  template <class GiveBack>
+  static auto give_back(Engine* e, GiveBack f) {
+    if (!e->parked_.load(std::memory_order_acquire)) [[likely]]
+      return f(e->intake_);
+    {
+      detail::MutexLock lock(e->held_mutex_);
+      ++e->returning_;
+    }
+    struct Ticket {
+      Engine* e;
+      ~Ticket() {
+        bool last = false;
+        {
+          detail::MutexLock lock(e->held_mutex_);
+          last = --e->returning_ == 0 && e->intake_.uncommitted() == 0;
+        }
+        if (last) delete e;
+      }
+    } ticket{e};
+    return f(e->intake_);
+  }
 
   Intake& intake() noexcept { return intake_; }
 
@@ -132,7 +177,16 @@ class Pipeline::Impl {
 
     const auto [spilled, unwritten] = keep_leftovers();
     CloseReport report;
+    report.uncommitted = intake_.uncommitted();
+    if (report.uncommitted != 0) {
+      diagnostics()->warn(
+          "auditpipe: closed with {} records acquired and never committed; counted as abandoned",
+          report.uncommitted);
+    }
     report.stats = stats();
+    // They count as abandoned from here (their handles count them again
+    // when they let go, to the same total).
+    report.stats.abandoned += report.uncommitted;
     report.spilled = spilled;
     report.unwritten = unwritten;
     report.drained = unwritten == 0 && spilled == 0 && drained;
@@ -193,15 +247,17 @@ class Pipeline::Impl {
     }
   }
 
-  // Writers hand over partial batches until nothing is in use or
-  // `deadline`; true if everything was written. in_use covers records
-  // being filled (they may still be committed) and records committed but
-  // not yet written.
+  // Writers hand over partial batches until everything committed is
+  // written, or `deadline`; true if it was. Records being filled may still
+  // be committed: they are waited for up to uncommitted_grace (in_use()
+  // counts them with the committed ones), then no longer.
   bool drain(clock::time_point deadline) {
     WriterControl::UrgentScope urgent(control_);
     intake_.signal().wake_all();
+    const clock::time_point grace_end = clock::now() + uncommitted_grace;
     while (intake_.in_use() != 0) {
       const auto now = clock::now();
+      if (now >= grace_end && intake_.committed_count() == 0) break;
       if (now >= deadline) return false;
       control_.wait_progress(std::min(deadline, now + std::chrono::milliseconds(10)));
     }
@@ -256,39 +312,50 @@ class Pipeline::Impl {
   std::vector<std::unique_ptr<BatchWriter>> writers_;
   detail::Mutex close_mutex_;
   std::optional<CloseReport> report_ AUDITPIPE_GUARDED_BY(close_mutex_);
+  // Parked: the Pipeline is gone, records are still held (see retire()).
+  std::atomic<bool> parked_{false};
+  detail::Mutex held_mutex_;
+  std::size_t returning_ AUDITPIPE_GUARDED_BY(held_mutex_) = 0;
 };
-
 Pipeline::Pipeline(const TableDescriptor& table, std::shared_ptr<Sink> sink,
                    const Options& options) {
   const Options resolved = resolve(table, sink.get(), options);
-  impl_ = std::make_unique<Impl>(table, std::move(sink), resolved);
+  engine_ = new Engine(table, std::move(sink), resolved);
 }
 
-Pipeline::~Pipeline() = default;
+Pipeline::~Pipeline() {
+  Engine::retire(engine_);
+}
 
 std::byte* Pipeline::acquire(Status* status) noexcept {
-  return impl_->intake().acquire(status);
+  return engine_->intake().acquire(status);
 }
 Status Pipeline::commit(std::byte* record) noexcept {
-  return impl_->intake().commit(record);
+  return engine_->intake().commit(record);
 }
 void Pipeline::abandon(std::byte* record) noexcept {
-  impl_->intake().abandon(record);
+  engine_->intake().abandon(record);
+}
+Status Pipeline::commit(Engine* engine, std::byte* record) noexcept {
+  return Engine::give_back(engine, [record](Intake& intake) { return intake.commit(record); });
+}
+void Pipeline::abandon(Engine* engine, std::byte* record) noexcept {
+  Engine::give_back(engine, [record](Intake& intake) { intake.abandon(record); });
 }
 bool Pipeline::flush(clock::time_point deadline) {
-  return impl_->flush(deadline);
+  return engine_->flush(deadline);
 }
 CloseReport Pipeline::close(clock::time_point deadline) {
-  return impl_->close(deadline);
+  return engine_->close(deadline);
 }
 Stats Pipeline::stats() const {
-  return impl_->stats();
+  return engine_->stats();
 }
 const TableDescriptor& Pipeline::table() const noexcept {
-  return impl_->table();
+  return engine_->table();
 }
 const Options& Pipeline::options() const noexcept {
-  return impl_->options();
+  return engine_->options();
 }
 
 }  // namespace auditpipe

@@ -107,7 +107,7 @@ SlotHeader* Intake::acquire_blocking(Status* status) noexcept {
 
 void Intake::abandon(std::byte* record) noexcept {
   if (!pool_.contains(record)) {
-    owner_of_overflow_record(record)->spill_record_in_use = false;
+    owner_of_overflow_record(record)->spill_record_in_use.store(false, std::memory_order_relaxed);
   } else {
     SlotHeader* s = pool_.slot_of(record);
     pool_.release(&s, 1);
@@ -135,8 +135,8 @@ std::byte* Intake::overflow_record() noexcept {
   } catch (...) {
     return nullptr;
   }
-  if (p->spill_record_in_use) return nullptr;
-  p->spill_record_in_use = true;
+  if (p->spill_record_in_use.load(std::memory_order_relaxed)) return nullptr;
+  p->spill_record_in_use.store(true, std::memory_order_relaxed);
   reinterpret_cast<OverflowHeader*>(p->spill_record)->producer = p;
   std::byte* record = p->spill_record + overflow_offset_;
   std::memcpy(record, table_.prototype, table_.record_size);
@@ -150,18 +150,18 @@ Status Intake::commit_outside_pool(std::byte* record) noexcept {
   const std::int64_t seq = p->next_seq->load(std::memory_order_relaxed);
   if (spill_->append_overflow(p->source_id, seq, record)) {
     p->next_seq->store(seq + 1, std::memory_order_relaxed);
-    p->spill_record_in_use = false;
+    p->spill_record_in_use.store(false, std::memory_order_relaxed);
     return Status::ok;
   }
   Status status = Status::ok;
   SlotHeader* s = acquire_blocking(&status);
   if (s == nullptr) {
-    p->spill_record_in_use = false;
+    p->spill_record_in_use.store(false, std::memory_order_relaxed);
     return status;
   }
   std::byte* slot_record = pool_.record(s);
   std::memcpy(slot_record, record, table_.record_size);
-  p->spill_record_in_use = false;
+  p->spill_record_in_use.store(false, std::memory_order_relaxed);
   return commit(slot_record);
 }
 
@@ -188,6 +188,24 @@ std::vector<SlotHeader*> Intake::committed_slots() const {
     }
   }
   return out;
+}
+
+std::size_t Intake::committed_count() const noexcept {
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < pool_.capacity(); ++i) {
+    n += pool_.slot(i)->state.load(std::memory_order_acquire) ==
+         static_cast<std::uint32_t>(SlotState::committed);
+  }
+  return n;
+}
+
+std::size_t Intake::uncommitted() const {
+  std::size_t n = registry_->overflow_records_in_use();
+  for (std::size_t i = 0; i < pool_.capacity(); ++i) {
+    n += pool_.slot(i)->state.load(std::memory_order_acquire) ==
+         static_cast<std::uint32_t>(SlotState::filling);
+  }
+  return n;
 }
 
 void Intake::begin_close() noexcept {

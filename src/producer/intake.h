@@ -150,6 +150,10 @@ class Intake {
   }
   // Slots still committed (close(), after the writers are gone).
   std::vector<SlotHeader*> committed_slots() const;
+  std::size_t committed_count() const noexcept;
+  // Records acquired and not committed: slots being filled, and overflow
+  // records in use.
+  std::size_t uncommitted() const;
 
   // acquire() refuses new records from now on; blocked acquirers return
   // Status::closed.

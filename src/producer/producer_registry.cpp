@@ -114,6 +114,13 @@ std::uint64_t ProducerRegistry::committed() const {
   return total - committed_before_;
 }
 
+std::size_t ProducerRegistry::overflow_records_in_use() const {
+  detail::MutexLock lock(mutex_);
+  std::size_t n = 0;
+  for (const auto& p : producers_) n += p->spill_record_in_use.load(std::memory_order_relaxed);
+  return n;
+}
+
 void ProducerRegistry::shutdown() {
   detail::MutexLock lock(mutex_);
   alive_ = false;

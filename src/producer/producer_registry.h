@@ -43,7 +43,9 @@ struct alignas(64) Producer {
   // spill_storage, aligned), allocated the first time the pool is found full.
   std::unique_ptr<std::byte[]> spill_storage;
   std::byte* spill_record = nullptr;
-  bool spill_record_in_use = false;
+  // Written by the owning thread; read by close() when it counts the
+  // records still held.
+  std::atomic<bool> spill_record_in_use{false};
 };
 
 class ProducerRegistry : public std::enable_shared_from_this<ProducerRegistry> {
@@ -62,6 +64,9 @@ class ProducerRegistry : public std::enable_shared_from_this<ProducerRegistry> {
 
   // Records committed through all sources so far (in this run).
   std::uint64_t committed() const;
+  // Sources whose overflow record (Overflow::spill) is acquired, not yet
+  // committed.
+  std::size_t overflow_records_in_use() const;
 
   // Destroys every source (and its queue token). Threads that still cache a
   // source never use it again: they only match this registry's id.
