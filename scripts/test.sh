@@ -5,7 +5,8 @@
 # non-zero on any failure; servers are stopped either way.
 #
 #   ./scripts/test.sh            # everything
-#   ./scripts/test.sh --quick    # the main build only (no sanitizer builds, no fuzzing)
+#   ./scripts/test.sh --quick    # the main build only (no sanitizer builds, no clang
+#                                # thread-safety build, no fuzzing)
 #
 # The fuzz targets run for AUDITPIPE_FUZZ_SECONDS each (default 60).
 set -euo pipefail
@@ -72,6 +73,12 @@ if [ $quick -eq 0 ]; then
   step "concurrent tests under TSan" \
     env TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp" \
     setarch "$(uname -m)" -R ctest --test-dir build/tsan -L concurrent --no-tests=error --output-on-failure -j"$jobs"
+  # clang's thread-safety analysis over every library: a member guarded
+  # by a mutex touched without it, or a *_locked function called without
+  # the lock, fails this build.
+  build build/tsa -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug \
+    -DCMAKE_CXX_FLAGS="-Wthread-safety -Werror=thread-safety" \
+    -DAUDITPIPE_BUILD_TESTS=OFF -DAUDITPIPE_BUILD_EXAMPLES=OFF -DAUDITPIPE_BUILD_BENCH=OFF
   # libFuzzer (clang) on the URL parser and the spill-file reader, for a
   # bounded time each.
   build build/fuzz -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAUDITPIPE_FUZZ=ON \

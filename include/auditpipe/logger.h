@@ -15,7 +15,9 @@
 // pool has free slots.
 //
 // Thread safety: every member may be called from any thread. A Handle
-// belongs to one thread at a time.
+// belongs to one thread at a time; it may outlive its Logger (its commit()
+// then returns Status::closed), but must not be given back while another
+// thread is destroying the Logger.
 #pragma once
 
 #include <chrono>
@@ -41,13 +43,13 @@ class Logger {
    public:
     Handle() = default;
     Handle(Handle&& other) noexcept
-        : pipeline_(other.pipeline_),
+        : engine_(other.engine_),
           record_(std::exchange(other.record_, nullptr)),
           status_(other.status_) {}
     Handle& operator=(Handle&& other) noexcept {
       if (this != &other) {
         reset();
-        pipeline_ = other.pipeline_;
+        engine_ = other.engine_;
         record_ = std::exchange(other.record_, nullptr);
         status_ = other.status_;
       }
@@ -68,21 +70,23 @@ class Logger {
     Status commit() noexcept {
       if (record_ == nullptr) return Status::empty_handle;
       Record* r = std::exchange(record_, nullptr);
-      return pipeline_->commit(reinterpret_cast<std::byte*>(r));
+      return Pipeline::commit(engine_, reinterpret_cast<std::byte*>(r));
     }
 
     // Gives the record back unwritten; the handle is empty afterwards.
     void reset() noexcept {
       if (record_ != nullptr)
-        pipeline_->abandon(reinterpret_cast<std::byte*>(std::exchange(record_, nullptr)));
+        Pipeline::abandon(engine_, reinterpret_cast<std::byte*>(std::exchange(record_, nullptr)));
     }
 
    private:
     friend class Logger;
-    Handle(Pipeline* pipeline, Record* record, Status status) noexcept
-        : pipeline_(pipeline), record_(record), status_(status) {}
+    Handle(Pipeline::Engine* engine, Record* record, Status status) noexcept
+        : engine_(engine), record_(record), status_(status) {}
 
-    Pipeline* pipeline_ = nullptr;
+    // The engine, not the Pipeline: a Handle may outlive its Logger (then
+    // commit() returns Status::closed and letting go is safe).
+    Pipeline::Engine* engine_ = nullptr;
     Record* record_ = nullptr;
     Status status_ = Status::empty_handle;
   };
@@ -98,8 +102,8 @@ class Logger {
   Handle acquire() noexcept {
     Status status = Status::ok;
     std::byte* bytes = pipeline_.acquire(&status);
-    return Handle(&pipeline_, bytes ? std::launder(reinterpret_cast<Record*>(bytes)) : nullptr,
-                  status);
+    return Handle(pipeline_.engine(),
+                  bytes ? std::launder(reinterpret_cast<Record*>(bytes)) : nullptr, status);
   }
 
   Status commit(Handle&& handle) noexcept { return handle.commit(); }

@@ -15,7 +15,8 @@ namespace auditpipe {
 enum class Overflow {
   block,  // wait for a free slot up to max_wait, then give up (counted as timed_out)
   drop,   // give up at once; the record is counted as dropped
-  fail,   // give up at once and tell the caller (Status::pool_exhausted), counted as rejected
+  fail,   // give up at once and tell the caller (Status::pool_exhausted), counted as
+          // pool_exhausted
   spill,  // write the record to the spill directory instead (counted as spilled); it is
           // written to the database later, in order. If the directory is full: as block.
 };

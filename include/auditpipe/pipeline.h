@@ -4,6 +4,13 @@
 // knows records only as bytes described by a TableDescriptor. Logger<Record>
 // is a thin typed door in front of it; most users never name this class.
 //
+// Lifetime: records handed out and still held when the Pipeline is
+// destroyed (a Logger::Handle kept past its Logger) keep the engine behind
+// it alive; each can still be committed (refused: Status::closed) or let
+// go, and the last one frees the engine. Giving one back while the Pipeline
+// is being destroyed, on another thread, is a race like any use of an
+// object during its destruction; after the destructor returns it is safe.
+//
 // Thread safety: acquire/commit/abandon from any number of threads;
 // flush/close/stats from any thread, concurrently with producers.
 #pragma once
@@ -25,6 +32,11 @@ class Pipeline {
  public:
   using clock = std::chrono::steady_clock;
 
+  // How long close() waits for records that are acquired but not yet
+  // committed (a log() in progress takes nanoseconds; a Handle the
+  // application holds may never be committed).
+  static constexpr std::chrono::milliseconds uncommitted_grace{100};
+
   // Validates the options, opens the sink (which creates or checks the
   // table) and starts the writers. Throws auditpipe::error on any problem,
   // before a single record is accepted.
@@ -42,12 +54,22 @@ class Pipeline {
   // Gives back an acquired record without writing it.
   void abandon(std::byte* record) noexcept;
 
+  // The engine a record came from, for holders of records (Logger::Handle)
+  // that may outlive this Pipeline; commit/abandon through it stay valid
+  // while the record is held.
+  class Engine;
+  Engine* engine() const noexcept { return engine_; }
+  static Status commit(Engine* engine, std::byte* record) noexcept;
+  static void abandon(Engine* engine, std::byte* record) noexcept;
+
   // Waits until every record committed before the call is written (or
   // refused by the sink), or until `deadline`. True if all were.
   bool flush(clock::time_point deadline);
   // Stops intake, drains until `deadline`, stops the writers and closes the
-  // sink. What could not be written is counted in the report. Safe to call
-  // twice (the second call returns the first report).
+  // sink. What could not be written is counted in the report. Records still
+  // being filled are waited for up to uncommitted_grace, then reported as
+  // uncommitted (and abandoned). Safe to call twice (the second call returns
+  // the first report).
   CloseReport close(clock::time_point deadline);
 
   Stats stats() const;
@@ -55,8 +77,7 @@ class Pipeline {
   const Options& options() const noexcept;
 
  private:
-  class Impl;
-  std::unique_ptr<Impl> impl_;
+  Engine* engine_;  // owned: freed by the destructor, or by the last held record
 };
 
 }  // namespace auditpipe

@@ -1,10 +1,5 @@
 // Stats: a plain snapshot of a logger's counters and distributions.
-//
-// Every record a producer offers ends up in exactly one of: written,
-// spilled (and later replayed), dropped, timed_out, pool_exhausted,
-// abandoned, rejected_by_sink, or (only when close() ran out of time and
-// there was no spill directory) unwritten. Nothing leaves the pipeline
-// without a counter.
+// Nothing leaves the pipeline without a counter.
 #pragma once
 
 #include <cstdint>
@@ -41,42 +36,69 @@ enum class Health {
 };
 std::string_view to_string(Health health) noexcept;
 
-struct Stats {
-  // Records.
-  std::uint64_t committed = 0;            // commit() returned Status::ok
-  std::uint64_t written = 0;              // stored by the sink
-  std::uint64_t dropped = 0;              // Overflow::drop, pool full
-  std::uint64_t timed_out = 0;            // Overflow::block, no slot within max_wait
-  std::uint64_t pool_exhausted = 0;       // Overflow::fail, pool full, caller told
-  std::uint64_t abandoned = 0;            // acquired, then released without commit
-  std::uint64_t rejected_by_sink = 0;     // the database refused the record itself
-  std::uint64_t unwritten = 0;            // committed, still unwritten when close() gave up
-  std::uint64_t truncated_fields = 0;     // text fields cut to fit, among written records
-  std::uint64_t invalid_utf8_fields = 0;  // text fields repaired (U+FFFD) before writing
-  std::uint64_t nul_replaced_fields = 0;  // text fields whose NULs became U+FFFD (PostgreSQL)
-  std::uint64_t blocked = 0;              // acquires that had to wait for a slot
-  std::uint64_t dead_lettered = 0;        // refused records written to the dead-letter file
-  std::uint64_t recovered = 0;            // committed records found in a durable pool at start
+// Every counter of Stats, one line each: X(field, Prometheus name, meaning).
+// Stats, the engine's counters and to_prometheus() are all made from this
+// list, so a new counter is one line here (and the code that counts it).
+// Each is monotonic except `unwritten`, which close() sets once.
+#define AUDITPIPE_STATS_COUNTERS(X)                                                               \
+  /* Records. */                                                                                  \
+  X(written, "auditpipe_records_written_total", "Records the sink stored from the pool.")         \
+  X(dropped, "auditpipe_records_dropped_total",                                                   \
+    "Records dropped by Overflow::drop with the pool full.")                                      \
+  X(timed_out, "auditpipe_records_timed_out_total",                                               \
+    "Records given up after waiting max_wait for a slot.")                                        \
+  X(pool_exhausted, "auditpipe_records_pool_exhausted_total",                                     \
+    "Records refused to the caller by Overflow::fail.")                                           \
+  X(abandoned, "auditpipe_records_abandoned_total",                                               \
+    "Records acquired and released without commit.")                                              \
+  X(rejected_by_sink, "auditpipe_records_refused_total", "Records the database refused as data.") \
+  X(unwritten, "auditpipe_records_unwritten_total",                                               \
+    "Committed records close() left unwritten (a durable pool keeps them).")                      \
+  X(dead_lettered, "auditpipe_records_dead_lettered_total",                                       \
+    "Refused records written to the dead-letter file.")                                           \
+  X(recovered, "auditpipe_records_recovered_total",                                               \
+    "Committed records found in a durable pool at start.")                                        \
+  X(blocked, "auditpipe_acquires_blocked_total", "Acquires that waited for a free slot.")         \
+  /* Text fields, among the records written. */                                                   \
+  X(truncated_fields, "auditpipe_fields_truncated_total", "Text fields cut to fit their column.") \
+  X(invalid_utf8_fields, "auditpipe_fields_invalid_utf8_total",                                   \
+    "Text fields repaired to valid UTF-8 (U+FFFD).")                                              \
+  X(nul_replaced_fields, "auditpipe_fields_nul_replaced_total",                                   \
+    "Text fields whose NUL bytes became U+FFFD (PostgreSQL).")                                    \
+  /* Spill directory. */                                                                          \
+  X(spilled, "auditpipe_records_spilled_total", "Records written to the spill directory.")        \
+  X(replayed, "auditpipe_records_replayed_total",                                                 \
+    "Spilled records since written to the database.")                                             \
+  X(spill_refused, "auditpipe_spill_refused_total",                                               \
+    "Spills refused: the directory was full or failing.")                                         \
+  X(spill_skipped_bytes, "auditpipe_spill_skipped_bytes_total",                                   \
+    "Damaged spill bytes skipped in replay.")                                                     \
+  X(spill_damaged_regions, "auditpipe_spill_damaged_regions_total",                               \
+    "Places where spill damage was found.")                                                       \
+  X(spill_bad_segments, "auditpipe_spill_bad_segments_total",                                     \
+    "Spill segments set aside as unreadable (*.bad).")                                            \
+  /* Batches. */                                                                                  \
+  X(batches, "auditpipe_batches_total", "Batches the sink stored.")                               \
+  X(write_failures, "auditpipe_write_failures_total",                                             \
+    "Failed sink writes (each retried or split).")                                                \
+  X(retries, "auditpipe_write_retries_total", "Sink writes that repeated a failed one.")
 
-  // Spill directory.
-  std::uint64_t spilled = 0;                // records written to it
-  std::uint64_t replayed = 0;               // spilled records since written to the database
-  std::uint64_t spill_refused = 0;          // spills refused: the directory was full or failing
-  std::uint64_t spill_bytes = 0;            // on disk now
-  std::uint64_t spill_skipped_bytes = 0;    // damaged bytes skipped while replaying
-  std::uint64_t spill_damaged_regions = 0;  // places where damage was found
-  std::uint64_t spill_bad_segments = 0;     // segments set aside as unreadable (*.bad)
+// Every record a producer offers ends up in exactly one of: written,
+// spilled (and later replayed), dropped, timed_out, pool_exhausted,
+// abandoned, rejected_by_sink, or (only when close() ran out of time and
+// there was no spill directory) unwritten.
+struct Stats {
+  std::uint64_t committed = 0;  // commit() returned Status::ok
+#define AUDITPIPE_STATS_FIELD(field, metric, meaning) std::uint64_t field = 0;
+  AUDITPIPE_STATS_COUNTERS(AUDITPIPE_STATS_FIELD)
+#undef AUDITPIPE_STATS_FIELD
 
   Health health = Health::ok;
 
-  // Batches.
-  std::uint64_t batches = 0;         // successful sink writes
-  std::uint64_t write_failures = 0;  // failed sink writes (each retried or split)
-  std::uint64_t retries = 0;         // writes that repeated an earlier failed one
-
-  // Pool.
+  // Gauges.
   std::uint64_t pool_capacity = 0;
   std::uint64_t pool_in_use = 0;  // filling, queued or being written
+  std::uint64_t spill_bytes = 0;  // in the spill directory now
 
   // The sink's connection pool, if it has one.
   std::optional<ConnectionPoolStats> connection_pool;
@@ -92,6 +114,11 @@ struct CloseReport {
   std::uint64_t spilled = 0;    // unwritten at the deadline, moved to the spill directory
   std::uint64_t unwritten = 0;  // committed records left unwritten at the deadline (a durable
                                 // pool keeps them for the next start)
+  // Records acquired but still not committed when close() stopped waiting
+  // for them (Handles held by the application): counted in stats.abandoned;
+  // a later commit() of one returns Status::closed. close() waits for such
+  // records only briefly (Pipeline::uncommitted_grace), not to its deadline.
+  std::uint64_t uncommitted = 0;
   Stats stats;
 };
 

@@ -1,8 +1,9 @@
 #include "common/tsc_clock.h"
 
+#include "auditpipe/detail/thread_annotations.h"
+
 #include <cstring>
 #include <fstream>
-#include <mutex>
 #include <string>
 
 namespace auditpipe {
@@ -52,12 +53,13 @@ namespace internal {
 namespace {
 
 struct State {
-  std::mutex mutex;
-  bool calibrated = false;
-  std::uint64_t base_tsc = 0;  // the first pair: the long baseline starts here
-  std::int64_t base_ns = 0;
-  TscClock::Snapshot current;
-  std::int64_t anchored_ns = 0;
+  detail::Mutex mutex;
+  bool calibrated AUDITPIPE_GUARDED_BY(mutex) = false;
+  // The first pair: the long baseline starts here.
+  std::uint64_t base_tsc AUDITPIPE_GUARDED_BY(mutex) = 0;
+  std::int64_t base_ns AUDITPIPE_GUARDED_BY(mutex) = 0;
+  TscClock::Snapshot current AUDITPIPE_GUARDED_BY(mutex);
+  std::int64_t anchored_ns AUDITPIPE_GUARDED_BY(mutex) = 0;
 };
 
 std::int64_t realtime_ns() {
@@ -85,8 +87,9 @@ void pair(std::uint64_t* tsc, std::int64_t* ns) {
 }  // namespace
 
 TscClock::Snapshot TscClock::snapshot() {
+  if (!timestamp::fast_now_reads_tsc()) return Snapshot{};
   static State state;
-  std::lock_guard<std::mutex> lock(state.mutex);
+  detail::MutexLock lock(state.mutex);
   if (!state.calibrated) {
     pair(&state.base_tsc, &state.base_ns);
     // Spin briefly rather than sleep: the baseline must be long enough for

@@ -86,7 +86,7 @@ bool DeadLetterFile::append(const TableDescriptor& table, const RecordRef& r,
   line += ",\"record\":";
   append_record_json(line, table, r.data);
   line += "}\n";
-  std::lock_guard<std::mutex> lock(mutex_);
+  detail::MutexLock lock(mutex_);
   const char* p = line.data();
   std::size_t left = line.size();
   while (left > 0) {

@@ -11,10 +11,10 @@
 #pragma once
 
 #include <filesystem>
-#include <mutex>
 #include <string>
 
 #include "auditpipe/column.h"
+#include "auditpipe/detail/thread_annotations.h"
 #include "auditpipe/sink/sink.h"
 
 namespace auditpipe::internal {
@@ -34,8 +34,8 @@ class DeadLetterFile {
 
  private:
   const std::filesystem::path path_;
-  std::mutex mutex_;
-  int fd_;
+  detail::Mutex mutex_;
+  int fd_;  // written under mutex_ (one whole line at a time)
 };
 
 // The record as a JSON object of its columns.

@@ -16,7 +16,9 @@
 namespace auditpipe::internal {
 
 namespace {
-constexpr char pool_magic[8] = {'A', 'P', 'P', 'O', 'O', 'L', '0', '1'};
+// 02: the slot header lost an unused word (the slots of 01 files are laid
+// out differently).
+constexpr char pool_magic[8] = {'A', 'P', 'P', 'O', 'O', 'L', '0', '2'};
 constexpr std::size_t page = 4096;
 constexpr std::size_t align_up(std::size_t n, std::size_t a) {
   return (n + a - 1) / a * a;

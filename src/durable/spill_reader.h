@@ -34,6 +34,11 @@ class SpillReader {
   // Up to `max` records into `out` (cleared first); their bytes stay valid
   // until the next call. Returns the count; 0 once the segment is done.
   std::size_t next(std::size_t max, std::vector<RecordRef>& out);
+  // The bytes of a record next() returned, for finishing it in place before
+  // it is written: they are the reader's own buffer.
+  std::byte* writable(const RecordRef& r) noexcept {
+    return buffer_.data() + (r.data - buffer_.data());
+  }
 
   std::uint64_t skipped_bytes() const noexcept { return skipped_bytes_; }
   std::uint64_t damaged_regions() const noexcept { return damaged_regions_; }

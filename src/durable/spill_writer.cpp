@@ -87,7 +87,7 @@ SpillWriter::SpillWriter(fs::path dir, std::uint64_t fingerprint, std::uint32_t 
 }
 
 SpillWriter::~SpillWriter() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  detail::MutexLock lock(mutex_);
   close_segment_locked();
 }
 
@@ -131,7 +131,7 @@ void SpillWriter::close_segment_locked() {
 SpillWriter::Result SpillWriter::append(std::span<const RecordRef> records) {
   if (records.empty()) return Result::ok;
   const std::size_t frame = frame_header_size + frame_key_size + record_size_;
-  std::lock_guard<std::mutex> lock(mutex_);
+  detail::MutexLock lock(mutex_);
   const std::uint64_t needed = records.size() * frame + (fd_ < 0 ? segment_header_size : 0);
   if (bytes_ + needed > max_bytes_) {
     last_error_ = "spill directory '" + dir_.string() + "' reached its cap of " +
@@ -171,7 +171,7 @@ SpillWriter::Result SpillWriter::append(std::span<const RecordRef> records) {
 void SpillWriter::sync_if_due(std::chrono::steady_clock::duration interval) {
   int fd = -1;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    detail::MutexLock lock(mutex_);
     if (fd_ < 0 || !unsynced_ || std::chrono::steady_clock::now() - unsynced_since_ < interval)
       return;
     unsynced_ = false;
@@ -189,17 +189,17 @@ void SpillWriter::sync_if_due(std::chrono::steady_clock::duration interval) {
 }
 
 void SpillWriter::seal() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  detail::MutexLock lock(mutex_);
   if (active_has_records_) close_segment_locked();
 }
 
 bool SpillWriter::has_unsealed_records() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  detail::MutexLock lock(mutex_);
   return fd_ >= 0 && active_has_records_;
 }
 
 std::vector<fs::path> SpillWriter::sealed_segments() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  detail::MutexLock lock(mutex_);
   std::vector<std::pair<std::uint64_t, fs::path>> found;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir_, ec)) {
@@ -213,14 +213,14 @@ std::vector<fs::path> SpillWriter::sealed_segments() {
 }
 
 void SpillWriter::remove(const fs::path& segment) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  detail::MutexLock lock(mutex_);
   std::error_code ec;
   const auto size = fs::file_size(segment, ec);
   if (!ec && fs::remove(segment, ec)) bytes_ -= std::min<std::uint64_t>(bytes_, size);
 }
 
 void SpillWriter::quarantine(const fs::path& segment) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  detail::MutexLock lock(mutex_);
   std::error_code ec;
   const auto size = fs::file_size(segment, ec);
   fs::rename(segment, fs::path(segment.string() + ".bad"), ec);
@@ -228,12 +228,12 @@ void SpillWriter::quarantine(const fs::path& segment) {
 }
 
 std::uint64_t SpillWriter::bytes() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  detail::MutexLock lock(mutex_);
   return bytes_;
 }
 
 std::string SpillWriter::last_error() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  detail::MutexLock lock(mutex_);
   return last_error_;
 }
 

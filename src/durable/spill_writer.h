@@ -13,11 +13,11 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
-#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "auditpipe/detail/thread_annotations.h"
 #include "auditpipe/sink/sink.h"
 
 namespace auditpipe::internal {
@@ -60,8 +60,8 @@ class SpillWriter {
   const std::filesystem::path& directory() const noexcept { return dir_; }
 
  private:
-  bool open_segment_locked();
-  void close_segment_locked();
+  bool open_segment_locked() AUDITPIPE_REQUIRES(mutex_);
+  void close_segment_locked() AUDITPIPE_REQUIRES(mutex_);
 
   const std::filesystem::path dir_;
   const std::uint64_t fingerprint_;
@@ -69,17 +69,17 @@ class SpillWriter {
   const std::uint64_t max_bytes_;
   const std::uint64_t segment_bytes_;
 
-  mutable std::mutex mutex_;
-  int fd_ = -1;  // the active segment, or -1
-  std::filesystem::path active_;
-  std::uint64_t active_size_ = 0;
-  bool active_has_records_ = false;
-  std::uint64_t next_number_ = 1;
-  std::uint64_t bytes_ = 0;  // all segments in the directory
-  bool unsynced_ = false;
-  std::chrono::steady_clock::time_point unsynced_since_{};
-  std::string last_error_;
-  std::vector<std::byte> buffer_;
+  mutable detail::Mutex mutex_;
+  int fd_ AUDITPIPE_GUARDED_BY(mutex_) = -1;  // the active segment, or -1
+  std::filesystem::path active_ AUDITPIPE_GUARDED_BY(mutex_);
+  std::uint64_t active_size_ AUDITPIPE_GUARDED_BY(mutex_) = 0;
+  bool active_has_records_ AUDITPIPE_GUARDED_BY(mutex_) = false;
+  std::uint64_t next_number_ AUDITPIPE_GUARDED_BY(mutex_) = 1;
+  std::uint64_t bytes_ AUDITPIPE_GUARDED_BY(mutex_) = 0;  // all segments in the directory
+  bool unsynced_ AUDITPIPE_GUARDED_BY(mutex_) = false;
+  std::chrono::steady_clock::time_point unsynced_since_ AUDITPIPE_GUARDED_BY(mutex_){};
+  std::string last_error_ AUDITPIPE_GUARDED_BY(mutex_);
+  std::vector<std::byte> buffer_ AUDITPIPE_GUARDED_BY(mutex_);
 };
 
 }  // namespace auditpipe::internal

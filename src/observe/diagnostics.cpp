@@ -3,24 +3,27 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include <mutex>
+#include "auditpipe/detail/thread_annotations.h"
 
 namespace auditpipe {
 
 namespace {
-std::mutex& logger_mutex() {
-  static std::mutex m;
-  return m;
-}
-std::shared_ptr<spdlog::logger>& logger_slot() {
-  static std::shared_ptr<spdlog::logger> logger;
-  return logger;
+// The logger in use; a function-local static, so it exists before any
+// static object's constructor might report something.
+struct Slot {
+  detail::Mutex mutex;
+  std::shared_ptr<spdlog::logger> logger AUDITPIPE_GUARDED_BY(mutex);
+};
+Slot& logger_slot() {
+  static Slot slot;
+  return slot;
 }
 }  // namespace
 
 std::shared_ptr<spdlog::logger> diagnostics() {
-  std::lock_guard<std::mutex> lock(logger_mutex());
-  auto& slot = logger_slot();
+  Slot& s = logger_slot();
+  detail::MutexLock lock(s.mutex);
+  auto& slot = s.logger;
   if (!slot) {
     slot = spdlog::get(diagnostics_logger_name);
     if (!slot) {
@@ -39,8 +42,9 @@ std::shared_ptr<spdlog::logger> diagnostics() {
 }
 
 void set_diagnostics_logger(std::shared_ptr<spdlog::logger> logger) {
-  std::lock_guard<std::mutex> lock(logger_mutex());
-  logger_slot() = std::move(logger);
+  Slot& s = logger_slot();
+  detail::MutexLock lock(s.mutex);
+  s.logger = std::move(logger);
 }
 
 namespace {

@@ -111,45 +111,9 @@ std::string to_prometheus(const Stats& s, const MetricLabels& labels) {
   Writer w(render_labels(labels));
   w.counter("auditpipe_records_committed_total", "Records whose commit() returned ok.",
             s.committed);
-  w.counter("auditpipe_records_written_total", "Records the sink stored from the pool.", s.written);
-  w.counter("auditpipe_records_dropped_total",
-            "Records dropped by Overflow::drop with the pool full.", s.dropped);
-  w.counter("auditpipe_records_timed_out_total",
-            "Records given up after waiting max_wait for a slot.", s.timed_out);
-  w.counter("auditpipe_records_pool_exhausted_total",
-            "Records refused to the caller by Overflow::fail.", s.pool_exhausted);
-  w.counter("auditpipe_records_abandoned_total", "Records acquired and released without commit.",
-            s.abandoned);
-  w.counter("auditpipe_records_refused_total", "Records the database refused as data.",
-            s.rejected_by_sink);
-  w.counter("auditpipe_records_dead_lettered_total",
-            "Refused records written to the dead-letter file.", s.dead_lettered);
-  w.counter("auditpipe_records_spilled_total", "Records written to the spill directory.",
-            s.spilled);
-  w.counter("auditpipe_records_replayed_total", "Spilled records since written to the database.",
-            s.replayed);
-  w.counter("auditpipe_records_recovered_total",
-            "Committed records found in a durable pool at start.", s.recovered);
-  w.counter("auditpipe_records_unwritten_total", "Committed records close() left unwritten.",
-            s.unwritten);
-  w.counter("auditpipe_fields_truncated_total", "Text fields cut to fit their column.",
-            s.truncated_fields);
-  w.counter("auditpipe_fields_invalid_utf8_total", "Text fields repaired to valid UTF-8.",
-            s.invalid_utf8_fields);
-  w.counter("auditpipe_fields_nul_replaced_total", "Text fields whose NUL bytes were replaced.",
-            s.nul_replaced_fields);
-  w.counter("auditpipe_acquires_blocked_total", "Acquires that waited for a free slot.", s.blocked);
-  w.counter("auditpipe_batches_total", "Batches the sink stored.", s.batches);
-  w.counter("auditpipe_write_failures_total", "Failed sink writes.", s.write_failures);
-  w.counter("auditpipe_write_retries_total", "Sink writes that repeated a failed one.", s.retries);
-  w.counter("auditpipe_spill_refused_total", "Spills refused (directory full or failing).",
-            s.spill_refused);
-  w.counter("auditpipe_spill_skipped_bytes_total", "Damaged spill bytes skipped in replay.",
-            s.spill_skipped_bytes);
-  w.counter("auditpipe_spill_damaged_regions_total", "Places where spill damage was found.",
-            s.spill_damaged_regions);
-  w.counter("auditpipe_spill_bad_segments_total", "Spill segments set aside as unreadable.",
-            s.spill_bad_segments);
+#define AUDITPIPE_STATS_METRIC(field, metric, meaning) w.counter(metric, meaning, s.field);
+  AUDITPIPE_STATS_COUNTERS(AUDITPIPE_STATS_METRIC)
+#undef AUDITPIPE_STATS_METRIC
   w.gauge("auditpipe_pool_capacity_records", "Slots in the record pool.",
           static_cast<double>(s.pool_capacity));
   w.gauge("auditpipe_pool_in_use_records", "Slots filling, queued or being written.",

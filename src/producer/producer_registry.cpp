@@ -68,7 +68,7 @@ Producer* ProducerRegistry::attach() {
   }
   Producer* producer = nullptr;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    detail::MutexLock lock(mutex_);
     if (!idle_.empty()) {
       producer = idle_.back();
       idle_.pop_back();
@@ -101,12 +101,12 @@ Producer* ProducerRegistry::attach() {
 }
 
 void ProducerRegistry::detach(Producer* producer) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  detail::MutexLock lock(mutex_);
   if (alive_) idle_.push_back(producer);
 }
 
 std::uint64_t ProducerRegistry::committed() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  detail::MutexLock lock(mutex_);
   std::uint64_t total = 0;
   for (const auto& p : producers_) {
     total += static_cast<std::uint64_t>(p->next_seq->load(std::memory_order_relaxed));
@@ -114,8 +114,15 @@ std::uint64_t ProducerRegistry::committed() const {
   return total - committed_before_;
 }
 
+std::size_t ProducerRegistry::overflow_records_in_use() const {
+  detail::MutexLock lock(mutex_);
+  std::size_t n = 0;
+  for (const auto& p : producers_) n += p->spill_record_in_use.load(std::memory_order_relaxed);
+  return n;
+}
+
 void ProducerRegistry::shutdown() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  detail::MutexLock lock(mutex_);
   alive_ = false;
   idle_.clear();
   producers_.clear();

@@ -18,10 +18,10 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <vector>
 
+#include "auditpipe/detail/thread_annotations.h"
 #include "producer/record_queue.h"
 
 namespace auditpipe::internal {
@@ -43,7 +43,9 @@ struct alignas(64) Producer {
   // spill_storage, aligned), allocated the first time the pool is found full.
   std::unique_ptr<std::byte[]> spill_storage;
   std::byte* spill_record = nullptr;
-  bool spill_record_in_use = false;
+  // Written by the owning thread; read by close() when it counts the
+  // records still held.
+  std::atomic<bool> spill_record_in_use{false};
 };
 
 class ProducerRegistry : public std::enable_shared_from_this<ProducerRegistry> {
@@ -62,13 +64,9 @@ class ProducerRegistry : public std::enable_shared_from_this<ProducerRegistry> {
 
   // Records committed through all sources so far (in this run).
   std::uint64_t committed() const;
-
-  // Calls f(producer) for every source (under the registry's lock).
-  template <class F>
-  void for_each(F f) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (auto& p : producers_) f(*p);
-  }
+  // Sources whose overflow record (Overflow::spill) is acquired, not yet
+  // committed.
+  std::size_t overflow_records_in_use() const;
 
   // Destroys every source (and its queue token). Threads that still cache a
   // source never use it again: they only match this registry's id.
@@ -89,11 +87,11 @@ class ProducerRegistry : public std::enable_shared_from_this<ProducerRegistry> {
   RecordQueue& queue_;
   std::int64_t source_id_base_;
   SourceTable* persisted_;
-  mutable std::mutex mutex_;
-  bool alive_ = true;
-  std::vector<std::unique_ptr<Producer>> producers_;
-  std::vector<Producer*> idle_;
-  std::uint64_t committed_before_ = 0;  // seqs of persisted sources at start
+  mutable detail::Mutex mutex_;
+  bool alive_ AUDITPIPE_GUARDED_BY(mutex_) = true;
+  std::vector<std::unique_ptr<Producer>> producers_ AUDITPIPE_GUARDED_BY(mutex_);
+  std::vector<Producer*> idle_ AUDITPIPE_GUARDED_BY(mutex_);
+  std::uint64_t committed_before_ = 0;  // seqs of persisted sources at start (set once)
 };
 
 }  // namespace auditpipe::internal

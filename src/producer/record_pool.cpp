@@ -146,7 +146,7 @@ SlotHeader* RecordPool::try_acquire() noexcept {
 
 SlotHeader* RecordPool::acquire_until(std::chrono::steady_clock::time_point deadline,
                                       const std::atomic<bool>& cancel) noexcept {
-  std::unique_lock<std::mutex> lock(wait_mutex_);
+  detail::MutexLock lock(wait_mutex_);
   Waiter self;
   if (wait_tail_ != nullptr) {
     wait_tail_->next = &self;
@@ -160,7 +160,7 @@ SlotHeader* RecordPool::acquire_until(std::chrono::steady_clock::time_point dead
   waiters_.fetch_add(1, std::memory_order_seq_cst);
   serve_waiters_locked();
   while (self.slot == nullptr && !cancel.load(std::memory_order_acquire)) {
-    if (self.cv.wait_until(lock, deadline) == std::cv_status::timeout) break;
+    if (self.cv.wait_until(wait_mutex_, deadline) == std::cv_status::timeout) break;
   }
   if (self.slot == nullptr) {
     // Timed out or cancelled: leave the queue.
@@ -213,13 +213,13 @@ void RecordPool::release(SlotHeader* const* slots, std::size_t count) noexcept {
   }
   push_free(slots, count);
   if (waiters_.load(std::memory_order_seq_cst) != 0) {
-    std::lock_guard<std::mutex> lock(wait_mutex_);
+    detail::MutexLock lock(wait_mutex_);
     serve_waiters_locked();
   }
 }
 
 void RecordPool::wake_waiters() noexcept {
-  std::lock_guard<std::mutex> lock(wait_mutex_);
+  detail::MutexLock lock(wait_mutex_);
   for (Waiter* w = wait_head_; w != nullptr; w = w->next) w->cv.notify_one();
 }
 

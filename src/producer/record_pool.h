@@ -25,15 +25,14 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <vector>
 
+#include "auditpipe/detail/thread_annotations.h"
 #include "auditpipe/status.h"
 
 namespace auditpipe::internal {
@@ -43,7 +42,6 @@ enum class SlotState : std::uint32_t { free = 0, filling = 1, committed = 2 };
 // Bookkeeping in front of every record in the slab.
 struct SlotHeader {
   std::atomic<std::uint32_t> state;
-  std::atomic<std::uint32_t> reserved;
   std::atomic<std::uint32_t> generation;  // bumped each time the slot is freed
   std::uint32_t index;
   std::int64_t source_id;  // stamped at commit
@@ -168,20 +166,22 @@ class RecordPool {
   alignas(64) std::atomic<std::uint64_t> head_;
   alignas(64) std::atomic<std::uint32_t> released_{0};
   // A blocked acquirer, on its own stack, linked into the FIFO.
+  // Its fields are guarded by wait_mutex_ (which the analysis cannot name
+  // from here).
   struct Waiter {
     SlotHeader* slot = nullptr;  // set by whoever hands it a slot
     Waiter* next = nullptr;
-    std::condition_variable cv;
+    detail::CondVar cv;
   };
-  // Hands free-list slots to queued waiters, oldest first. Needs wait_mutex_.
-  void serve_waiters_locked() noexcept;
+  // Hands free-list slots to queued waiters, oldest first.
+  void serve_waiters_locked() noexcept AUDITPIPE_REQUIRES(wait_mutex_);
   void push_free(SlotHeader* const* slots, std::size_t count) noexcept;
 
   alignas(64) std::atomic<std::uint32_t> waiters_{0};
   std::atomic<bool> exhausted_{false};
-  std::mutex wait_mutex_;
-  Waiter* wait_head_ = nullptr;  // guarded by wait_mutex_
-  Waiter* wait_tail_ = nullptr;  // guarded by wait_mutex_
+  detail::Mutex wait_mutex_;
+  Waiter* wait_head_ AUDITPIPE_GUARDED_BY(wait_mutex_) = nullptr;
+  Waiter* wait_tail_ AUDITPIPE_GUARDED_BY(wait_mutex_) = nullptr;
 };
 
 }  // namespace auditpipe::internal

@@ -13,9 +13,9 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
+
+#include "auditpipe/detail/thread_annotations.h"
 
 namespace auditpipe::internal {
 
@@ -44,7 +44,7 @@ class WriterSignal {
   void wake_one(bool force = false) noexcept {
     if (!armed_.exchange(false, std::memory_order_acq_rel) && !force) return;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      detail::MutexLock lock(mutex_);
       ++pending_;
     }
     cv_.notify_one();
@@ -54,7 +54,7 @@ class WriterSignal {
   void wake_all() noexcept {
     armed_.store(false, std::memory_order_relaxed);
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      detail::MutexLock lock(mutex_);
       broadcast_.fetch_add(1, std::memory_order_relaxed);
     }
     cv_.notify_all();
@@ -67,20 +67,20 @@ class WriterSignal {
   // Sleeps until woken (by wake_one, or by wake_all since `epoch`) or
   // `deadline`.
   void wait_until(std::uint64_t epoch, clock::time_point deadline) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    cv_.wait_until(lock, deadline, [&] {
-      return pending_ > 0 || broadcast_.load(std::memory_order_relaxed) != epoch;
-    });
+    detail::MutexLock lock(mutex_);
+    while (pending_ == 0 && broadcast_.load(std::memory_order_relaxed) == epoch) {
+      if (cv_.wait_until(mutex_, deadline) == std::cv_status::timeout) break;
+    }
     if (pending_ > 0) --pending_;
   }
 
  private:
   std::atomic<bool> armed_{false};
   std::atomic<std::uint32_t> target_{0};
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::uint64_t pending_ = 0;                // single wakes not yet taken by a writer
-  std::atomic<std::uint64_t> broadcast_{0};  // bumped by wake_all, under mutex_
+  detail::Mutex mutex_;
+  detail::CondVar cv_;
+  std::uint64_t pending_ AUDITPIPE_GUARDED_BY(mutex_) = 0;  // single wakes not yet taken
+  std::atomic<std::uint64_t> broadcast_{0};                 // bumped by wake_all, under mutex_
 };
 
 }  // namespace auditpipe::internal

@@ -1,45 +1,67 @@
-// BatchWriter: one writer thread. It drains the queue in batches of up to
-// batch_size, hands each batch to the sink as one write, and returns the
-// slots to the pool once the sink has stored them.
+// BatchWriter: one writer thread. It takes committed slots from the intake
+// in batches of up to batch_size, finishes each record once (RecordFinisher),
+// hands the batch to the sink as one write, and gives the slots back once
+// the sink has stored them.
 //
 // It never spins and never sleeps in a loop: with nothing to do it waits on
-// the WriterSignal until producers have committed enough for a batch or the
-// flush interval passes. A failed write is retried with capped exponential
-// backoff and jitter for as long as it takes (while the pool fills and the
-// overflow policy applies upstream); a batch the sink refuses as data is
-// split in halves until the refused records are isolated, so one bad record
-// never holds back the others. Text is repaired to valid UTF-8 first.
+// the intake's WriterSignal until producers have committed enough for a
+// batch or the flush interval passes. A failed write is retried with capped
+// exponential backoff and jitter for as long as it takes (while the pool
+// fills and the overflow policy applies upstream); a batch the sink refuses
+// as data is split in halves until the refused records are isolated, so one
+// bad record never holds back the others. Refused records go to the
+// dead-letter file, if there is one.
 //
-// Writer 0 also owns the spill directory's upkeep: it fdatasyncs spilled
-// data on the configured interval and, when it has no full batch waiting,
-// replays spilled records to the sink, oldest segment first, deleting each
-// segment once all of it is stored.
+// The writer given the spill directory (writer 0) also replays spilled
+// records through the same write loop whenever it has no batch waiting.
 //
-// Invariant: a slot leaves the writer only through the pool's release(),
-// after the sink stored it or refused it alone (counted), or stays committed
-// when close() gives up (then spilled or counted as unwritten).
+// Invariant: a slot leaves the writer only through Intake::release(), after
+// the sink stored it or refused it alone (counted), or stays committed when
+// close() gives up (then spilled or counted as unwritten).
+//
+// Created and joined by the pipeline; reads other rooms only through the
+// references it is given.
 //
 // Thread safety: owns its thread; the constructor starts it, join() ends it
-// once PipelineCore::stopping is set.
+// once WriterControl::stop() (or give_up()) has been called.
 #pragma once
 
 #include <cstddef>
-#include <filesystem>
-#include <memory>
+#include <cstdint>
 #include <random>
 #include <span>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "auditpipe/column.h"
+#include "auditpipe/options.h"
 #include "auditpipe/sink/sink.h"
-#include "durable/spill_reader.h"
-#include "pipeline/pipeline_core.h"
+#include "durable/dead_letter_file.h"
+#include "durable/spill.h"
+#include "observe/counters.h"
+#include "producer/intake.h"
+#include "writer/record_finisher.h"
+#include "writer/writer_control.h"
 
 namespace auditpipe::internal {
 
+// What a writer works with; all of it outlives the writer.
+struct WriterParts {
+  const TableDescriptor& table;
+  const Options& options;
+  Sink& sink;
+  Intake& intake;
+  WriterControl& control;
+  const RecordFinisher& finisher;
+  Counters& counters;
+  DeadLetterFile* dead_letters;  // nullptr: refused records are only counted and logged
+};
+
 class BatchWriter {
  public:
-  BatchWriter(PipelineCore& core, unsigned index);
+  // `replay`: the spill directory this writer replays (nullptr: none).
+  BatchWriter(const WriterParts& parts, unsigned index, Spill* replay);
   ~BatchWriter();
   BatchWriter(const BatchWriter&) = delete;
   BatchWriter& operator=(const BatchWriter&) = delete;
@@ -59,28 +81,23 @@ class BatchWriter {
   struct ReplayOutcome;
 
   void run();
-  bool batch_is_due(std::size_t held, PipelineCore::clock::time_point first);
+  bool batch_is_due(std::size_t held, WriterControl::clock::time_point first);
+  // Finishes the held records and writes them; false if close() gave up.
+  bool write_held(std::size_t held);
   // Writes refs[begin, begin + count). False if it gave up because close()
   // ran out of time.
   bool write(std::span<const RecordRef> refs, std::size_t begin, std::size_t count,
              Outcome& outcome);
   void dead_letter(const RecordRef& record, const std::string& message);
-  // Replays one chunk of spilled records; false if there was nothing to do.
-  bool replay_some();
-  void finish_segment();
 
-  PipelineCore& core_;
+  const WriterParts parts_;
   const unsigned index_;
+  Spill* const replay_;
   moodycamel::ConsumerToken token_;
   std::vector<SlotHeader*> slots_;
   std::vector<RecordRef> refs_;
-  std::vector<const Column*> text_columns_;
+  std::vector<std::uint32_t> truncated_;  // per held record: text fields marked cut
   std::minstd_rand jitter_;
-  const bool no_nul_;  // the sink cannot store NUL bytes in text
-  // Replay state (writer 0).
-  std::unique_ptr<SpillReader> reader_;
-  std::filesystem::path reader_path_;
-  std::vector<RecordRef> replay_refs_;
   std::thread thread_;
 };
 

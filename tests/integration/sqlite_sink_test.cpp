@@ -191,3 +191,46 @@ TEST(SqliteSink, AConstraintViolationRefusesOnlyTheBadRecord) {
 }
 
 }  // namespace
+
+// A time below -2^62 us carries the bits of an unconverted fast_now()
+// reading; the writer must tell the two apart and store the application's
+// value exactly, while real readings taken in the same batch become wall
+// time.
+TEST(SqliteSink, TimesBelowMinus2To62AreStoredExactlyNotTakenForTscReadings) {
+  TempDir dir;
+  const std::string path = dir.file("extreme_times.db");
+  const std::int64_t extremes[] = {INT64_MIN,
+                                   INT64_MIN + 1,
+                                   -(std::int64_t{1} << 62) - 1,
+                                   -(std::int64_t{1} << 62),
+                                   INT64_MIN + 1'000'000,
+                                   INT64_MAX,
+                                   0};
+  const std::int64_t before = auditpipe::timestamp::now().micros;
+  {
+    auditpipe::Logger<AuditRow> logger(auditpipe::sqlite::open("sqlite://" + path));
+    std::int64_t id = 0;
+    for (std::int64_t micros : extremes) {
+      auto r = logger.acquire();
+      r->at = auditpipe::timestamp{micros};
+      r->message_id = id++;
+      ASSERT_EQ(r.commit(), Status::ok);
+    }
+    auto r = logger.acquire();
+    r->at = auditpipe::timestamp::fast_now();
+    r->message_id = 100;
+    ASSERT_EQ(r.commit(), Status::ok);
+    EXPECT_TRUE(logger.close().drained);
+  }
+  const std::int64_t after = auditpipe::timestamp::now().micros;
+  Db db(path);
+  std::int64_t id = 0;
+  for (std::int64_t micros : extremes) {
+    EXPECT_EQ(db.scalar("SELECT at FROM audit_log WHERE message_id = " + std::to_string(id++)),
+              micros)
+        << "record " << id - 1;
+  }
+  const std::int64_t now = db.scalar("SELECT at FROM audit_log WHERE message_id = 100");
+  EXPECT_GE(now, before - 2'000'000);
+  EXPECT_LE(now, after + 2'000'000);
+}

@@ -74,16 +74,6 @@ class CondVar {
     lock.release();
     return status;
   }
-  // Waits until `done()` holds or `deadline` passes; returns done().
-  // `done` runs with the mutex held.
-  template <class Clock, class Duration, class Predicate>
-  bool wait_until(Mutex& m, const std::chrono::time_point<Clock, Duration>& deadline,
-                  Predicate done) AUDITPIPE_REQUIRES(m) {
-    while (!done()) {
-      if (wait_until(m, deadline) == std::cv_status::timeout) return done();
-    }
-    return true;
-  }
 
  private:
   std::condition_variable cv_;

@@ -1,0 +1,216 @@
+#include "producer/intake.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/descriptor_fingerprint.h"
+#include "durable/spill.h"
+
+namespace auditpipe::internal {
+
+namespace {
+
+// An overflow record (Overflow::spill) lives in its source's own buffer,
+// behind this header, aligned like a pool record.
+struct OverflowHeader {
+  Producer* producer;
+};
+constexpr std::size_t overflow_alignment(std::size_t record_align) {
+  return std::max<std::size_t>(record_align, 64);
+}
+constexpr std::size_t overflow_offset(std::size_t record_align) {
+  const std::size_t a = overflow_alignment(record_align);
+  return (sizeof(OverflowHeader) + a - 1) / a * a;
+}
+
+RecordPool make_pool(const TableDescriptor& table, const Options& options) {
+  const DurableStorage durable{options.durable_path, fingerprint(table)};
+  return RecordPool(options.capacity, table.record_size, table.record_align, table.prototype,
+                    options.durable_path.empty() ? nullptr : &durable);
+}
+
+}  // namespace
+
+Intake::Intake(const TableDescriptor& table, const Options& options, Counters& counters,
+               Spill* spill)
+    : table_(table),
+      options_(options),
+      counters_(counters),
+      spill_(spill),
+      pool_(make_pool(table, options)),
+      // Blocks for every slot up front, plus a spare block per writer and
+      // a few producers. A producer token keeps every block it has used
+      // (moodycamel's explicit producers never return them), so as the
+      // producers' shares of the pool shift, each token's ring can grow
+      // towards the pool's capacity: at most ~10.5 bytes per slot per
+      // producer source, allocated while warming up, never per record.
+      queue_(options.capacity + 32 * (options.writers + 8)),
+      registry_(
+          std::make_shared<ProducerRegistry>(queue_, options.source_id_base, pool_.source_table())),
+      overflow_offset_(overflow_offset(table.record_align)) {}
+
+Intake::~Intake() {
+  // Tokens refer to the queue: destroy them while it still exists.
+  registry_->shutdown();
+}
+
+std::byte* Intake::acquire_slow(Status* status) noexcept {
+  if (closing_.load(std::memory_order_acquire)) {
+    *status = Status::closed;
+    return nullptr;
+  }
+  SlotHeader* s = nullptr;
+  switch (options_.overflow) {
+    case Overflow::drop:
+      counters_.dropped.fetch_add(1, std::memory_order_relaxed);
+      *status = Status::dropped;
+      return nullptr;
+    case Overflow::fail:
+      counters_.pool_exhausted.fetch_add(1, std::memory_order_relaxed);
+      *status = Status::pool_exhausted;
+      return nullptr;
+    case Overflow::spill:
+      if (std::byte* r = overflow_record()) return r;
+      [[fallthrough]];  // a second acquire() before the first commit: wait as block does
+    case Overflow::block:
+      s = acquire_blocking(status);
+      break;
+  }
+  if (s == nullptr) return nullptr;
+  if (closing_.load(std::memory_order_seq_cst)) {
+    pool_.release(&s, 1);
+    *status = Status::closed;
+    return nullptr;
+  }
+  return pool_.record(s);
+}
+
+SlotHeader* Intake::acquire_blocking(Status* status) noexcept {
+  const auto t0 = clock::now();
+  // A full pool means writers should not wait for fuller batches.
+  signal_.wake_all();
+  SlotHeader* s = pool_.acquire_until(t0 + options_.max_wait, closing_);
+  const auto waited =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t0).count();
+  counters_.blocked.fetch_add(1, std::memory_order_relaxed);
+  counters_.producer_wait_ns.record(static_cast<std::uint64_t>(waited));
+  if (s == nullptr) {
+    if (closing_.load(std::memory_order_acquire)) {
+      *status = Status::closed;
+    } else {
+      counters_.timed_out.fetch_add(1, std::memory_order_relaxed);
+      *status = Status::timed_out;
+    }
+  }
+  return s;
+}
+
+void Intake::abandon(std::byte* record) noexcept {
+  if (!pool_.contains(record)) {
+    owner_of_overflow_record(record)->spill_record_in_use.store(false, std::memory_order_relaxed);
+  } else {
+    SlotHeader* s = pool_.slot_of(record);
+    pool_.release(&s, 1);
+  }
+  counters_.abandoned.fetch_add(1, std::memory_order_relaxed);
+}
+
+Producer* Intake::owner_of_overflow_record(std::byte* record) const noexcept {
+  return reinterpret_cast<OverflowHeader*>(record - overflow_offset_)->producer;
+}
+
+// Reset to the prototype; nullptr if the source's one overflow record is
+// in use already (a second acquire() before the first was committed) or
+// cannot be allocated.
+std::byte* Intake::overflow_record() noexcept {
+  Producer* p = nullptr;
+  try {
+    p = registry_->current();
+    if (p->spill_record == nullptr) {
+      const std::size_t align = overflow_alignment(table_.record_align);
+      p->spill_storage.reset(new std::byte[overflow_offset_ + table_.record_size + align]);
+      const auto base = reinterpret_cast<std::uintptr_t>(p->spill_storage.get());
+      p->spill_record = reinterpret_cast<std::byte*>((base + align - 1) / align * align);
+    }
+  } catch (...) {
+    return nullptr;
+  }
+  if (p->spill_record_in_use.load(std::memory_order_relaxed)) return nullptr;
+  p->spill_record_in_use.store(true, std::memory_order_relaxed);
+  reinterpret_cast<OverflowHeader*>(p->spill_record)->producer = p;
+  std::byte* record = p->spill_record + overflow_offset_;
+  std::memcpy(record, table_.prototype, table_.record_size);
+  return record;
+}
+
+// Appended to the spill directory, or, if that is full or failing, copied
+// into a pool slot after waiting as Overflow::block does.
+Status Intake::commit_outside_pool(std::byte* record) noexcept {
+  Producer* p = owner_of_overflow_record(record);
+  const std::int64_t seq = p->next_seq->load(std::memory_order_relaxed);
+  if (spill_->append_overflow(p->source_id, seq, record)) {
+    p->next_seq->store(seq + 1, std::memory_order_relaxed);
+    p->spill_record_in_use.store(false, std::memory_order_relaxed);
+    return Status::ok;
+  }
+  Status status = Status::ok;
+  SlotHeader* s = acquire_blocking(&status);
+  if (s == nullptr) {
+    p->spill_record_in_use.store(false, std::memory_order_relaxed);
+    return status;
+  }
+  std::byte* slot_record = pool_.record(s);
+  std::memcpy(slot_record, record, table_.record_size);
+  p->spill_record_in_use.store(false, std::memory_order_relaxed);
+  return commit(slot_record);
+}
+
+std::vector<std::pair<std::uint32_t, std::uint32_t>> Intake::committed_now() const {
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> out;
+  for (std::size_t i = 0; i < pool_.capacity(); ++i) {
+    SlotHeader* s = pool_.slot(i);
+    const std::uint32_t generation = s->generation.load(std::memory_order_acquire);
+    if (s->state.load(std::memory_order_acquire) ==
+        static_cast<std::uint32_t>(SlotState::committed)) {
+      out.emplace_back(static_cast<std::uint32_t>(i), generation);
+    }
+  }
+  return out;
+}
+
+std::vector<SlotHeader*> Intake::committed_slots() const {
+  std::vector<SlotHeader*> out;
+  for (std::size_t i = 0; i < pool_.capacity(); ++i) {
+    SlotHeader* s = pool_.slot(i);
+    if (s->state.load(std::memory_order_acquire) ==
+        static_cast<std::uint32_t>(SlotState::committed)) {
+      out.push_back(s);
+    }
+  }
+  return out;
+}
+
+std::size_t Intake::committed_count() const noexcept {
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < pool_.capacity(); ++i) {
+    n += pool_.slot(i)->state.load(std::memory_order_acquire) ==
+         static_cast<std::uint32_t>(SlotState::committed);
+  }
+  return n;
+}
+
+std::size_t Intake::uncommitted() const {
+  std::size_t n = registry_->overflow_records_in_use();
+  for (std::size_t i = 0; i < pool_.capacity(); ++i) {
+    n += pool_.slot(i)->state.load(std::memory_order_acquire) ==
+         static_cast<std::uint32_t>(SlotState::filling);
+  }
+  return n;
+}
+
+void Intake::begin_close() noexcept {
+  closing_.store(true, std::memory_order_seq_cst);
+  pool_.wake_waiters();
+}
+
+}  // namespace auditpipe::internal

@@ -1,0 +1,192 @@
+// Intake: the producer path. It owns the record pool, the queue of
+// committed slots, the producer sources and the writers' wake-up signal,
+// and is the only code that hands a slot to a producer or takes one back.
+//
+//   acquire()  a free slot (the prototype's bytes), or the overflow policy:
+//              block up to max_wait | drop | fail | a record outside the
+//              pool that goes to the spill directory (Overflow::spill);
+//   commit()   stamps (source_id, seq), marks the slot committed, queues it;
+//   abandon()  gives an acquired record back unwritten.
+//
+// The common case (a free slot, then a commit) takes no lock, makes no
+// system call and allocates nothing: one pop from the pool's free list, one
+// store of the producer's seq, one moodycamel enqueue with the producer's
+// token, one relaxed load of the writer signal. Those two calls are inline
+// here for that reason; the slow paths live in intake.cpp.
+//
+// Writers take committed slots with take() and give them back with
+// release() once the sink stored them; the pipeline uses the rest (start,
+// flush, close, stats). Nothing else touches the pool or the queue.
+//
+// Thread safety: acquire/commit/abandon from any number of threads; the
+// writer calls from writer threads; begin_close()/mark_stopped() once, from
+// close().
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "auditpipe/column.h"
+#include "auditpipe/options.h"
+#include "auditpipe/status.h"
+#include "observe/counters.h"
+#include "producer/producer_registry.h"
+#include "producer/record_pool.h"
+#include "producer/record_queue.h"
+#include "producer/writer_signal.h"
+
+namespace auditpipe::internal {
+
+class Spill;
+
+class Intake {
+ public:
+  using clock = std::chrono::steady_clock;
+
+  // `spill`: the spill directory for Overflow::spill (nullptr without one).
+  // Throws auditpipe::error if the pool cannot be allocated or its durable
+  // file cannot be used.
+  Intake(const TableDescriptor& table, const Options& options, Counters& counters, Spill* spill);
+  ~Intake();
+  Intake(const Intake&) = delete;
+  Intake& operator=(const Intake&) = delete;
+
+  // Producers ----------------------------------------------------------------
+
+  std::byte* acquire(Status* status) noexcept {
+    // Behind anyone already waiting: queue up rather than overtake them.
+    SlotHeader* s = pool_.waiters() == 0 ? pool_.try_acquire() : nullptr;
+    if (s == nullptr) [[unlikely]]
+      return acquire_slow(status);
+    // Checked after taking the slot (pairs with begin_close(), which sets
+    // the flag and then reads the pool): either this sees closing, or
+    // close() sees the slot in use and waits for it.
+    if (closing_.load(std::memory_order_seq_cst)) [[unlikely]] {
+      pool_.release(&s, 1);
+      *status = Status::closed;
+      return nullptr;
+    }
+    return pool_.record(s);
+  }
+
+  Status commit(std::byte* record) noexcept {
+    if (!pool_.contains(record)) [[unlikely]]
+      return commit_outside_pool(record);
+    SlotHeader* s = pool_.slot_of(record);
+    if (stopped_.load(std::memory_order_acquire)) [[unlikely]] {
+      pool_.release(&s, 1);
+      counters_.abandoned.fetch_add(1, std::memory_order_relaxed);
+      return Status::closed;
+    }
+    Producer* p = registry_->current();
+    const std::int64_t seq = p->next_seq->load(std::memory_order_relaxed);
+    s->source_id = p->source_id;
+    s->seq = seq;
+    s->state.store(static_cast<std::uint32_t>(SlotState::committed), std::memory_order_release);
+    p->next_seq->store(seq + 1, std::memory_order_relaxed);
+    if (!queue_.enqueue(p->token, s)) [[unlikely]] {
+      // Only when the queue needs a new block and the allocation fails.
+      p->next_seq->store(seq, std::memory_order_relaxed);
+      pool_.release(&s, 1);
+      counters_.dropped.fetch_add(1, std::memory_order_relaxed);
+      return Status::dropped;
+    }
+    signal_.on_commit(pool_);
+    return Status::ok;
+  }
+
+  void abandon(std::byte* record) noexcept;
+
+  // Writers ------------------------------------------------------------------
+
+  moodycamel::ConsumerToken consumer_token() { return moodycamel::ConsumerToken(queue_); }
+  // Up to `max` committed slots, oldest of each producer first.
+  std::size_t take(moodycamel::ConsumerToken& token, SlotHeader** out, std::size_t max) {
+    return queue_.try_dequeue_bulk(token, out, max);
+  }
+  std::size_t queued() const noexcept { return queue_.size_approx(); }
+  std::byte* record(SlotHeader* slot) const noexcept { return pool_.record(slot); }
+  std::size_t slot_stride() const noexcept { return pool_.slot_stride(); }
+  // Written (or refused) slots go back to the pool, or to a waiting producer.
+  void release(SlotHeader* const* slots, std::size_t count) noexcept {
+    pool_.release(slots, count);
+  }
+  // Producers are waiting for slots (or one found the pool full since the
+  // last call): the writer should not hold a partial batch. Reads no line
+  // that producers write on every acquire.
+  bool producers_short_of_slots() noexcept {
+    return pool_.waiters() != 0 || pool_.take_exhausted();
+  }
+  WriterSignal& signal() noexcept { return signal_; }
+  std::uint32_t acquisitions() const noexcept { return pool_.acquisitions(); }
+
+  // The pipeline --------------------------------------------------------------
+
+  // Durable pools: the slots an earlier run left committed, queued ahead of
+  // anything new after `prepare` has seen each record. Returns how many.
+  template <class Prepare>
+  std::size_t requeue_recovered(Prepare prepare) {
+    const std::vector<SlotHeader*> recovered = pool_.take_recovered();
+    if (recovered.empty()) return 0;
+    moodycamel::ProducerToken token(queue_);
+    for (SlotHeader* s : recovered) {
+      prepare(pool_.record(s));
+      queue_.enqueue(token, s);
+    }
+    return recovered.size();
+  }
+  PoolFile* pool_file() noexcept { return pool_.file(); }
+  bool durable() const noexcept { return pool_.durable(); }
+
+  // (slot index, generation) of every committed slot: a slot is done once
+  // its generation moves on (it was freed).
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> committed_now() const;
+  bool freed_since(const std::pair<std::uint32_t, std::uint32_t>& seen) const noexcept {
+    return pool_.slot(seen.first)->generation.load(std::memory_order_acquire) != seen.second;
+  }
+  // Slots still committed (close(), after the writers are gone).
+  std::vector<SlotHeader*> committed_slots() const;
+  std::size_t committed_count() const noexcept;
+  // Records acquired and not committed: slots being filled, and overflow
+  // records in use.
+  std::size_t uncommitted() const;
+
+  // acquire() refuses new records from now on; blocked acquirers return
+  // Status::closed.
+  void begin_close() noexcept;
+  bool closing() const noexcept { return closing_.load(std::memory_order_acquire); }
+  // The writers are gone: commit() refuses.
+  void mark_stopped() noexcept { stopped_.store(true, std::memory_order_seq_cst); }
+  bool stopped() const noexcept { return stopped_.load(std::memory_order_acquire); }
+
+  std::size_t capacity() const noexcept { return pool_.capacity(); }
+  std::size_t in_use() const noexcept { return pool_.in_use(); }
+  std::uint64_t committed() const { return registry_->committed(); }
+
+ private:
+  std::byte* acquire_slow(Status* status) noexcept;
+  // Waits up to max_wait for a slot (Overflow::block, or a refused spill).
+  SlotHeader* acquire_blocking(Status* status) noexcept;
+  // Overflow::spill: the calling source's record outside the pool.
+  std::byte* overflow_record() noexcept;
+  Status commit_outside_pool(std::byte* record) noexcept;
+  Producer* owner_of_overflow_record(std::byte* record) const noexcept;
+
+  const TableDescriptor& table_;
+  const Options& options_;
+  Counters& counters_;
+  Spill* const spill_;
+  RecordPool pool_;
+  RecordQueue queue_;
+  std::shared_ptr<ProducerRegistry> registry_;
+  WriterSignal signal_;
+  const std::size_t overflow_offset_;  // of an overflow record behind its header
+  std::atomic<bool> closing_{false};
+  std::atomic<bool> stopped_{false};
+};
+
+}  // namespace auditpipe::internal

@@ -1,0 +1,60 @@
+#include "writer/record_finisher.h"
+
+#include <cstring>
+#include <string_view>
+
+#include "auditpipe/utf8.h"
+
+namespace auditpipe::internal {
+
+RecordFinisher::RecordFinisher(const TableDescriptor& table, bool sink_accepts_nul,
+                               Counters& counters)
+    : no_nul_(!sink_accepts_nul), counters_(counters) {
+  for (const Column& c : table.columns) {
+    if (c.type == ColumnType::timestamp) timestamp_columns_.push_back(&c);
+    if (c.type == ColumnType::text) text_columns_.push_back(&c);
+  }
+}
+
+TscClock::Snapshot RecordFinisher::clock() const {
+  return timestamp_columns_.empty() ? TscClock::Snapshot{} : TscClock::snapshot();
+}
+
+unsigned RecordFinisher::finish(std::byte* record, const TscClock::Snapshot& clock) const noexcept {
+  if (!timestamp_columns_.empty()) resolve_timestamps(record, timestamp_columns_, clock);
+  unsigned truncated = 0;
+  for (const Column* c : text_columns_) {
+    repair_text(record, *c);
+    truncated += (read_text_flags(record, *c) & text_flags::truncated) != 0;
+  }
+  return truncated;
+}
+
+void RecordFinisher::repair_text(std::byte* record, const Column& c) const noexcept {
+  std::byte* field = record + c.offset;
+  const std::string_view text = read_text(record, c);
+  const bool has_nul = no_nul_ && text.find('\0') != std::string_view::npos;
+  const bool valid = is_valid_utf8(text);
+  if (valid && !has_nul) return;
+  char* data = reinterpret_cast<char*>(field + text_layout::data_offset);
+  std::uint32_t flags = read_text_flags(record, c);
+  std::size_t size = text.size();
+  bool cut = false;
+  if (!valid) {
+    size = repair_utf8(data, size, c.max_length, &cut);
+    flags |= text_flags::invalid_utf8;
+    counters_.invalid_utf8_fields.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (has_nul) {
+    bool nul_cut = false;
+    size = replace_nul(data, size, c.max_length, &nul_cut);
+    cut = cut || nul_cut;
+    counters_.nul_replaced_fields.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (cut) flags |= text_flags::truncated;
+  const auto size32 = static_cast<std::uint32_t>(size);
+  std::memcpy(field + text_layout::size_offset, &size32, sizeof size32);
+  std::memcpy(field + text_layout::flags_offset, &flags, sizeof flags);
+}
+
+}  // namespace auditpipe::internal
