@@ -27,15 +27,12 @@ std::string MysqlEndpoint::describe() const {
 }
 
 MysqlConfig parse_mysql_url(std::string_view text) {
-  const Url url = parse_url(text);
-  if (url.scheme != "mysql" && url.scheme != "mariadb") {
-    bad(url, "the scheme must be mysql:// (or mariadb://), not " + url.scheme + "://");
-  }
-  require_known_options(url,
-                        {"write_path", "create_table", "charset", "connect_timeout", "read_timeout",
-                         "write_timeout", "tls", "tls_ca", "tls_cert", "tls_key", "socket"},
-                        pool_option_names);
   MysqlConfig c;
+  const Url url =
+      parse_sink_url(text, url_schemes,
+                     {"write_path", "create_table", "charset", "connect_timeout", "read_timeout",
+                      "write_timeout", "tls", "tls_ca", "tls_cert", "tls_key", "socket"},
+                     pool_option_names);
   c.sink.redacted_url = url.redacted();
   c.user = url.user;
   c.password = url.password.value_or("");

@@ -27,14 +27,10 @@ std::string conninfo_value(std::string_view v) {
 }  // namespace
 
 PostgresqlConfig parse_postgresql_url(std::string_view text) {
-  const Url url = parse_url(text);
-  if (url.scheme != "postgresql" && url.scheme != "postgres") {
-    bad(url, "the scheme must be postgresql:// (or postgres://), not " + url.scheme + "://");
-  }
-  require_known_options(url,
-                        {"write_path", "create_table", "connect_timeout", "sslmode", "sslrootcert",
-                         "sslcert", "sslkey", "application_name"},
-                        pool_option_names);
+  const Url url = parse_sink_url(text, url_schemes,
+                                 {"write_path", "create_table", "connect_timeout", "sslmode",
+                                  "sslrootcert", "sslcert", "sslkey", "application_name"},
+                                 pool_option_names);
   if (url.user.empty()) bad(url, "no user name (postgresql://user:password@host/database)");
   if (url.path.empty()) bad(url, "no database name after the host");
   if (url.hosts.empty()) bad(url, "no host");

@@ -224,6 +224,26 @@ std::uint64_t url_number(const Url& url, std::string_view key, std::string_view 
   return v;
 }
 
+Url parse_sink_url(std::string_view text, std::span<const std::string_view> schemes,
+                   std::initializer_list<std::string_view> known,
+                   std::span<const std::string_view> also) {
+  Url url = parse_url(text);
+  if (std::find(schemes.begin(), schemes.end(), url.scheme) == schemes.end()) {
+    std::string expected = std::string(schemes.front()) + "://";
+    if (schemes.size() > 1) {
+      expected += " (or";
+      for (std::size_t i = 1; i < schemes.size(); ++i) {
+        expected += (i == 1 ? " " : ", ") + std::string(schemes[i]) + "://";
+      }
+      expected += ")";
+    }
+    throw error("auditpipe: bad URL '" + url.redacted() + "': the scheme must be " + expected +
+                ", not " + url.scheme + "://");
+  }
+  require_known_options(url, known, also);
+  return url;
+}
+
 std::size_t url_choice(const Url& url, std::string_view key, std::string_view value,
                        std::span<const std::string_view> choices) {
   for (std::size_t i = 0; i < choices.size(); ++i) {

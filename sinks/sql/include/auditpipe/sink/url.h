@@ -44,6 +44,13 @@ struct Url {
 // shows the URL with its password masked).
 Url parse_url(std::string_view text);
 
+// parse_url() for a sink: also throws unless the scheme is one of `schemes`
+// (the sink's url_schemes) and every option is in `known` or `also`
+// (pool_option_names, for a pooled sink).
+Url parse_sink_url(std::string_view text, std::span<const std::string_view> schemes,
+                   std::initializer_list<std::string_view> known,
+                   std::span<const std::string_view> also = {});
+
 // `text` with anything that looks like a password between "://" and "@"
 // masked, for messages about URLs that could not be parsed.
 std::string redact_url(std::string_view text);
