@@ -1,9 +1,11 @@
 // Connection URLs: `scheme://user:password@host:port,host2:port2/path?key=value`.
 //
-// One parser for every sink, so every sink reports a malformed URL the same
-// clear way and never prints a password. Percent-decoding applies to the
-// user, password, host, path and query; a host may be a bracketed IPv6
-// address or, percent-encoded, a unix socket path (`%2Frun%2Fmysqld.sock`).
+// One parser for every sink with a server (the SQLite sink's file URLs use
+// only its percent-decoding and query parsing), so every sink reports a
+// malformed URL the same clear way and never prints a password.
+// Percent-decoding applies to the user, password, host, path and query; a
+// host may be a bracketed IPv6 address or, percent-encoded, a unix socket
+// path (`%2Frun%2Fmysqld.sock`).
 //
 // Thread safety: plain values and pure functions.
 #pragma once
