@@ -32,7 +32,7 @@ struct ConnectionPoolStats {
 enum class Health {
   ok,        // the last write succeeded and nothing waits in the spill directory
   degraded,  // writes are failing and being retried, or spilled records wait for replay
-  down,      // writes have failed several times in a row
+  down,      // writes have failed several times in a row, or cannot succeed as configured
 };
 std::string_view to_string(Health health) noexcept;
 
@@ -94,6 +94,9 @@ struct Stats {
 #undef AUDITPIPE_STATS_FIELD
 
   Health health = Health::ok;
+  // Why health is not ok: the last failed write's message (never a
+  // password); empty while writes succeed.
+  std::string health_reason;
 
   // Gauges.
   std::uint64_t pool_capacity = 0;

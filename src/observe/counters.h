@@ -14,6 +14,9 @@
 #include <atomic>
 #include <cstdint>
 
+#include <string>
+
+#include "auditpipe/detail/thread_annotations.h"
 #include "auditpipe/histogram.h"
 #include "auditpipe/stats.h"
 
@@ -26,6 +29,24 @@ struct Counters {
 
   // Failed writes since the last successful one (any writer): the health.
   alignas(64) std::atomic<std::uint32_t> consecutive_failures{0};
+  // The last failure was one no retry can mend (WriteResult::permanent).
+  std::atomic<bool> permanent_failure{false};
+
+  // Writers: a write failed / succeeded (after failures).
+  void write_failed(const std::string& message, bool permanent) {
+    consecutive_failures.fetch_add(1, std::memory_order_acq_rel);
+    permanent_failure.store(permanent, std::memory_order_relaxed);
+    detail::MutexLock lock(reason_mutex_);
+    reason_ = message;
+  }
+  // True if there had been failures.
+  bool write_succeeded() {
+    if (consecutive_failures.exchange(0, std::memory_order_acq_rel) == 0) return false;
+    permanent_failure.store(false, std::memory_order_relaxed);
+    detail::MutexLock lock(reason_mutex_);
+    reason_.clear();
+    return true;
+  }
 
   Histogram batch_size;
   Histogram write_latency_us;
@@ -39,13 +60,22 @@ struct Counters {
     AUDITPIPE_STATS_COUNTERS(AUDITPIPE_COPY)
 #undef AUDITPIPE_COPY
     const std::uint32_t failures = consecutive_failures.load(std::memory_order_relaxed);
-    s.health = failures >= 3                   ? Health::down
-               : failures > 0 || spill_pending ? Health::degraded
-                                               : Health::ok;
+    const bool permanent = permanent_failure.load(std::memory_order_relaxed);
+    s.health = failures >= 3 || (failures > 0 && permanent) ? Health::down
+               : failures > 0 || spill_pending              ? Health::degraded
+                                                            : Health::ok;
+    if (failures > 0) {
+      detail::MutexLock lock(reason_mutex_);
+      s.health_reason = reason_;
+    }
     s.batch_size = batch_size.snapshot();
     s.write_latency_us = write_latency_us.snapshot();
     s.producer_wait_ns = producer_wait_ns.snapshot();
   }
+
+ private:
+  mutable detail::Mutex reason_mutex_;
+  std::string reason_ AUDITPIPE_GUARDED_BY(reason_mutex_);
 };
 
 }  // namespace auditpipe::internal

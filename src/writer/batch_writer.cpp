@@ -169,7 +169,7 @@ bool BatchWriter::write(std::span<const RecordRef> refs, std::size_t begin, std:
     const clock::time_point t0 = clock::now();
     const WriteResult result = sink.write(Batch{parts_.table, refs.subspan(begin, count)});
     if (result.ok()) {
-      if (k.consecutive_failures.exchange(0, std::memory_order_acq_rel) != 0 || failures != 0) {
+      if (k.write_succeeded() || failures != 0) {
         diagnostics()->info(
             "auditpipe: writer {}: {} takes writes again ({} records written after {} failed "
             "attempts)",
@@ -202,12 +202,19 @@ bool BatchWriter::write(std::span<const RecordRef> refs, std::size_t begin, std:
       const bool b = write(refs, begin + half, count - half, outcome);
       return a && b;
     }
-    k.consecutive_failures.fetch_add(1, std::memory_order_acq_rel);
+    const bool permanent = result.kind == WriteResult::Kind::permanent;
+    k.write_failed(result.message, permanent);
     if (control.giving_up()) return false;
-    diagnostics()->warn(
-        "auditpipe: writer {}: writing {} records to {} failed (attempt {}), retrying in {} ms: "
+    // No retry mends a configuration error soon: retry at the slowest pace,
+    // and say so louder.
+    if (permanent) backoff = backoff_max;
+    diagnostics()->log(
+        permanent ? spdlog::level::err : spdlog::level::warn,
+        "auditpipe: writer {}: writing {} records to {} failed (attempt {}){}, retrying in {} ms: "
         "{}",
-        index_, count, sink.describe(), failures, backoff.count() / 1000, result.message);
+        index_, count, sink.describe(), failures,
+        permanent ? " and cannot succeed until its configuration is fixed" : "",
+        backoff.count() / 1000, result.message);
     // Full jitter in the upper half of the backoff: writers that failed
     // together do not come back together.
     std::uniform_int_distribution<std::int64_t> pick(backoff.count() / 2, backoff.count());

@@ -33,7 +33,8 @@ class CollectingSink : public auditpipe::Sink {
     gate_cv_.wait(lock, [&] { return !held_; });
     if (transient_failures_ > 0) {
       --transient_failures_;
-      return auditpipe::WriteResult::transient_error("test sink: induced failure");
+      return permanent_ ? auditpipe::WriteResult::permanent_error("test sink: permission denied")
+                        : auditpipe::WriteResult::transient_error("test sink: induced failure");
     }
     if (refuse_) {
       for (const auto& r : batch.records) {
@@ -64,6 +65,12 @@ class CollectingSink : public auditpipe::Sink {
   void fail_next(int n) {
     std::lock_guard<std::mutex> lock(mutex_);
     transient_failures_ = n;
+  }
+  // The next n writes fail as a configuration the sink cannot write with.
+  void fail_permanently_next(int n) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    transient_failures_ = n;
+    permanent_ = true;
   }
   void refuse_if(std::function<bool(const auditpipe::RecordRef&)> f) { refuse_ = std::move(f); }
   void hold() {
@@ -113,6 +120,7 @@ class CollectingSink : public auditpipe::Sink {
   bool closed_ = false;
   bool held_ = false;
   bool keep_bytes_ = false;
+  bool permanent_ = false;
   bool fail_open_ = false;
   int transient_failures_ = 0;
   std::size_t attempts_ = 0;

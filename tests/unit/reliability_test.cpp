@@ -262,6 +262,33 @@ TEST(Reliability, HealthFollowsTheDatabase) {
   EXPECT_EQ(logger.close().stats.written, 1u);
 }
 
+// A failure no retry can mend (a missing privilege) is not retried
+// quietly: health is down at the first one, with the reason, and the writer
+// backs off to its slowest pace; once the configuration is fixed, writing
+// resumes by itself and the reason clears.
+TEST(Reliability, APermanentFailureSetsHealthDownWithTheReason) {
+  auto sink = std::make_shared<CollectingSink>();
+  sink->fail_permanently_next(1'000'000);
+  Options o;
+  o.retry_backoff_initial = 1ms;
+  o.retry_backoff_max = 100ms;
+  o.flush_interval = 1ms;
+  auditpipe::Logger<AuditRow> logger(sink, o);
+  ASSERT_EQ(log_one(logger, 1), Status::ok);
+  ASSERT_TRUE(eventually([&] { return logger.stats().write_failures >= 1; }));
+  const auto down = logger.stats();
+  EXPECT_EQ(down.health, auditpipe::Health::down);
+  EXPECT_NE(down.health_reason.find("permission denied"), std::string::npos) << down.health_reason;
+  // At the slowest pace (50-100 ms apart) from the first failure: 200 ms
+  // hold at most 5 attempts; doubling from 1 ms would have made 8 or more.
+  std::this_thread::sleep_for(200ms);
+  EXPECT_LE(logger.stats().write_failures, 6u);
+  sink->fail_next(0);  // the grant is given
+  EXPECT_TRUE(eventually([&] { return logger.stats().health == auditpipe::Health::ok; }));
+  EXPECT_TRUE(logger.stats().health_reason.empty());
+  EXPECT_EQ(logger.close().stats.written, 1u);
+}
+
 TEST(Reliability, SpillNeedsADirectory) {
   Options o;
   o.overflow = Overflow::spill;

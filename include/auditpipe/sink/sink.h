@@ -37,6 +37,11 @@ struct WriteResult {
     ok,         // every record is stored (or was already: a retried batch)
     transient,  // nothing can be assumed stored; retry the same batch later
     rejected,   // the target refuses the data itself; retrying will not help
+    // Nothing stored, and no retry can succeed until someone changes the
+    // target's configuration (a missing privilege, a dropped table): the
+    // writer keeps the batch and retries at its slowest, with health `down`
+    // and this message as the reason, instead of retrying quietly.
+    permanent,
   };
   Kind kind = Kind::ok;
   std::string message;
@@ -46,6 +51,9 @@ struct WriteResult {
     return {Kind::transient, std::move(message)};
   }
   static WriteResult rejection(std::string message) { return {Kind::rejected, std::move(message)}; }
+  static WriteResult permanent_error(std::string message) {
+    return {Kind::permanent, std::move(message)};
+  }
   bool ok() const noexcept { return kind == Kind::ok; }
 };
 
