@@ -42,7 +42,12 @@ fi
 out=$(mktemp -d /tmp/auditpipe-ab.XXXXXX)
 filter='^(auditpipe|floor)/iterations:[0-9]+/real_time/threads:(1|2)$'
 for i in $(seq 1 "$runs"); do
-  for side in base head; do
+  # Each side goes first every other round: the server is still busy with
+  # the previous run's tables for a while, and that must not always fall
+  # on the same side.
+  order="base head"
+  [ $((i % 2)) -eq 0 ] && order="head base"
+  for side in $order; do
     echo "=== run $i: $side" >&2
     "build/ab-$side/bench/hot_path" --benchmark_filter="$filter" \
       --benchmark_out="$out/hot_$side$i.json" --benchmark_out_format=json >/dev/null
