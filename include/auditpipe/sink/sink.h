@@ -2,7 +2,7 @@
 //
 // A sink sees a batch as the table descriptor plus pointers to record bytes;
 // it never sees the user's record type. Sinks live in their own libraries
-// (auditpipe::soci, auditpipe::mysql, ...); the core depends on none of them.
+// (auditpipe::sqlite, auditpipe::mysql, ...); the core depends on none of them.
 //
 // Thread safety: write() is called from every writer thread at once when
 // Options::writers > 1; a sink serializes internally if its target needs it.

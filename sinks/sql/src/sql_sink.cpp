@@ -21,6 +21,8 @@ WriteResult result_of(std::optional<WriteFailure> failure, ConnectionPool::Lease
       return WriteResult::transient_error(std::move(failure->message));
     case WriteFailure::Kind::data:
       return WriteResult::rejection(std::move(failure->message));
+    case WriteFailure::Kind::configuration:
+      return WriteResult::permanent_error(std::move(failure->message));
     case WriteFailure::Kind::other:
       break;
   }

@@ -42,6 +42,10 @@ struct WriteFailure {
     connection,  // the connection is gone or in an unknown state: closed; the batch is retried
     data,        // the database refuses the data itself: rejected, retrying cannot succeed
     other,       // anything else (a lock wait, a full disk): the batch is retried
+    // The database refuses the writes as configured (a missing privilege,
+    // a dropped table): WriteResult::permanent, retried slowly with health
+    // down and this message as the reason.
+    configuration,
   };
   Kind kind = Kind::other;
   std::string message;
