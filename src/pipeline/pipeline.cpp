@@ -173,6 +173,8 @@ class Pipeline::Engine {
     for (auto& w : writers_) w->join();
     intake_.mark_stopped();
     housekeeper_.stop();
+    // The pool's last figures, before closing the sink takes the pool away.
+    const auto pool_at_close = sink_->connection_pool_stats();
     sink_->close();
 
     const auto [spilled, unwritten] = keep_leftovers();
@@ -184,6 +186,7 @@ class Pipeline::Engine {
           report.uncommitted);
     }
     report.stats = stats();
+    report.stats.connection_pool = pool_at_close;
     // They count as abandoned from here (their handles count them again
     // when they let go, to the same total).
     report.stats.abandoned += report.uncommitted;

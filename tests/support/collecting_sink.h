@@ -8,6 +8,7 @@
 #include <cstring>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -58,6 +59,16 @@ class CollectingSink : public auditpipe::Sink {
   }
 
   std::string describe() const override { return "test://collecting"; }
+
+  // Like a pooled sink: figures while open, none once closed.
+  std::optional<auditpipe::ConnectionPoolStats> connection_pool_stats() const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!opened_ || closed_) return std::nullopt;
+    auditpipe::ConnectionPoolStats s;
+    s.created = 3;
+    s.idle = 3;
+    return s;
+  }
 
   // Setup.
   void keep_bytes() { keep_bytes_ = true; }

@@ -381,6 +381,18 @@ TEST(Logger, HandlesThatOutliveTheirLoggerAreSafe) {
   EXPECT_EQ(sink->keys().size(), 3u);
 }
 
+// The report of close() carries the connection pool's last figures, taken
+// before the sink (and its pool) closed.
+TEST(Logger, TheCloseReportHasTheConnectionPoolStats) {
+  auto sink = std::make_shared<CollectingSink>();
+  auditpipe::Logger<AuditRow> logger(sink);
+  ASSERT_EQ(log_one(logger, 1), Status::ok);
+  const auto report = logger.close();
+  ASSERT_TRUE(report.stats.connection_pool.has_value());
+  EXPECT_EQ(report.stats.connection_pool->created, 3u);
+  EXPECT_FALSE(logger.stats().connection_pool.has_value());  // closed now
+}
+
 TEST(Logger, StampedTimesReachTheSinkAsWallTime) {
   auto sink = std::make_shared<CollectingSink>();
   sink->keep_bytes();
