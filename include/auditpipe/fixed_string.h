@@ -24,6 +24,9 @@ namespace auditpipe {
 namespace text_flags {
 inline constexpr std::uint32_t truncated = 1u << 0;
 inline constexpr std::uint32_t invalid_utf8 = 1u << 1;  // repaired by the writer
+// Assigned from a null `const char*`: stored empty, counted by the writer
+// (Stats::null_text_fields).
+inline constexpr std::uint32_t from_null = 1u << 2;
 }  // namespace text_flags
 
 // Byte offsets inside every fixed_string<N>, for readers that only have the
@@ -76,6 +79,20 @@ class fixed_string {
     return n < text.size();
   }
   constexpr fixed_string& operator=(std::string_view text) noexcept {
+    assign(text);
+    return *this;
+  }
+  // A C string; a null pointer (which std::string_view cannot take) makes
+  // the field empty and marks it, so that it is counted, not a crash.
+  constexpr bool assign(const char* text) noexcept {
+    if (text == nullptr) {
+      size_ = 0;
+      flags_ = text_flags::from_null;
+      return false;
+    }
+    return assign(std::string_view(text));
+  }
+  constexpr fixed_string& operator=(const char* text) noexcept {
     assign(text);
     return *this;
   }

@@ -60,7 +60,13 @@ constexpr bool assignable_field() {
 template <class D, class S>
 inline void assign_field(D& dst, const S& src) noexcept {
   if constexpr (is_fixed_string<D>::value) {
-    dst.assign(std::string_view(src));
+    // Character pointers go through assign(const char*): a null one is an
+    // empty, counted field, not a strlen(nullptr).
+    if constexpr (std::is_convertible_v<const S&, const char*>) {
+      dst.assign(static_cast<const char*>(src));
+    } else {
+      dst.assign(std::string_view(src));
+    }
   } else if constexpr (std::is_same_v<D, timestamp>) {
     if constexpr (std::is_same_v<S, timestamp>) {
       dst = src;

@@ -63,6 +63,8 @@ std::string_view to_string(Health health) noexcept;
   X(truncated_fields, "auditpipe_fields_truncated_total", "Text fields cut to fit their column.") \
   X(invalid_utf8_fields, "auditpipe_fields_invalid_utf8_total",                                   \
     "Text fields repaired to valid UTF-8 (U+FFFD).")                                              \
+  X(null_text_fields, "auditpipe_fields_null_text_total",                                         \
+    "Text fields filled from a null const char*, stored empty.")                                  \
   X(nul_replaced_fields, "auditpipe_fields_nul_replaced_total",                                   \
     "Text fields whose NUL bytes became U+FFFD (PostgreSQL).")                                    \
   /* Spill directory. */                                                                          \

@@ -23,10 +23,20 @@ TscClock::Snapshot RecordFinisher::clock() const {
 unsigned RecordFinisher::finish(std::byte* record, const TscClock::Snapshot& clock) const noexcept {
   if (!timestamp_columns_.empty()) resolve_timestamps(record, timestamp_columns_, clock);
   unsigned truncated = 0;
+  unsigned from_null = 0;
   for (const Column* c : text_columns_) {
     repair_text(record, *c);
-    truncated += (read_text_flags(record, *c) & text_flags::truncated) != 0;
+    const std::uint32_t flags = read_text_flags(record, *c);
+    truncated += (flags & text_flags::truncated) != 0;
+    if ((flags & text_flags::from_null) != 0) {
+      // Counted once: the mark goes, so a record finished again (replayed
+      // from a spill segment) is not counted twice.
+      ++from_null;
+      const std::uint32_t cleared = flags & ~text_flags::from_null;
+      std::memcpy(record + c->offset + text_layout::flags_offset, &cleared, sizeof cleared);
+    }
   }
+  if (from_null != 0) counters_.null_text_fields.fetch_add(from_null, std::memory_order_relaxed);
   return truncated;
 }
 

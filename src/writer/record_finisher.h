@@ -6,7 +6,7 @@
 //     free of NUL bytes if the sink cannot store them; both are counted.
 // It also tells how many of the record's text fields were cut to fit, so
 // the writer counts truncations when the record is stored without reading
-// every text column again.
+// every text column again, and counts fields filled from a null C string.
 //
 // Finishing is idempotent: a finished record passes through unchanged, so
 // records replayed from a spill segment go through it again safely.

@@ -234,3 +234,28 @@ TEST(SqliteSink, TimesBelowMinus2To62AreStoredExactlyNotTakenForTscReadings) {
   EXPECT_GE(now, before - 2'000'000);
   EXPECT_LE(now, after + 2'000'000);
 }
+
+// A null const char* in the caller's message used to crash log(); now the
+// field is stored empty and counted.
+TEST(SqliteSink, ANullCStringIsStoredEmptyAndCounted) {
+  struct CMessage {
+    std::int64_t id;
+    const char* from;
+  };
+  constexpr auto m = auditpipe::mapping(auditpipe::field(&CMessage::id, &AuditRow::message_id),
+                                        auditpipe::field(&CMessage::from, &AuditRow::sender));
+  TempDir dir;
+  const std::string path = dir.file("null_text.db");
+  auditpipe::CloseReport report;
+  {
+    auditpipe::Logger<AuditRow> logger(auditpipe::sqlite::open("sqlite://" + path));
+    ASSERT_EQ(logger.log(CMessage{1, nullptr}, m), Status::ok);
+    ASSERT_EQ(logger.log(CMessage{2, "alice"}, m), Status::ok);
+    report = logger.close();
+  }
+  EXPECT_EQ(report.stats.written, 2u);
+  EXPECT_EQ(report.stats.null_text_fields, 1u);
+  Db db(path);
+  EXPECT_EQ(db.scalar("SELECT length(sender) FROM audit_log WHERE message_id = 1"), 0);
+  EXPECT_EQ(db.scalar("SELECT length(sender) FROM audit_log WHERE message_id = 2"), 5);
+}

@@ -134,3 +134,40 @@ TEST(Timestamp, CivilTimeAndFormat) {
 }
 
 }  // namespace
+
+namespace {
+
+// A message of C strings, as a C API hands them out: any may be null.
+struct CMessage {
+  const char* from = nullptr;
+  char* to = nullptr;
+  const char* body = nullptr;
+};
+
+TEST(Mapping, NullCStringsBecomeEmptyMarkedFieldsNotACrash) {
+  constexpr auto m = auditpipe::mapping(auditpipe::field(&CMessage::from, &AuditRow::sender),
+                                        auditpipe::field(&CMessage::to, &AuditRow::receiver),
+                                        auditpipe::field(&CMessage::body, &AuditRow::payload));
+  char to[] = "bob";
+  const CMessage msg{nullptr, to, "hello"};
+  AuditRow row;
+  row.sender = "stale";
+  m.apply(msg, row);
+  EXPECT_TRUE(row.sender.empty());
+  EXPECT_EQ(auditpipe::read_text_flags(reinterpret_cast<const std::byte*>(&row),
+                                       auditpipe::descriptor_of<AuditRow>().columns[6]) &
+                auditpipe::text_flags::from_null,
+            auditpipe::text_flags::from_null);
+  EXPECT_EQ(row.receiver, "bob");
+  EXPECT_EQ(row.payload, "hello");
+  // Filled by hand, the same.
+  row.payload = static_cast<const char*>(nullptr);
+  EXPECT_TRUE(row.payload.empty());
+  row.payload = "again";  // a real string clears the mark
+  EXPECT_EQ(row.payload, "again");
+  EXPECT_EQ(auditpipe::read_text_flags(reinterpret_cast<const std::byte*>(&row),
+                                       auditpipe::descriptor_of<AuditRow>().columns[8]),
+            0u);
+}
+
+}  // namespace
