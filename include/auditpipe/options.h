@@ -70,6 +70,11 @@ struct Options {
   // often (at info level). Zero: never.
   std::chrono::milliseconds summary_interval{0};
 
+  // Health is `down` once committed records wait and no write has been
+  // stored for this long, whatever the writers are waiting in (a retry
+  // backoff, a connection pool's lease wait, a server that does not answer).
+  std::chrono::milliseconds health_down_after{5000};
+
   // Keep the record pool in this file (created if missing): every record
   // whose commit() returned survives the process being killed and is
   // written first when a logger next opens the file. Empty: memory only.

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 
 #include <string>
@@ -31,6 +32,14 @@ struct Counters {
   alignas(64) std::atomic<std::uint32_t> consecutive_failures{0};
   // The last failure was one no retry can mend (WriteResult::permanent).
   std::atomic<bool> permanent_failure{false};
+  // When a write was last stored (steady clock, ns), or the logger started.
+  std::atomic<std::int64_t> last_stored_ns{now_ns()};
+
+  static std::int64_t now_ns() noexcept {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
 
   // Writers: a write failed / succeeded (after failures).
   void write_failed(const std::string& message, bool permanent) {
@@ -41,6 +50,7 @@ struct Counters {
   }
   // True if there had been failures.
   bool write_succeeded() {
+    last_stored_ns.store(now_ns(), std::memory_order_relaxed);
     if (consecutive_failures.exchange(0, std::memory_order_acq_rel) == 0) return false;
     permanent_failure.store(false, std::memory_order_relaxed);
     detail::MutexLock lock(reason_mutex_);
@@ -54,8 +64,11 @@ struct Counters {
 
   // Copies every listed counter, the histograms and the health into `s`
   // (whose other fields the caller fills). `spill_pending`: spilled records
-  // wait for replay.
-  void copy_to(Stats& s, bool spill_pending) const {
+  // wait for replay. `stalled_after`: no write stored for this long is
+  // `down` if `work_waiting()` (asked only then: it may scan the pool).
+  template <class WorkWaiting>
+  void copy_to(Stats& s, bool spill_pending, std::chrono::nanoseconds stalled_after,
+               WorkWaiting work_waiting) const {
 #define AUDITPIPE_COPY(field, metric, meaning) s.field = field.load(std::memory_order_relaxed);
     AUDITPIPE_STATS_COUNTERS(AUDITPIPE_COPY)
 #undef AUDITPIPE_COPY
@@ -67,6 +80,14 @@ struct Counters {
     if (failures > 0) {
       detail::MutexLock lock(reason_mutex_);
       s.health_reason = reason_;
+    }
+    const std::int64_t since = now_ns() - last_stored_ns.load(std::memory_order_relaxed);
+    if (since >= stalled_after.count() && work_waiting()) {
+      s.health = Health::down;
+      if (s.health_reason.empty()) {
+        s.health_reason =
+            "no write stored for " + std::to_string(since / 1'000'000) + " ms while records wait";
+      }
     }
     s.batch_size = batch_size.snapshot();
     s.write_latency_us = write_latency_us.snapshot();

@@ -60,6 +60,7 @@ Options resolve(const TableDescriptor& table, const Sink* sink, Options o) {
     fail("overflow = spill needs a spill_path (a directory for the records that do not fit)");
   }
   if (o.summary_interval.count() < 0) fail("summary_interval must not be negative");
+  if (o.health_down_after.count() <= 0) fail("health_down_after must be positive");
   if (!o.spill_path.empty() && o.spill_fsync_interval.count() <= 0) {
     fail("spill_fsync_interval must be positive");
   }
@@ -199,7 +200,12 @@ class Pipeline::Engine {
 
   Stats stats() const {
     Stats s;
-    counters_.copy_to(s, spill_ && spill_->pending());
+    const bool spill_pending = spill_ && spill_->pending();
+    counters_.copy_to(s, spill_pending, options_.health_down_after, [&] {
+      // Committed records not stored yet (queued, or held by a writer), or
+      // spilled ones.
+      return spill_pending || intake_.committed_count() != 0;
+    });
     s.committed = intake_.committed();
     s.connection_pool = sink_->connection_pool_stats();
     s.spill_bytes = spill_ ? spill_->bytes() : 0;

@@ -289,6 +289,31 @@ TEST(Reliability, APermanentFailureSetsHealthDownWithTheReason) {
   EXPECT_EQ(logger.close().stats.written, 1u);
 }
 
+// A writer stuck inside a write (a connection pool's lease wait, a server
+// that does not answer) counts no failure; health must still say `down` once
+// nothing has been stored for health_down_after while records wait.
+TEST(Reliability, HealthIsDownWhenNothingIsStoredForTooLong) {
+  auto sink = std::make_shared<CollectingSink>();
+  Options o;
+  o.flush_interval = 1ms;
+  o.health_down_after = 200ms;
+  auditpipe::Logger<AuditRow> logger(sink, o);
+  ASSERT_EQ(log_one(logger, 1), Status::ok);
+  ASSERT_TRUE(logger.flush(10s));
+  std::this_thread::sleep_for(300ms);
+  // Idle is not down: nothing waits.
+  EXPECT_EQ(logger.stats().health, auditpipe::Health::ok);
+  sink->hold();  // the next write blocks inside the sink
+  ASSERT_EQ(log_one(logger, 2), Status::ok);
+  EXPECT_TRUE(eventually([&] { return logger.stats().health == auditpipe::Health::down; }));
+  const auto down = logger.stats();
+  EXPECT_EQ(down.write_failures, 0u);
+  EXPECT_NE(down.health_reason.find("no write stored"), std::string::npos) << down.health_reason;
+  sink->release();
+  EXPECT_TRUE(eventually([&] { return logger.stats().health == auditpipe::Health::ok; }));
+  EXPECT_EQ(logger.close().stats.written, 2u);
+}
+
 TEST(Reliability, SpillNeedsADirectory) {
   Options o;
   o.overflow = Overflow::spill;
