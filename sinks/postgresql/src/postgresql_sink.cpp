@@ -19,6 +19,50 @@ using detail::append_number;
 
 namespace {
 
+// `t` in PostgreSQL's ISO input form, "YYYY-MM-DD HH:MM:SS.ffffff+00", with
+// as many year digits as it takes and years up to 0 as "... BC" (year 0 is
+// 1 BC): the core's timestamp::format() writes four digits and clamps
+// negative years, which would store 12024 as 2024. Every microsecond count
+// PostgreSQL's timestamptz holds (4714-11-24 BC to 294276 AD, beyond
+// INT64_MAX microseconds) is then stored exactly; the server refuses
+// earlier ones as out of range (22008), so they are rejected and counted
+// like any other refused value.
+void append_timestamp(std::string& out, timestamp t) {
+  const civil_time c = t.civil();
+  const bool bc = c.year <= 0;
+  // The year of a resolved timestamp has at most 6 digits (292,277 years
+  // either side of 1970); 24 is room for any int64.
+  char buf[64];
+  char* p = buf + 24;
+  char* const year_end = p;
+  for (auto y = static_cast<std::uint64_t>(bc ? 1 - c.year : c.year); y != 0 || year_end - p < 4;
+       y /= 10) {
+    *--p = static_cast<char>('0' + y % 10);
+  }
+  char* q = year_end;
+  auto put = [&q](unsigned v, int width) {
+    for (int i = width - 1; i >= 0; --i) {
+      q[i] = static_cast<char>('0' + v % 10);
+      v /= 10;
+    }
+    q += width;
+  };
+  *q++ = '-';
+  put(c.month, 2);
+  *q++ = '-';
+  put(c.day, 2);
+  *q++ = ' ';
+  put(c.hour, 2);
+  *q++ = ':';
+  put(c.minute, 2);
+  *q++ = ':';
+  put(c.second, 2);
+  *q++ = '.';
+  put(c.microsecond, 6);
+  out.append(p, q);
+  out += bc ? "+00 BC" : "+00";
+}
+
 // One value in PostgreSQL's text input form (what COPY and text parameters
 // take). Text is appended as it is; COPY escapes it separately.
 void append_value(std::string& out, const std::byte* record, const Column& c) {
@@ -37,12 +81,9 @@ void append_value(std::string& out, const std::byte* record, const Column& c) {
       }
       break;
     }
-    case ColumnType::timestamp: {
-      char buf[32];
-      out.append(buf, timestamp{read_integer(record, c)}.format(buf));
-      out += "+00";
+    case ColumnType::timestamp:
+      append_timestamp(out, timestamp{read_integer(record, c)});
       break;
-    }
     case ColumnType::text:
       out += read_text(record, c);
       break;
