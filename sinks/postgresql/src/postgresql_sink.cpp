@@ -97,8 +97,33 @@ bool starts_with(const std::string& s, const char* prefix) {
   return s.rfind(prefix, 0) == 0;
 }
 
+// SQLSTATEs that no retry mends until someone changes the database's
+// configuration: written as WriteResult::permanent (health down with the
+// server's message, retried at the slowest backoff), so that a fix is
+// picked up without a restart.
+constexpr std::string_view configuration_states[] = {
+    "42501",  // insufficient_privilege: INSERT revoked, or the table's owner changed
+    "42P01",  // undefined_table: the table was dropped or renamed
+    "42703",  // undefined_column: a column was dropped or renamed
+    "42804",  // datatype_mismatch: a column's type was altered
+    "3F000",  // invalid_schema_name: the schema on the search path is gone
+    // The server's answers to a session it ends or refuses: the database
+    // dropped or renamed, pg_hba.conf refusing the user, the password
+    // changed. (A new connection that fails for these reasons fails in
+    // the pool's connect, before any write path sees a SQLSTATE.)
+    "3D000",  // invalid_catalog_name
+    "28000",  // invalid_authorization_specification
+    "28P01",  // invalid_password
+};
+
 WriteFailure::Kind kind_of(PostgresqlConnection& c, const PostgresqlError& e) {
-  if (c.broken() || starts_with(e.sqlstate, "08") || starts_with(e.sqlstate, "57P")) {
+  // A connection the failure left broken is closed whatever the reason: a
+  // new one may get past it.
+  if (c.broken()) return WriteFailure::Kind::connection;
+  for (std::string_view state : configuration_states) {
+    if (e.sqlstate == state) return WriteFailure::Kind::configuration;
+  }
+  if (starts_with(e.sqlstate, "08") || starts_with(e.sqlstate, "57P")) {
     return WriteFailure::Kind::connection;
   }
   if (starts_with(e.sqlstate, "22") || starts_with(e.sqlstate, "23"))
