@@ -418,4 +418,31 @@ TEST(PostgresqlSink, PasswordAndDatabaseNameArriveAsTheyAre) {
   admin.exec("DROP ROLE auditpipe_spaces");
 }
 
+// An existing column of a type that cannot hold the record's values is
+// refused at start, naming table, column, found and accepted types; wider
+// and equivalent types pass.
+TEST(PostgresqlSink, AnExistingColumnOfTheWrongTypeIsRefusedAtStart) {
+  PostgresqlProbe probe;
+  auto table = [&](const std::string& status_type, const std::string& at_type) {
+    drop_table();
+    probe.exec("CREATE TABLE audit_log (at " + at_type + ", message_id BIGINT, status " +
+               status_type +
+               ", channel BIGINT, latency_ms DOUBLE PRECISION, delivered BOOLEAN, sender "
+               "VARCHAR(64), receiver TEXT, payload TEXT, source_id BIGINT, seq BIGINT, PRIMARY "
+               "KEY (source_id, seq))");
+  };
+  table("TEXT", "TIMESTAMPTZ");
+  std::string e = open_error(postgresql_test_url());
+  EXPECT_NE(e.find("audit_log"), std::string::npos) << e;
+  EXPECT_NE(e.find("status is text but the record's int32 needs integer, bigint"),
+            std::string::npos)
+      << e;
+  table("SMALLINT", "TIMESTAMP(3)");
+  e = open_error(postgresql_test_url());
+  EXPECT_NE(e.find("status is smallint"), std::string::npos) << e;
+  EXPECT_NE(e.find("at is timestamp without time zone(3)"), std::string::npos) << e;
+  table("BIGINT", "TIMESTAMP WITHOUT TIME ZONE");
+  EXPECT_EQ(open_error(postgresql_test_url()), "");
+}
+
 }  // namespace
