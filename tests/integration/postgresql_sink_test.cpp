@@ -165,9 +165,8 @@ TEST_P(PostgresqlWritePath, EveryValueIsStoredExactlyOrRefusedAndCounted) {
       -62'135'596'800'000'001,   // the last microsecond of 1 BC
       -100'000'000'000'000'000,  // 1199 BC
       earliest};
-  // Before PostgreSQL's first day; the second is the lowest value the core
-  // takes as a timestamp (lower ones are its unconverted clock readings).
-  const std::vector<std::int64_t> refused_times = {earliest - 1, -(std::int64_t{1} << 62)};
+  // Before PostgreSQL's first day, and the lowest value a timestamp holds.
+  const std::vector<std::int64_t> refused_times = {earliest - 1, L64::min()};
   const std::size_t rows = std::max(doubles.size(), stored_times.size());
   auto expected_int = [](std::size_t row, auto lowest, auto highest) -> long long {
     return row % 3 == 0 ? lowest : row % 3 == 1 ? highest : 0;
