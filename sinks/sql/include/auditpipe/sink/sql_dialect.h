@@ -93,9 +93,9 @@ struct SqlDialect {
   // One row (whether the connection's user may INSERT into the table: "t"
   // or "1" if so, the user's name) for an existing table, checked at open
   // so that a read-only user is refused at start instead of retried
-  // forever; empty where the sink's own open finds this out (MySQL
-  // prepares its insert at open, which the server refuses without the
-  // privilege) or the sink checks it itself (SQLite: a read-only file).
+  // forever; empty where the sink checks it itself (SQLite: a read-only
+  // file) or has no query for it yet (MySQL: only its bulk path finds out
+  // at open, by preparing the insert, which the server refuses).
   std::string_view insert_privilege_query = "";
 
   // `identifier` quoted, with any quote character in it doubled. Descriptor
