@@ -388,4 +388,33 @@ TEST(MysqlSink, ARecordTheServerRefusesIsIsolatedAndTheRestWritten) {
   EXPECT_EQ(probe.scalar("SELECT COUNT(*) FROM audit_log WHERE message_id IN (61, 77)"), 0);
 }
 
+// An existing column of a type that cannot hold the record's values
+// (through the MySQL dialect's entries of the shared table check) is
+// refused at start, naming table, column, found and accepted types; wider
+// types pass.
+TEST(MysqlSink, AnExistingColumnOfTheWrongTypeIsRefusedAtStart) {
+  MysqlProbe probe;
+  auto make_table = [&](const std::string& status_type, const std::string& at_type) {
+    drop_table();
+    probe.exec("CREATE TABLE audit_log (at " + at_type + " NOT NULL, message_id BIGINT NOT NULL, " +
+               "status " + status_type +
+               " NOT NULL, channel INT UNSIGNED NOT NULL, latency_ms DOUBLE NOT NULL, "
+               "delivered BOOLEAN NOT NULL, sender VARCHAR(64) NOT NULL, receiver TEXT NOT NULL, "
+               "payload MEDIUMTEXT NOT NULL, source_id BIGINT NOT NULL, seq BIGINT NOT NULL, "
+               "PRIMARY KEY (source_id, seq)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4");
+  };
+  make_table("VARCHAR(20)", "DATETIME(6)");
+  std::string e = open_error(mysql_url_with(""));
+  EXPECT_NE(e.find("audit_log"), std::string::npos) << e;
+  EXPECT_NE(e.find("status is varchar(20) but the record's int32 needs int, bigint"),
+            std::string::npos)
+      << e;
+  make_table("INT UNSIGNED", "DATETIME");
+  e = open_error(mysql_url_with(""));
+  EXPECT_NE(e.find("status is int(10) unsigned"), std::string::npos) << e;
+  EXPECT_NE(e.find("at is datetime"), std::string::npos) << e;
+  make_table("BIGINT", "DATETIME(6)");
+  EXPECT_EQ(open_error(mysql_url_with("")), "");
+}
+
 }  // namespace

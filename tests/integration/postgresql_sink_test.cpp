@@ -7,18 +7,48 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "audit_row.h"
 #include "auditpipe/logger.h"
+#include "eventually.h"
 #include "postgresql_probe.h"
+
+// One column of every integer kind at its limits, a double and a timestamp.
+struct Extremes {
+  std::int32_t row = 0;
+  std::int8_t i8 = 0;
+  std::int16_t i16 = 0;
+  std::int32_t i32 = 0;
+  std::int64_t i64 = 0;
+  std::uint8_t u8 = 0;
+  std::uint16_t u16 = 0;
+  std::uint32_t u32 = 0;
+  bool b = false;
+  double f = 0;
+  auditpipe::timestamp at;
+};
+
+constexpr auto describe(auditpipe::type_tag<Extremes>) {
+  return auditpipe::table<Extremes>(
+      "audit_extremes", AUDITPIPE_COLUMN(Extremes, row), AUDITPIPE_COLUMN(Extremes, i8),
+      AUDITPIPE_COLUMN(Extremes, i16), AUDITPIPE_COLUMN(Extremes, i32),
+      AUDITPIPE_COLUMN(Extremes, i64), AUDITPIPE_COLUMN(Extremes, u8),
+      AUDITPIPE_COLUMN(Extremes, u16), AUDITPIPE_COLUMN(Extremes, u32),
+      AUDITPIPE_COLUMN(Extremes, b), AUDITPIPE_COLUMN(Extremes, f), AUDITPIPE_COLUMN(Extremes, at));
+}
 
 namespace {
 
 using auditpipe::Status;
 using testing_support::AuditRow;
+using testing_support::eventually;
 using testing_support::postgresql_test_url;
 using testing_support::PostgresqlProbe;
 
@@ -109,6 +139,92 @@ TEST_P(PostgresqlWritePath, ARecordTheServerRefusesIsIsolatedAndTheRestWritten) 
   EXPECT_EQ(probe.scalar("SELECT COUNT(*) FROM audit_log WHERE message_id = 61"), 0);
 }
 
+// Every value a record can hold is stored exactly or refused and counted:
+// integers at both ends of every width, doubles at their edges (NaN, the
+// infinities, -0, subnormals), timestamps across PostgreSQL's whole range
+// (4714-11-24 BC to beyond the largest int64 microsecond, year 294247) and
+// just outside it.
+TEST_P(PostgresqlWritePath, EveryValueIsStoredExactlyOrRefusedAndCounted) {
+  PostgresqlProbe probe;
+  probe.exec("DROP TABLE IF EXISTS audit_extremes");
+  using L8 = std::numeric_limits<std::int8_t>;
+  using L16 = std::numeric_limits<std::int16_t>;
+  using L32 = std::numeric_limits<std::int32_t>;
+  using L64 = std::numeric_limits<std::int64_t>;
+  using LD = std::numeric_limits<double>;
+  const std::vector<double> doubles = {
+      LD::quiet_NaN(),   LD::infinity(), -LD::infinity(), -0.0,      LD::denorm_min(),
+      -LD::denorm_min(), LD::max(),      LD::lowest(),    LD::min(), 0.1};
+  constexpr std::int64_t earliest = -210'866'803'200'000'000;  // 4714-11-24 00:00:00 BC
+  const std::vector<std::int64_t> stored_times = {
+      L64::max(),               // 294247-01-10 04:00:54.775807
+      320'000'000'000'000'000,  // a five-digit year
+      1'700'000'000'123'456,    // 2023
+      0,
+      -1,
+      -62'135'596'800'000'001,   // the last microsecond of 1 BC
+      -100'000'000'000'000'000,  // 1199 BC
+      earliest};
+  // Before PostgreSQL's first day, and the lowest value a timestamp holds.
+  const std::vector<std::int64_t> refused_times = {earliest - 1, L64::min()};
+  const std::size_t rows = std::max(doubles.size(), stored_times.size());
+  auto expected_int = [](std::size_t row, auto lowest, auto highest) -> long long {
+    return row % 3 == 0 ? lowest : row % 3 == 1 ? highest : 0;
+  };
+  {
+    auditpipe::Options o;
+    o.flush_interval = std::chrono::seconds(60);
+    auditpipe::Logger<Extremes> logger(
+        auditpipe::postgresql::open(url_with("write_path=" + GetParam())), o);
+    for (std::size_t i = 0; i < rows + refused_times.size(); ++i) {
+      auto r = logger.acquire();
+      r->row = static_cast<std::int32_t>(i);
+      r->i8 = static_cast<std::int8_t>(expected_int(i, L8::min(), L8::max()));
+      r->i16 = static_cast<std::int16_t>(expected_int(i, L16::min(), L16::max()));
+      r->i32 = static_cast<std::int32_t>(expected_int(i, L32::min(), L32::max()));
+      r->i64 = expected_int(i, L64::min(), L64::max());
+      r->u8 = static_cast<std::uint8_t>(expected_int(i, 0, 255));
+      r->u16 = static_cast<std::uint16_t>(expected_int(i, 0, 65535));
+      r->u32 = static_cast<std::uint32_t>(expected_int(i, 0, 4294967295LL));
+      r->b = i % 2 == 1;
+      r->f = doubles[i % doubles.size()];
+      r->at = auditpipe::timestamp{i < rows ? stored_times[i % stored_times.size()]
+                                            : refused_times[i - rows]};
+      ASSERT_EQ(r.commit(), Status::ok);
+    }
+    const auto report = logger.close();
+    EXPECT_EQ(report.stats.written, rows);
+    EXPECT_EQ(report.stats.rejected_by_sink, refused_times.size());
+  }
+  const auto stored = probe.rows(
+      "SELECT row, i8, i16, i32, i64, u8, u16, u32, b, f::text, "
+      // Microseconds since 1970 from the stored binary value (since 2000):
+      // extract(epoch ...) rounds near the ends of the range.
+      "((('x' || encode(timestamptz_send(at), 'hex'))::bit(64)::bigint)::numeric "
+      "+ 946684800000000)::text FROM audit_extremes ORDER BY row");
+  ASSERT_EQ(stored.size(), rows);
+  for (std::size_t i = 0; i < rows; ++i) {
+    const auto& r = stored[i];
+    SCOPED_TRACE("row " + std::to_string(i));
+    EXPECT_EQ(*r[1], std::to_string(expected_int(i, L8::min(), L8::max())));
+    EXPECT_EQ(*r[2], std::to_string(expected_int(i, L16::min(), L16::max())));
+    EXPECT_EQ(*r[3], std::to_string(expected_int(i, L32::min(), L32::max())));
+    EXPECT_EQ(*r[4], std::to_string(expected_int(i, L64::min(), L64::max())));
+    EXPECT_EQ(*r[5], std::to_string(expected_int(i, 0, 255)));
+    EXPECT_EQ(*r[6], std::to_string(expected_int(i, 0, 65535)));
+    EXPECT_EQ(*r[7], std::to_string(expected_int(i, 0, 4294967295LL)));
+    EXPECT_EQ(*r[8], i % 2 == 1 ? "t" : "f");
+    const double want = doubles[i % doubles.size()];
+    const double got = std::strtod(r[9]->c_str(), nullptr);
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(got)) << *r[9];
+    } else {
+      EXPECT_EQ(std::memcmp(&want, &got, sizeof want), 0) << *r[9];  // -0 included
+    }
+    EXPECT_EQ(*r[10], std::to_string(stored_times[i % stored_times.size()]));
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Paths, PostgresqlWritePath, ::testing::Values("copy", "insert"),
                          [](const auto& param_info) { return param_info.param; });
 
@@ -178,6 +294,154 @@ TEST(PostgresqlSink, TriesTheHostsInOrder) {
   }
   PostgresqlProbe probe;
   EXPECT_EQ(probe.scalar("SELECT COUNT(*) FROM audit_log"), 1);
+}
+
+// A user who may read the table but not insert into it is refused at
+// start, not retried forever at the first batch.
+TEST(PostgresqlSink, AUserWhoMayNotInsertIsRefusedAtStart) {
+  drop_table();
+  { auditpipe::Logger<AuditRow> logger(auditpipe::postgresql::open(postgresql_test_url())); }
+  PostgresqlProbe admin(PostgresqlProbe::Admin{});
+  admin.exec("DROP ROLE IF EXISTS auditpipe_reader");
+  admin.exec("CREATE ROLE auditpipe_reader LOGIN PASSWORD 'reader-pw'");
+  admin.exec("GRANT SELECT ON audit_log TO auditpipe_reader");
+  const auto u = auditpipe::parse_url(postgresql_test_url());
+  const std::string url = "postgresql://auditpipe_reader:reader-pw@" + u.hosts[0].host + ":" +
+                          std::to_string(*u.hosts[0].port) + "/" + u.path;
+  const std::string e = open_error(url);
+  EXPECT_NE(e.find("audit_log"), std::string::npos) << e;
+  EXPECT_NE(e.find("INSERT"), std::string::npos) << e;
+  EXPECT_NE(e.find("auditpipe_reader"), std::string::npos) << e;
+  admin.exec("DROP TABLE audit_log");
+  admin.exec("DROP ROLE auditpipe_reader");
+}
+
+// INSERT revoked while the logger runs: a configuration error (health down
+// at the first failure, with the server's reason), retried slowly; granted
+// back, every record lands once.
+TEST(PostgresqlSink, ALostPrivilegeIsHealthDownUntilGrantedBack) {
+  drop_table();
+  PostgresqlProbe admin(PostgresqlProbe::Admin{});
+  auditpipe::Options o;
+  o.flush_interval = std::chrono::milliseconds(20);
+  o.retry_backoff_initial = std::chrono::milliseconds(400);
+  o.retry_backoff_max = std::chrono::milliseconds(400);
+  auditpipe::Logger<AuditRow> logger(auditpipe::postgresql::open(postgresql_test_url()), o);
+  auto write = [&](int from, int to) {
+    for (int i = from; i < to; ++i) {
+      auto r = logger.acquire();
+      r->message_id = i;
+      ASSERT_EQ(r.commit(), Status::ok);
+    }
+  };
+  write(0, 10);
+  ASSERT_TRUE(eventually([&] { return logger.stats().written == 10; }));
+  admin.exec("REVOKE INSERT ON audit_log FROM auditpipe");
+  write(10, 20);
+  ASSERT_TRUE(eventually([&] { return logger.stats().health != auditpipe::Health::ok; }));
+  const auto failing = logger.stats();
+  EXPECT_EQ(failing.health, auditpipe::Health::down);
+  EXPECT_NE(failing.health_reason.find("permission denied"), std::string::npos)
+      << failing.health_reason;
+  admin.exec("GRANT INSERT ON audit_log TO auditpipe");
+  EXPECT_TRUE(eventually([&] { return logger.stats().written == 20; }));
+  const auto report = logger.close();
+  EXPECT_TRUE(report.drained);
+  EXPECT_EQ(report.stats.health, auditpipe::Health::ok);
+  PostgresqlProbe probe;
+  EXPECT_EQ(probe.scalar("SELECT COUNT(*) FROM audit_log"), 20);
+  EXPECT_EQ(probe.scalar("SELECT COUNT(DISTINCT message_id) FROM audit_log"), 20);
+}
+
+// Loggers opened at once on a table nobody created yet all start and write.
+TEST(PostgresqlSink, LoggersOpenedAtOnceOnANewTableAllStart) {
+  for (int round = 0; round < 3; ++round) {
+    drop_table();
+    constexpr int loggers = 8;
+    std::vector<std::string> errors(loggers);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < loggers; ++t) {
+      threads.emplace_back([&, t] {
+        try {
+          auditpipe::Logger<AuditRow> logger(auditpipe::postgresql::open(postgresql_test_url()));
+          auto r = logger.acquire();
+          r->message_id = t;
+          if (r.commit() != Status::ok) errors[t] = "commit failed";
+          if (!logger.close().drained) errors[t] = "not drained";
+        } catch (const std::exception& e) {
+          errors[t] = e.what();
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    for (int t = 0; t < loggers; ++t) EXPECT_EQ(errors[t], "") << "round " << round;
+    PostgresqlProbe probe;
+    EXPECT_EQ(probe.scalar("SELECT COUNT(DISTINCT message_id) FROM audit_log"), loggers);
+  }
+}
+
+// A password and a database name with consecutive spaces, quotes and
+// backslashes reach the server as they are.
+TEST(PostgresqlSink, PasswordAndDatabaseNameArriveAsTheyAre) {
+  const std::string password = "p  w'd\\\"  x", database = "d  b'c\\\"  e";
+  PostgresqlProbe admin(PostgresqlProbe::Admin{});
+  auto literal = [](const std::string& s) {
+    std::string out = "'";
+    for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
+    return out + "'";
+  };
+  auto ident = [](const std::string& s) {
+    std::string out = "\"";
+    for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return out + "\"";
+  };
+  admin.exec("DROP DATABASE IF EXISTS " + ident(database));
+  admin.exec("DROP ROLE IF EXISTS auditpipe_spaces");
+  admin.exec("CREATE ROLE auditpipe_spaces LOGIN PASSWORD " + literal(password));
+  admin.exec("CREATE DATABASE " + ident(database) + " OWNER auditpipe_spaces");
+  const auto u = auditpipe::parse_url(postgresql_test_url());
+  const std::string url =
+      "postgresql://auditpipe_spaces:" + testing_support::percent_encoded(password) + "@" +
+      u.hosts[0].host + ":" + std::to_string(*u.hosts[0].port) + "/" +
+      testing_support::percent_encoded(database);
+  std::string e;
+  try {
+    auditpipe::Logger<AuditRow> logger(auditpipe::postgresql::open(url));
+    ASSERT_EQ(logger.acquire().commit(), Status::ok);
+    EXPECT_TRUE(logger.close().drained);
+  } catch (const std::exception& ex) {
+    e = ex.what();
+  }
+  EXPECT_EQ(e, "");
+  admin.exec("DROP DATABASE IF EXISTS " + ident(database) + " WITH (FORCE)");
+  admin.exec("DROP ROLE auditpipe_spaces");
+}
+
+// An existing column of a type that cannot hold the record's values is
+// refused at start, naming table, column, found and accepted types; wider
+// and equivalent types pass.
+TEST(PostgresqlSink, AnExistingColumnOfTheWrongTypeIsRefusedAtStart) {
+  PostgresqlProbe probe;
+  auto table = [&](const std::string& status_type, const std::string& at_type) {
+    drop_table();
+    probe.exec("CREATE TABLE audit_log (at " + at_type + ", message_id BIGINT, status " +
+               status_type +
+               ", channel BIGINT, latency_ms DOUBLE PRECISION, delivered BOOLEAN, sender "
+               "VARCHAR(64), receiver TEXT, payload TEXT, source_id BIGINT, seq BIGINT, PRIMARY "
+               "KEY (source_id, seq))");
+  };
+  table("TEXT", "TIMESTAMPTZ");
+  std::string e = open_error(postgresql_test_url());
+  EXPECT_NE(e.find("audit_log"), std::string::npos) << e;
+  EXPECT_NE(e.find("status is text but the record's int32 needs integer, bigint"),
+            std::string::npos)
+      << e;
+  table("SMALLINT", "TIMESTAMP(3)");
+  e = open_error(postgresql_test_url());
+  EXPECT_NE(e.find("status is smallint"), std::string::npos) << e;
+  EXPECT_NE(e.find("at is timestamp without time zone(3)"), std::string::npos) << e;
+  table("BIGINT", "TIMESTAMP WITHOUT TIME ZONE");
+  EXPECT_EQ(open_error(postgresql_test_url()), "");
 }
 
 }  // namespace

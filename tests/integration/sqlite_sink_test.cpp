@@ -7,7 +7,13 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <filesystem>
+#include <latch>
 #include <string>
 #include <thread>
 #include <vector>
@@ -259,3 +265,112 @@ TEST(SqliteSink, ANullCStringIsStoredEmptyAndCounted) {
   EXPECT_EQ(db.scalar("SELECT length(sender) FROM audit_log WHERE message_id = 1"), 0);
   EXPECT_EQ(db.scalar("SELECT length(sender) FROM audit_log WHERE message_id = 2"), 5);
 }
+
+namespace {
+
+// Loggers opened at once, from threads, on one new file all start and all
+// write.
+TEST(SqliteSink, LoggersOpenedAtOnceOnANewFileAllStart) {
+  for (int round = 0; round < 3; ++round) {
+    TempDir dir;
+    const std::string path = dir.file("race.db");
+    constexpr int loggers = 8;
+    std::vector<std::string> errors(loggers);
+    std::latch start(loggers);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < loggers; ++t) {
+      threads.emplace_back([&, t] {
+        start.arrive_and_wait();
+        try {
+          auditpipe::Logger<AuditRow> logger(auditpipe::sqlite::open("sqlite://" + path));
+          auto r = logger.acquire();
+          r->message_id = t;
+          if (r.commit() != Status::ok) errors[t] = "commit failed";
+          if (!logger.close().drained) errors[t] = "not drained";
+        } catch (const std::exception& e) {
+          errors[t] = e.what();
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    for (int t = 0; t < loggers; ++t) EXPECT_EQ(errors[t], "") << "round " << round;
+    Db db(path);
+    EXPECT_EQ(db.scalar("SELECT COUNT(DISTINCT message_id) FROM audit_log"), loggers);
+  }
+}
+
+// open_error() in a child process that, when the test runs as root (whom
+// file permissions do not stop), becomes the unprivileged user `nobody`.
+std::string open_error_unprivileged(const std::string& url) {
+  int fds[2];
+  if (pipe(fds) != 0) return "pipe failed";
+  const pid_t child = fork();
+  if (child == 0) {
+    close(fds[0]);
+    std::string e;
+    if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) {
+      e = "cannot become nobody";
+    } else {
+      e = open_error(url);
+    }
+    if (e.empty()) e = "<opened>";
+    if (write(fds[1], e.data(), e.size()) < 0) _exit(1);
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string out;
+  char buf[512];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;)
+    out.append(buf, static_cast<std::size_t>(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  return out;
+}
+
+// A file (or a directory) this process may not write is refused at
+// construction, not retried at every batch.
+TEST(SqliteSink, AFileThatCannotBeWrittenIsRefusedAtOpen) {
+  TempDir dir;
+  const std::string path = dir.file("ro.db");
+  { auditpipe::Logger<AuditRow> logger(auditpipe::sqlite::open("sqlite://" + path)); }
+  chmod(dir.path().c_str(), 0755);
+  chmod(path.c_str(), 0444);
+  std::string e = open_error_unprivileged("sqlite://" + path);
+  EXPECT_NE(e.find("read-only"), std::string::npos) << e;
+  // A writable file in a directory where the WAL files cannot be made.
+  chmod(path.c_str(), 0666);
+  chmod(dir.path().c_str(), 0555);
+  e = open_error_unprivileged("sqlite://" + path);
+  EXPECT_NE(e.find("ro.db"), std::string::npos) << e;
+  EXPECT_EQ(e.find("<opened>"), std::string::npos) << e;
+  chmod(dir.path().c_str(), 0700);
+}
+
+// An existing column whose affinity would convert the record's values is
+// refused at open, naming table, column, found and accepted types.
+TEST(SqliteSink, AnExistingColumnOfTheWrongTypeIsRefusedAtOpen) {
+  TempDir dir;
+  const std::string path = dir.file("types.db");
+  auto table = [&](const std::string& status_type, const std::string& options) {
+    exec(path, "DROP TABLE IF EXISTS audit_log");
+    exec(path, "CREATE TABLE audit_log (at INTEGER, message_id INTEGER, status " + status_type +
+                   ", channel INTEGER, latency_ms REAL, delivered INTEGER, sender TEXT, receiver "
+                   "TEXT, payload TEXT, source_id INTEGER, seq INTEGER, UNIQUE (source_id, seq))" +
+                   options);
+  };
+  table("TEXT", " STRICT");
+  std::string e = open_error("sqlite://" + path);
+  EXPECT_NE(e.find("audit_log"), std::string::npos) << e;
+  EXPECT_NE(e.find("status is TEXT but the record's int32 needs integer, any"), std::string::npos)
+      << e;
+  table("REAL", "");
+  e = open_error("sqlite://" + path);
+  EXPECT_NE(e.find("status is REAL"), std::string::npos) << e;
+  table("ANY", " STRICT");
+  EXPECT_EQ(open_error("sqlite://" + path), "");
+  table("BIGINT", "");
+  EXPECT_EQ(open_error("sqlite://" + path), "");
+}
+
+}  // namespace

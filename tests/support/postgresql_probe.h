@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <libpq-fe.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <optional>
 #include <stdexcept>
@@ -22,20 +23,46 @@ inline std::string postgresql_test_url() {
   return url && *url ? url : AUDITPIPE_DEFAULT_POSTGRES_URL;
 }
 
-class PostgresqlProbe {
- public:
-  PostgresqlProbe() {
-    const auto u = auditpipe::parse_url(postgresql_test_url());
-    const std::string conninfo =
-        "host=" + u.hosts.at(0).host + " port=" + std::to_string(u.hosts[0].port.value_or(5432)) +
-        " dbname=" + u.path + " user=" + u.user + " password=" + u.password.value_or("");
-    conn_ = PQconnectdb(conninfo.c_str());
-    if (PQstatus(conn_) != CONNECTION_OK) {
-      const std::string e = PQerrorMessage(conn_);
-      PQfinish(conn_);
-      throw std::runtime_error("test probe cannot connect to PostgreSQL: " + e);
+// A URL component with every byte but letters and digits percent-encoded,
+// so that spaces, quotes and backslashes reach the sink as they are.
+inline std::string percent_encoded(const std::string& s) {
+  static constexpr char hex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char ch : s) {
+    if (std::isalnum(ch)) {
+      out += static_cast<char>(ch);
+    } else {
+      out += '%';
+      out += hex[ch >> 4];
+      out += hex[ch & 15];
     }
   }
+  return out;
+}
+
+class PostgresqlProbe {
+ public:
+  // As the test user of postgresql_test_url().
+  PostgresqlProbe() {
+    const auto u = auditpipe::parse_url(postgresql_test_url());
+    connect({"host", "port", "dbname", "user", "password"},
+            {u.hosts.at(0).host, std::to_string(u.hosts[0].port.value_or(5432)), u.path, u.user,
+             u.password.value_or("")});
+  }
+
+  // As the server's superuser `postgres`, which scripts/postgres.sh lets in
+  // without a password over the Unix socket in its directory
+  // (AUDITPIPE_POSTGRES_DIR): for what the test user may not do, such as
+  // creating roles and databases or revoking privileges.
+  struct Admin {};
+  explicit PostgresqlProbe(Admin) {
+    const auto u = auditpipe::parse_url(postgresql_test_url());
+    const char* dir = std::getenv("AUDITPIPE_POSTGRES_DIR");
+    connect({"host", "port", "dbname", "user"},
+            {dir && *dir ? dir : AUDITPIPE_SOURCE_DIR "/build/postgres",
+             std::to_string(u.hosts.at(0).port.value_or(5432)), u.path, "postgres"});
+  }
+
   ~PostgresqlProbe() { PQfinish(conn_); }
   PostgresqlProbe(const PostgresqlProbe&) = delete;
   PostgresqlProbe& operator=(const PostgresqlProbe&) = delete;
@@ -81,6 +108,23 @@ class PostgresqlProbe {
   }
 
  private:
+  // From keywords and values, so that no value needs quoting.
+  void connect(const std::vector<std::string>& keywords, const std::vector<std::string>& values) {
+    std::vector<const char*> k, v;
+    for (std::size_t i = 0; i < keywords.size(); ++i) {
+      k.push_back(keywords[i].c_str());
+      v.push_back(values[i].c_str());
+    }
+    k.push_back(nullptr);
+    v.push_back(nullptr);
+    conn_ = PQconnectdbParams(k.data(), v.data(), 0);
+    if (PQstatus(conn_) != CONNECTION_OK) {
+      const std::string e = PQerrorMessage(conn_);
+      PQfinish(conn_);
+      throw std::runtime_error("test probe cannot connect to PostgreSQL: " + e);
+    }
+  }
+
   PGconn* conn_ = nullptr;
 };
 

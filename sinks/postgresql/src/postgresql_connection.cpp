@@ -1,6 +1,6 @@
-// The PostgreSQL URL as a libpq connection string, and PostgresqlConnection
-// (postgresql_connection.h): the session, its ping, the catalog queries and
-// DDL of the table check.
+// The PostgreSQL URL as libpq's connection keywords, and
+// PostgresqlConnection (postgresql_connection.h): the connection, its ping,
+// the catalog queries and DDL of the table check.
 #include "postgresql_connection.h"
 
 #include "auditpipe/sink/url.h"
@@ -12,16 +12,6 @@ namespace {
 
 [[noreturn]] void bad(const Url& url, const std::string& why) {
   throw error("auditpipe: bad PostgreSQL URL '" + url.redacted() + "': " + why);
-}
-
-// A libpq connection-string value: quoted, with ' and \ escaped.
-std::string conninfo_value(std::string_view v) {
-  std::string out = "'";
-  for (char c : v) {
-    if (c == '\'' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "'";
 }
 
 }  // namespace
@@ -43,9 +33,15 @@ PostgresqlConfig parse_postgresql_url(std::string_view text) {
     hosts += (hosts.empty() ? "" : ",") + h.host;
     ports += (ports.empty() ? "" : ",") + std::to_string(h.port.value_or(5432));
   }
-  c.conninfo = "host=" + conninfo_value(hosts) + " port=" + conninfo_value(ports) +
-               " dbname=" + conninfo_value(url.path) + " user=" + conninfo_value(url.user);
-  if (url.password) c.conninfo += " password=" + conninfo_value(*url.password);
+  auto set = [&c](std::string keyword, std::string value) {
+    c.keywords.push_back(std::move(keyword));
+    c.values.push_back(std::move(value));
+  };
+  set("host", hosts);
+  set("port", ports);
+  set("dbname", url.path);
+  set("user", url.user);
+  if (url.password) set("password", *url.password);
   std::string connect_timeout = "10", application_name = "auditpipe";
   for (const auto& [key, value] : url.query) {
     if (key == "write_path") {
@@ -59,17 +55,18 @@ PostgresqlConfig parse_postgresql_url(std::string_view text) {
       static constexpr std::string_view modes[] = {"disable", "allow",     "prefer",
                                                    "require", "verify-ca", "verify-full"};
       url_choice(url, key, value, modes);
-      c.conninfo += " sslmode=" + conninfo_value(value);
+      set("sslmode", value);
     } else if (key == "sslrootcert" || key == "sslcert" || key == "sslkey") {
-      c.conninfo += " " + key + "=" + conninfo_value(value);
+      set(key, value);
     } else if (key == "application_name") {
       application_name = value;
     } else {
       apply_pool_option(url, key, value, c.sink.pool, c.sink.pool_size);
     }
   }
-  c.conninfo += " connect_timeout=" + conninfo_value(connect_timeout) +
-                " application_name=" + conninfo_value(application_name) + " client_encoding='UTF8'";
+  set("connect_timeout", connect_timeout);
+  set("application_name", application_name);
+  set("client_encoding", "UTF8");
   return c;
 }
 
@@ -88,15 +85,23 @@ std::string PostgresqlError::describe() const {
 }
 
 PostgresqlConnection::PostgresqlConnection(const PostgresqlConfig& config) {
-  try {
-    session_.open(::soci::postgresql, config.conninfo);
-  } catch (const std::exception& e) {
-    std::string message = e.what();
+  std::vector<const char*> keywords, values;
+  for (std::size_t i = 0; i < config.keywords.size(); ++i) {
+    keywords.push_back(config.keywords[i].c_str());
+    values.push_back(config.values[i].c_str());
+  }
+  keywords.push_back(nullptr);
+  values.push_back(nullptr);
+  // expand_dbname = 0: the database name is a name, never a connection
+  // string of its own.
+  conn_ = PQconnectdbParams(keywords.data(), values.data(), 0);
+  if (PQstatus(conn_) != CONNECTION_OK) {
+    std::string message = conn_ ? PQerrorMessage(conn_) : "out of memory";
+    PQfinish(conn_);
     while (!message.empty() && (message.back() == '\n' || message.back() == ' '))
       message.pop_back();
     throw error("auditpipe: cannot connect to " + config.sink.redacted_url + ": " + message);
   }
-  conn_ = static_cast<::soci::postgresql_session_backend*>(session_.get_backend())->conn_;
 }
 
 bool PostgresqlConnection::ping() noexcept {
@@ -128,7 +133,13 @@ std::vector<std::vector<std::string>> PostgresqlConnection::catalog_rows(std::st
 }
 
 void PostgresqlConnection::execute_ddl(const std::string& sql) {
-  session_ << sql;
+  PGresult* r = PQexec(conn_, sql.c_str());
+  if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+    const PostgresqlError e = error_of(r, conn_);
+    PQclear(r);
+    throw error(e.describe());
+  }
+  PQclear(r);
 }
 
 }  // namespace auditpipe::postgresql

@@ -1,11 +1,9 @@
-// PostgreSQL pieces of the sink: the URL turned into a libpq connection
-// string, and a pooled connection (a SOCI session for the catalog, with
-// libpq's handle underneath for the write paths).
+// PostgreSQL pieces of the sink: the URL turned into libpq's connection
+// keywords and values, and a pooled connection (a libpq handle, for the
+// catalog, the DDL and the write paths).
 #pragma once
 
 #include <libpq-fe.h>
-#include <soci/postgresql/soci-postgresql.h>
-#include <soci/soci.h>
 
 #include <memory>
 #include <optional>
@@ -23,7 +21,12 @@ inline constexpr std::string_view write_path_names[] = {"auto", "copy", "insert"
 
 struct PostgresqlConfig {
   SqlSinkSettings sink;  // redacted URL, create_table, the pool's options
-  std::string conninfo;  // libpq keyword=value form, password included: never printed
+  // libpq's connection keywords and their values, password included: never
+  // printed. Handed over as they are (PQconnectdbParams), never joined
+  // into a connection string that something would parse again: a
+  // connection string re-parsed by SOCI lost runs of spaces in passwords
+  // and database names.
+  std::vector<std::string> keywords, values;
   WritePath write_path = WritePath::automatic;
 };
 
@@ -44,11 +47,13 @@ class PostgresqlConnection : public SqlConnection {
  public:
   // Throws auditpipe::error with libpq's message.
   explicit PostgresqlConnection(const PostgresqlConfig& config);
+  ~PostgresqlConnection() override { PQfinish(conn_); }
+  PostgresqlConnection(const PostgresqlConnection&) = delete;
+  PostgresqlConnection& operator=(const PostgresqlConnection&) = delete;
 
   // An empty query: the cheapest round trip PostgreSQL has.
   bool ping() noexcept override;
-  // For the skeleton's table check: catalog queries through libpq, DDL
-  // through SOCI.
+  // For the skeleton's table check.
   std::vector<std::vector<std::string>> catalog_rows(std::string_view query,
                                                      const std::string& table) override;
   void execute_ddl(const std::string& sql) override;
@@ -65,7 +70,6 @@ class PostgresqlConnection : public SqlConnection {
   std::size_t insert_rows = 0;
 
  private:
-  ::soci::session session_;
   PGconn* conn_ = nullptr;
 };
 

@@ -19,6 +19,50 @@ using detail::append_number;
 
 namespace {
 
+// `t` in PostgreSQL's ISO input form, "YYYY-MM-DD HH:MM:SS.ffffff+00", with
+// as many year digits as it takes and years up to 0 as "... BC" (year 0 is
+// 1 BC): the core's timestamp::format() writes four digits and clamps
+// negative years, which would store 12024 as 2024. Every microsecond count
+// PostgreSQL's timestamptz holds (4714-11-24 BC to 294276 AD, beyond
+// INT64_MAX microseconds) is then stored exactly; the server refuses
+// earlier ones as out of range (22008), so they are rejected and counted
+// like any other refused value.
+void append_timestamp(std::string& out, timestamp t) {
+  const civil_time c = t.civil();
+  const bool bc = c.year <= 0;
+  // The year of a resolved timestamp has at most 6 digits (292,277 years
+  // either side of 1970); 24 is room for any int64.
+  char buf[64];
+  char* p = buf + 24;
+  char* const year_end = p;
+  for (auto y = static_cast<std::uint64_t>(bc ? 1 - c.year : c.year); y != 0 || year_end - p < 4;
+       y /= 10) {
+    *--p = static_cast<char>('0' + y % 10);
+  }
+  char* q = year_end;
+  auto put = [&q](unsigned v, int width) {
+    for (int i = width - 1; i >= 0; --i) {
+      q[i] = static_cast<char>('0' + v % 10);
+      v /= 10;
+    }
+    q += width;
+  };
+  *q++ = '-';
+  put(c.month, 2);
+  *q++ = '-';
+  put(c.day, 2);
+  *q++ = ' ';
+  put(c.hour, 2);
+  *q++ = ':';
+  put(c.minute, 2);
+  *q++ = ':';
+  put(c.second, 2);
+  *q++ = '.';
+  put(c.microsecond, 6);
+  out.append(p, q);
+  out += bc ? "+00 BC" : "+00";
+}
+
 // One value in PostgreSQL's text input form (what COPY and text parameters
 // take). Text is appended as it is; COPY escapes it separately.
 void append_value(std::string& out, const std::byte* record, const Column& c) {
@@ -37,12 +81,9 @@ void append_value(std::string& out, const std::byte* record, const Column& c) {
       }
       break;
     }
-    case ColumnType::timestamp: {
-      char buf[32];
-      out.append(buf, timestamp{read_integer(record, c)}.format(buf));
-      out += "+00";
+    case ColumnType::timestamp:
+      append_timestamp(out, timestamp{read_integer(record, c)});
       break;
-    }
     case ColumnType::text:
       out += read_text(record, c);
       break;
@@ -56,8 +97,33 @@ bool starts_with(const std::string& s, const char* prefix) {
   return s.rfind(prefix, 0) == 0;
 }
 
+// SQLSTATEs that no retry mends until someone changes the database's
+// configuration: written as WriteResult::permanent (health down with the
+// server's message, retried at the slowest backoff), so that a fix is
+// picked up without a restart.
+constexpr std::string_view configuration_states[] = {
+    "42501",  // insufficient_privilege: INSERT revoked, or the table's owner changed
+    "42P01",  // undefined_table: the table was dropped or renamed
+    "42703",  // undefined_column: a column was dropped or renamed
+    "42804",  // datatype_mismatch: a column's type was altered
+    "3F000",  // invalid_schema_name: the schema on the search path is gone
+    // The server's answers to a session it ends or refuses: the database
+    // dropped or renamed, pg_hba.conf refusing the user, the password
+    // changed. (A new connection that fails for these reasons fails in
+    // the pool's connect, before any write path sees a SQLSTATE.)
+    "3D000",  // invalid_catalog_name
+    "28000",  // invalid_authorization_specification
+    "28P01",  // invalid_password
+};
+
 WriteFailure::Kind kind_of(PostgresqlConnection& c, const PostgresqlError& e) {
-  if (c.broken() || starts_with(e.sqlstate, "08") || starts_with(e.sqlstate, "57P")) {
+  // A connection the failure left broken is closed whatever the reason: a
+  // new one may get past it.
+  if (c.broken()) return WriteFailure::Kind::connection;
+  for (std::string_view state : configuration_states) {
+    if (e.sqlstate == state) return WriteFailure::Kind::configuration;
+  }
+  if (starts_with(e.sqlstate, "08") || starts_with(e.sqlstate, "57P")) {
     return WriteFailure::Kind::connection;
   }
   if (starts_with(e.sqlstate, "22") || starts_with(e.sqlstate, "23"))

@@ -15,38 +15,51 @@ std::string SqlDialect::quote(std::string_view identifier) const {
   return out;
 }
 
-std::string SqlDialect::column_type(const Column& column) const {
-  const SqlColumnTypes& t = column_types;
-  switch (column.type) {
+namespace {
+
+std::string_view entry(const SqlColumnTypes& t, ColumnType type) {
+  switch (type) {
     case ColumnType::boolean:
-      return std::string(t.boolean);
+      return t.boolean;
     case ColumnType::int8:
-      return std::string(t.int8);
+      return t.int8;
     case ColumnType::int16:
-      return std::string(t.int16);
+      return t.int16;
     case ColumnType::int32:
-      return std::string(t.int32);
+      return t.int32;
     case ColumnType::int64:
-      return std::string(t.int64);
+      return t.int64;
     case ColumnType::uint8:
-      return std::string(t.uint8);
+      return t.uint8;
     case ColumnType::uint16:
-      return std::string(t.uint16);
+      return t.uint16;
     case ColumnType::uint32:
-      return std::string(t.uint32);
+      return t.uint32;
     case ColumnType::float64:
-      return std::string(t.float64);
+      return t.float64;
     case ColumnType::timestamp:
-      return std::string(t.timestamp);
+      return t.timestamp;
     case ColumnType::text:
-      return text_type != nullptr ? text_type(column.max_length) : std::string(t.text);
+      break;
   }
-  return std::string(t.text);
+  return t.text;
+}
+
+}  // namespace
+
+std::string SqlDialect::column_type(const Column& column) const {
+  if (column.type == ColumnType::text && text_type != nullptr) return text_type(column.max_length);
+  return std::string(entry(column_types, column.type));
+}
+
+std::string_view SqlDialect::accepted_types_of(const Column& column) const {
+  return entry(accepted_types, column.type);
 }
 
 std::string SqlDialect::table_columns_query() const {
   if (!columns_query.empty()) return std::string(columns_query);
-  return "SELECT lower(column_name), coalesce(character_maximum_length, 0) FROM "
+  return "SELECT lower(column_name), coalesce(character_maximum_length, 0), lower(data_type), "
+         "data_type FROM "
          "information_schema.columns WHERE table_schema = " +
          std::string(current_schema) + " AND table_name = " + std::string(catalog_parameter);
 }

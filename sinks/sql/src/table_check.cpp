@@ -25,6 +25,23 @@ std::string lower(std::string_view name) {
   return s;
 }
 
+// Whether `type` is one of the '|'-separated `accepted` (empty: any).
+bool accepted(std::string_view accepted, std::string_view type) {
+  if (accepted.empty()) return true;
+  while (true) {
+    const std::size_t bar = accepted.find('|');
+    if (accepted.substr(0, bar) == type) return true;
+    if (bar == std::string_view::npos) return false;
+    accepted.remove_prefix(bar + 1);
+  }
+}
+
+std::string listed(std::string_view accepted) {
+  std::string out;
+  for (char ch : accepted) out += ch == '|' ? std::string(", ") : std::string(1, ch);
+  return out;
+}
+
 }  // namespace
 
 void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const SqlTableText& text,
@@ -39,21 +56,35 @@ void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const Sq
       throw error("auditpipe: cannot inspect " + where + ": " + e.what());
     }
   };
-  const std::vector<std::vector<std::string>> existing = catalog(dialect.table_columns_query());
+  std::vector<std::vector<std::string>> existing = catalog(dialect.table_columns_query());
   if (existing.empty()) {
     if (!settings.create_table) {
       throw error("auditpipe: " + where + " does not exist (and create_table=false)");
     }
     try {
       c.execute_ddl(text.create_table);
+      return;
     } catch (const std::exception& e) {
-      throw error("auditpipe: cannot create " + where + ": " + e.what());
+      // Loggers (or processes) starting at once all find no table and all
+      // create it; IF NOT EXISTS does not make that atomic everywhere
+      // (PostgreSQL: a unique violation on pg_type, or "already exists").
+      // A table that is there now was made by another opener: it is
+      // checked like any existing one.
+      existing = catalog(dialect.table_columns_query());
+      if (existing.empty()) throw error("auditpipe: cannot create " + where + ": " + e.what());
     }
-    return;
   }
 
-  std::map<std::string, std::uint64_t> present;  // lower-cased name -> characters, or 0
-  for (const auto& row : existing) present[row.at(0)] = std::stoull(row.at(1));
+  struct Present {
+    std::uint64_t characters = 0;  // a text column's, or 0
+    std::string type;              // as accepted_types names it
+    std::string declared;          // as the table declares it
+  };
+  std::map<std::string, Present> present;  // by lower-cased name
+  for (const auto& row : existing) {
+    present[row.at(0)] = {std::stoull(row.at(1)), row.size() > 2 ? row[2] : "",
+                          row.size() > 3 ? row[3] : ""};
+  }
   std::set<std::string> written;
   std::string missing;
   auto need = [&](std::string_view column) {
@@ -67,8 +98,23 @@ void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const Sq
   if (!missing.empty()) {
     throw error("auditpipe: " + where + " lacks the columns the record needs: " + missing);
   }
+  std::string mistyped;
+  auto check_type = [&](std::string_view column, std::string_view kind, std::string_view allowed) {
+    const Present& p = present[lower(column)];
+    if (accepted(allowed, p.type)) return;
+    mistyped += (mistyped.empty() ? "" : "; ") + std::string(column) + " is " +
+                (p.declared.empty() ? p.type : p.declared) + " but the record's " +
+                std::string(kind) + " needs " + listed(allowed);
+  };
+  for (const Column& col : table.columns)
+    check_type(col.name, to_string(col.type), dialect.accepted_types_of(col));
+  check_type(source_id_column, "key", dialect.key_accepted_types);
+  check_type(seq_column, "key", dialect.key_accepted_types);
+  if (!mistyped.empty()) {
+    throw error("auditpipe: " + where + " has columns of the wrong type: " + mistyped);
+  }
   for (const Column& col : table.columns) {
-    const std::uint64_t length = present[lower(col.name)];
+    const std::uint64_t length = present[lower(col.name)].characters;
     if (col.type == ColumnType::text && length != 0 && length < col.max_length) {
       diagnostics()->warn(
           "auditpipe: column {}.{} holds {} characters but records carry up to {} "
@@ -105,6 +151,17 @@ void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const Sq
     throw error("auditpipe: " + where +
                 " has no unique key on (source_id, seq); auditpipe needs it so that a retried "
                 "batch is never written twice");
+  }
+
+  if (!dialect.insert_privilege_query.empty()) {
+    const auto rows = catalog(dialect.insert_privilege_query);
+    const bool may_insert = !rows.empty() && (rows[0].at(0) == "t" || rows[0].at(0) == "1");
+    if (!may_insert) {
+      const std::string user = !rows.empty() && rows[0].size() > 1 ? rows[0][1] : "";
+      throw error("auditpipe: " + where + ": user " + user +
+                  " may not INSERT into it; every batch would fail (GRANT INSERT ON " + name +
+                  " TO " + user + ")");
+    }
   }
 }
 

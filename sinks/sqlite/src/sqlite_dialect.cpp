@@ -14,11 +14,31 @@ const SqlDialect sqlite_dialect{
     .key_constraint = "UNIQUE",
     // Values of the wrong type are refused instead of converted.
     .table_options = " STRICT",
+    // What an existing table may have instead (sql_dialect.h has the rule):
+    // a column of the same affinity, or ANY in a STRICT table, which keeps
+    // values as they are given. NUMERIC affinity would turn a double
+    // without a fraction into an integer, REAL an integer into a double.
+    .accepted_types = {"integer|any", "integer|any", "integer|any", "integer|any", "integer|any",
+                       "integer|any", "integer|any", "integer|any", "real|any", "integer|any",
+                       "text|any"},
+    .key_accepted_types = "integer|any",
     .catalog_parameter = ":table",
     // No information_schema. Tables only, as CREATE TABLE sees them (a view
-    // of the name is not one).
+    // of the name is not one). The type is the column's affinity by
+    // SQLite's rules for a declared type (datatype3.html, section 3.1), in
+    // their order, or ANY in a STRICT table.
     .columns_query =
-        "SELECT lower(c.name), '0' FROM sqlite_master m, pragma_table_info(m.name) c "
+        "SELECT lower(c.name), '0', CASE "
+        "WHEN upper(c.type) = 'ANY' AND l.strict THEN 'any' "
+        "WHEN instr(upper(c.type), 'INT') THEN 'integer' "
+        "WHEN instr(upper(c.type), 'CHAR') OR instr(upper(c.type), 'CLOB') "
+        "OR instr(upper(c.type), 'TEXT') THEN 'text' "
+        "WHEN c.type = '' OR instr(upper(c.type), 'BLOB') THEN 'blob' "
+        "WHEN instr(upper(c.type), 'REAL') OR instr(upper(c.type), 'FLOA') "
+        "OR instr(upper(c.type), 'DOUB') THEN 'real' ELSE 'numeric' END, "
+        "CASE WHEN c.type = '' THEN '(no type)' ELSE c.type END "
+        "FROM sqlite_master m JOIN pragma_table_info(m.name) c "
+        "JOIN pragma_table_list l ON l.name = m.name AND l.schema = 'main' "
         "WHERE m.type = 'table' AND m.name = :table",
     .unique_keys_query =
         "SELECT i.name, lower(c.name) FROM pragma_index_list(:table) i, "

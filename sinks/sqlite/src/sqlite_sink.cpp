@@ -93,9 +93,22 @@ SqliteConfig parse_sqlite_url(std::string_view url) {
   return c;
 }
 
-// SQLite result codes that a later attempt can get past (the database is
-// busy, the disk is full, the file went away); everything about the data
-// itself is a rejection.
+// What the skeleton does about a SQLite result code: the data itself is
+// rejected; a file this process may no longer write (its permissions or
+// mount changed after open, or an authorizer refuses) is a configuration
+// failure, retried slowly with health down until someone fixes it;
+// anything else (the database is busy, the disk is full) is retried.
+bool is_configuration_error(int code) {
+  switch (code & 0xFF) {
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+    case SQLITE_AUTH:
+      return true;
+    default:
+      return false;
+  }
+}
+
 bool is_data_error(int code) {
   switch (code & 0xFF) {
     case SQLITE_CONSTRAINT:
@@ -122,10 +135,25 @@ class SqliteSink final : public SqlSink {
       throw error("auditpipe: cannot open SQLite database '" + config_.path + "': " + e.what() +
                   " (does the directory exist and is it writable?)");
     }
-    std::string mode;
-    c->session << "PRAGMA journal_mode=WAL", ::soci::into(mode);
-    c->session << "PRAGMA synchronous=" + config_.synchronous;
+    // The busy timeout first: switching a new file to WAL takes a write
+    // lock, and loggers opening the same file at once would otherwise get
+    // SQLITE_BUSY ("database is locked") instead of waiting their turn.
     c->session << "PRAGMA busy_timeout=" + std::to_string(config_.busy_timeout_ms);
+    // SQLite opens a file it may not write read-only without a word; every
+    // batch would then fail. Refused here, at construction, instead.
+    auto* handle = static_cast<::soci::sqlite3_session_backend*>(c->session.get_backend())->conn_;
+    if (sqlite3_db_readonly(handle, "main") == 1) {
+      throw error("auditpipe: SQLite database '" + config_.path +
+                  "' is read-only for this process (file permissions or a read-only mount)");
+    }
+    std::string mode;
+    try {
+      c->session << "PRAGMA journal_mode=WAL", ::soci::into(mode);
+    } catch (const std::exception& e) {
+      throw error("auditpipe: cannot switch SQLite database '" + config_.path +
+                  "' to WAL: " + e.what() + " (is its directory writable?)");
+    }
+    c->session << "PRAGMA synchronous=" + config_.synchronous;
     return c;
   }
 
@@ -159,9 +187,11 @@ class SqliteSink final : public SqlSink {
       tx.commit();
       return std::nullopt;
     } catch (const ::soci::sqlite3_soci_error& e) {
-      return WriteFailure{
-          is_data_error(e.result()) ? WriteFailure::Kind::data : WriteFailure::Kind::other,
-          "SQLite error " + std::to_string(e.result()) + ": " + e.what()};
+      const WriteFailure::Kind kind = is_data_error(e.result()) ? WriteFailure::Kind::data
+                                      : is_configuration_error(e.result())
+                                          ? WriteFailure::Kind::configuration
+                                          : WriteFailure::Kind::other;
+      return WriteFailure{kind, "SQLite error " + std::to_string(e.result()) + ": " + e.what()};
     }
   }
 

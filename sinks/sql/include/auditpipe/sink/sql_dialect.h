@@ -54,19 +54,49 @@ struct SqlDialect {
   std::string_view table_options = "";
   IdempotentInsert idempotent_insert = IdempotentInsert::on_conflict_do_nothing;
 
+  // The types an existing table's column may have for each kind of record
+  // column, as the columns query reports them, separated by '|'; an empty
+  // entry accepts any. The rule, in every dialect: a type is accepted when
+  // it stores every value of the record's column exactly and gives it back
+  // unchanged; anything narrower, less precise or converting is refused at
+  // open, with the table, column, found and accepted types named, instead
+  // of refusing (or altering) records at write time. So a wider integer
+  // passes (int16 into INTEGER or BIGINT; unsigned kinds into an unsigned
+  // type of the same width or any wider one); text into any length-counted
+  // text type (shorter ones only warn, as before: the server refuses
+  // overlong values one by one); timestamps only with microseconds
+  // (PostgreSQL: timestamp(6) with or without time zone, the sink writes
+  // UTC with an explicit offset; MySQL: DATETIME(6), not TIMESTAMP, which
+  // holds only 1970-2038 and converts by the session's time zone); doubles
+  // only as doubles. SQLite reports a column's affinity by its declared
+  // type's rules (INTEGER, TEXT, REAL, NUMERIC, BLOB) and ANY for an ANY
+  // column of a STRICT table (which stores values as given); integers need
+  // INTEGER affinity, doubles REAL, text TEXT.
+  SqlColumnTypes accepted_types = {};
+  // The same for source_id and seq.
+  std::string_view key_accepted_types = "";
+
   // The catalog queries of the table check, run through
   // SqlConnection::catalog_rows() with the table's name as their one
   // parameter, written as `catalog_parameter`; every value comes back as
   // text. The columns of the table come from information_schema.columns in
-  // `current_schema`, unless the dialect has no information_schema and
-  // gives its own columns_query: a row (lower-cased name, characters a text
-  // column holds or 0) per column, none if there is no such table.
+  // `current_schema`, unless the dialect gives its own columns_query: a row
+  // (lower-cased name, characters a text column holds or 0, type as
+  // accepted_types names it, type as declared) per column, none if there
+  // is no such table.
   std::string_view catalog_parameter = "?";
   std::string_view current_schema = "current_schema()";
   std::string_view columns_query = "";
   // A row (key name, lower-cased column) per column of each unique key or
   // unique index of the table. No standard view has them.
   std::string_view unique_keys_query = "";
+  // One row (whether the connection's user may INSERT into the table: "t"
+  // or "1" if so, the user's name) for an existing table, checked at open
+  // so that a read-only user is refused at start instead of retried
+  // forever; empty where the sink checks it itself (SQLite: a read-only
+  // file) or has no query for it yet (MySQL: only its bulk path finds out
+  // at open, by preparing the insert, which the server refuses).
+  std::string_view insert_privilege_query = "";
 
   // `identifier` quoted, with any quote character in it doubled. Descriptor
   // names are plain identifiers already (checked at compile time);
@@ -74,6 +104,8 @@ struct SqlDialect {
   std::string quote(std::string_view identifier) const;
   // The type a new table gives `column`.
   std::string column_type(const Column& column) const;
+  // The accepted_types entry for `column`.
+  std::string_view accepted_types_of(const Column& column) const;
   // The query for the table's columns (columns_query, or the one on
   // information_schema.columns).
   std::string table_columns_query() const;
