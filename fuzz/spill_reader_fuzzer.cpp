@@ -13,8 +13,8 @@
 #include <cstring>
 #include <vector>
 
-#include "../src/spill_format.h"
-#include "../src/spill_reader.h"
+#include "durable/spill_format.h"
+#include "durable/spill_reader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace auditpipe::internal;
