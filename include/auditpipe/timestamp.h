@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <compare>
+#include <cstddef>
 #include <cstdint>
 #include <ctime>
 
@@ -92,8 +93,14 @@ struct timestamp {
                       static_cast<unsigned>(rest % 1'000'000)};
   }
 
-  // Writes "YYYY-MM-DD HH:MM:SS.ffffff" (26 characters, with `separator`
-  // between date and time) to `out`; returns the end. Years 0 to 9999.
+  // The longest text format() writes: a sign, six year digits and the rest.
+  static constexpr std::size_t max_format_size = 29;
+
+  // Writes "YYYY-MM-DD HH:MM:SS.ffffff" (with `separator` between date and
+  // time) to `out`; returns the end. Years 0 to 9999 take four digits;
+  // others are written whole, with a '-' before a negative year (ISO 8601's
+  // expanded form, astronomical numbering: year 0 is 1 BC), so every value
+  // is written exactly, in at most max_format_size characters.
   char* format(char* out, char separator = ' ') const noexcept {
     const civil_time t = civil();
     auto put = [&](std::uint64_t v, int width) {
@@ -103,7 +110,11 @@ struct timestamp {
       }
       out += width;
     };
-    put(static_cast<std::uint64_t>(t.year < 0 ? 0 : t.year), 4);
+    if (t.year < 0) *out++ = '-';
+    const auto year = static_cast<std::uint64_t>(t.year < 0 ? -t.year : t.year);
+    int digits = 4;
+    for (std::uint64_t y = year / 10000; y != 0; y /= 10) ++digits;
+    put(year, digits);
     *out++ = '-';
     put(t.month, 2);
     *out++ = '-';

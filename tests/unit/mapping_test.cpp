@@ -133,6 +133,21 @@ TEST(Timestamp, CivilTimeAndFormat) {
   EXPECT_EQ(auditpipe::timestamp{-1}.civil().year, 1969);
 }
 
+// Every value is written exactly: years past 9999 whole, negative years
+// with a sign (astronomical numbering), never clamped to 0000.
+TEST(Timestamp, FormatWritesEveryYearExactly) {
+  auto text = [](std::int64_t micros) {
+    char buf[auditpipe::timestamp::max_format_size];
+    return std::string(buf, auditpipe::timestamp{micros}.format(buf));
+  };
+  EXPECT_EQ(text(INT64_MAX), "294247-01-10 04:00:54.775807");
+  EXPECT_EQ(text(INT64_MIN), "-290308-12-21 19:59:05.224192");
+  EXPECT_EQ(text(-62'167'219'200'000'000), "0000-01-01 00:00:00.000000");
+  EXPECT_EQ(text(-62'167'219'200'000'001), "-0001-12-31 23:59:59.999999");
+  EXPECT_EQ(text(253'402'300'800'000'000), "10000-01-01 00:00:00.000000");
+  EXPECT_EQ(text(INT64_MIN).size(), auditpipe::timestamp::max_format_size);
+}
+
 }  // namespace
 
 namespace {
