@@ -35,12 +35,42 @@ MysqlError statement_error(MYSQL_STMT* stmt) {
   return MysqlError{mysql_stmt_errno(stmt), mysql_stmt_sqlstate(stmt), mysql_stmt_error(stmt)};
 }
 
-// Bytes one row adds to the bulk packet, generously: values plus a length
-// or indicator byte each.
+// The COM_STMT_BULK_EXECUTE packet, as MariaDB Connector/C builds it
+// (checked against the server at max_allowed_packet 1024: a byte more is
+// refused): a command byte, the statement id (4), flags (2) and two type
+// bytes per parameter (sent with every execute, since the binds are set
+// anew each time); then per row and parameter an indicator byte and the
+// value in the binary protocol.
+std::size_t statement_bytes(std::size_t parameters) {
+  return 1 + 4 + 2 + 2 * parameters;
+}
+
+// A string's length prefix in the binary protocol (length-encoded integer).
+std::size_t length_prefix(std::size_t n) {
+  return n < 251 ? 1 : n < (1u << 16) ? 3 : n < (1u << 24) ? 4 : 9;
+}
+
+// A DATETIME is a length byte and 4 (date), 7 (and time) or 11 (and
+// microseconds) bytes: the connector leaves out trailing zero parts.
+std::size_t datetime_bytes(std::int64_t micros) {
+  constexpr std::int64_t second = 1'000'000, day = 86'400 * second;
+  if ((micros % second + second) % second != 0) return 12;
+  if ((micros % day + day) % day != 0) return 8;
+  return 5;
+}
+
+// Exactly the bytes one row adds to the packet.
 std::size_t row_bytes(const Batch& batch, const RecordRef& r) {
-  std::size_t n = 2 * 10;
+  std::size_t n = 2 * (1 + 8);  // source_id, seq
   for (const Column& c : batch.table.columns) {
-    n += c.type == ColumnType::text ? read_text(r.data, c).size() + 10 : 16;
+    if (c.type == ColumnType::text) {
+      const std::size_t size = read_text(r.data, c).size();
+      n += 1 + length_prefix(size) + size;
+    } else if (c.type == ColumnType::timestamp) {
+      n += 1 + datetime_bytes(read_integer(r.data, c));
+    } else {
+      n += 1 + 8;  // every integer as LONGLONG, doubles as DOUBLE
+    }
   }
   return n;
 }
@@ -128,12 +158,17 @@ std::optional<MysqlError> write_bulk(MysqlConnection& c, const SqlTableText&, co
   if (auto e = check_values(batch)) return e;
   auto& s = static_cast<BulkState&>(*c.path_state);
   // The whole array goes out as one packet, which the server drops the
-  // connection for if it exceeds max_allowed_packet: cut by bytes.
-  const std::size_t limit = c.max_allowed_packet() - 4096;
+  // connection for if it exceeds max_allowed_packet: cut by bytes, to the
+  // byte. A row that does not fit even alone is refused as data.
+  const std::size_t header = statement_bytes(batch.table.columns.size() + 2);
+  const std::size_t payload = c.max_packet_payload();
+  const std::size_t limit = payload > header ? payload - header : 0;
   std::size_t begin = 0, bytes = 0;
   for (std::size_t i = 0; i < batch.records.size(); ++i) {
     const std::size_t row = row_bytes(batch, batch.records[i]);
-    if (row > limit) return record_too_large(batch.records[i], row, c.max_allowed_packet());
+    if (row > limit) {
+      return record_too_large(batch.records[i], header + row, c.max_allowed_packet());
+    }
     if (i > begin && bytes + row > limit) {
       if (auto e = execute_rows(s, batch, begin, i)) return e;
       begin = i;

@@ -49,6 +49,12 @@ class MysqlConnection : public SqlConnection {
   const MysqlEndpoint& endpoint() const noexcept { return endpoint_; }
   bool bulk_supported() const noexcept { return bulk_supported_; }
   unsigned long max_allowed_packet() const noexcept { return max_allowed_packet_; }
+  // The largest packet payload (command byte included) the server takes:
+  // it refuses a packet of max_allowed_packet bytes itself (measured on
+  // MariaDB 10.11: 1153 "Got a packet bigger than 'max_allowed_packet'").
+  std::size_t max_packet_payload() const noexcept {
+    return max_allowed_packet_ > 0 ? max_allowed_packet_ - 1 : 0;
+  }
 
   // Runs one statement and discards any result. The error, if it failed.
   std::optional<MysqlError> execute(std::string_view sql) noexcept;
