@@ -239,7 +239,9 @@ TEST(MysqlConfiguration, ARevokedInsertPrivilegeIsHealthDownUntilTheGrantIsBack)
   auditpipe::Options o;
   o.writers = 1;
   o.flush_interval = 20ms;
-  o.retry_backoff_max = 200ms;
+  // A configuration failure waits the longest backoff at once; a transient
+  // one would start at 10 ms and take three failures to count as down.
+  o.retry_backoff_max = 2s;
   auditpipe::Logger<AuditRow> logger(auditpipe::mysql::open(url), o);
   auto log = [&](int from, int to) {
     for (int i = from; i < to; ++i) {
@@ -257,6 +259,7 @@ TEST(MysqlConfiguration, ARevokedInsertPrivilegeIsHealthDownUntilTheGrantIsBack)
   EXPECT_TRUE(eventually([&] { return logger.stats().health == auditpipe::Health::down; }))
       << auditpipe::to_string(logger.stats().health);
   const auto down = logger.stats();
+  EXPECT_EQ(down.write_failures, 1u) << "down at the first failure, as a configuration failure";
   EXPECT_NE(down.health_reason.find("INSERT command denied"), std::string::npos)
       << down.health_reason;
   EXPECT_EQ(down.health_reason.find("Rev0ked-Pw"), std::string::npos) << down.health_reason;

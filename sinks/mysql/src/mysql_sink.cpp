@@ -18,6 +18,7 @@ namespace {
 
 WriteFailure::Kind kind_of(const MysqlError& e) {
   if (is_connection_error(e.code)) return WriteFailure::Kind::connection;
+  if (is_configuration_error(e.code)) return WriteFailure::Kind::configuration;
   if (is_data_error(e.code)) return WriteFailure::Kind::data;
   return WriteFailure::Kind::other;
 }
