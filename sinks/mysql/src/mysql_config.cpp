@@ -1,5 +1,6 @@
 #include "mysql_config.h"
 
+#include <cctype>
 #include <charconv>
 
 #include "auditpipe/status.h"
@@ -61,8 +62,19 @@ MysqlConfig parse_mysql_url(std::string_view text) {
     } else if (key == "create_table") {
       c.sink.create_table = boolean(url, key, value);
     } else if (key == "charset") {
-      if (value.empty()) bad(url, "charset is empty");
-      c.charset = value;
+      // The sink sends UTF-8 (fixed_string text, cut at UTF-8 boundaries):
+      // with any other connection charset the server re-encodes it, and
+      // latin1 stores an emoji F09F9880 as C3B0C5B8CB9CE282AC without a
+      // warning; utf8mb3 refuses 4-byte characters. Only utf8mb4 stores
+      // the bytes exactly.
+      std::string lower(value);
+      for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      if (lower != "utf8mb4") {
+        bad(url, "charset=" + value +
+                     " would make the server convert the UTF-8 text the sink writes (non-ASCII "
+                     "text stored wrong or refused); the sink writes utf8mb4: leave charset out "
+                     "or give charset=utf8mb4");
+      }
     } else if (key == "connect_timeout") {
       c.connect_timeout_s = static_cast<unsigned>(url_number(url, key, value, 1, 3600));
     } else if (key == "read_timeout") {

@@ -32,6 +32,8 @@ struct MysqlConfig {
   std::string database;
   std::vector<MysqlEndpoint> endpoints;  // failover order
   WritePath write_path = WritePath::automatic;
+  // The connection charset: always utf8mb4, what the sink writes (the
+  // charset option takes only that).
   std::string charset = "utf8mb4";
   unsigned connect_timeout_s = 10;
   unsigned read_timeout_s = 60;
