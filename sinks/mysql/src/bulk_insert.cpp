@@ -31,8 +31,9 @@ struct BulkState : MysqlConnection::PathState {
   }
 };
 
-MysqlError statement_error(MYSQL_STMT* stmt) {
-  return MysqlError{mysql_stmt_errno(stmt), mysql_stmt_sqlstate(stmt), mysql_stmt_error(stmt)};
+MysqlError statement_error(const MysqlConnection& c, MYSQL_STMT* stmt) {
+  return MysqlError{mysql_stmt_errno(stmt), mysql_stmt_sqlstate(stmt),
+                    c.hide_password(mysql_stmt_error(stmt))};
 }
 
 // The COM_STMT_BULK_EXECUTE packet, as MariaDB Connector/C builds it
@@ -75,8 +76,8 @@ std::size_t row_bytes(const Batch& batch, const RecordRef& r) {
   return n;
 }
 
-std::optional<MysqlError> execute_rows(BulkState& s, const Batch& batch, std::size_t begin,
-                                       std::size_t end) {
+std::optional<MysqlError> execute_rows(const MysqlConnection& connection, BulkState& s,
+                                       const Batch& batch, std::size_t begin, std::size_t end) {
   const std::size_t n = end - begin;
   const auto& columns = batch.table.columns;
   const std::size_t k = columns.size();
@@ -119,7 +120,7 @@ std::optional<MysqlError> execute_rows(BulkState& s, const Batch& batch, std::si
   unsigned int size = static_cast<unsigned int>(n);
   if (mysql_stmt_attr_set(s.stmt, STMT_ATTR_ARRAY_SIZE, &size) != 0 ||
       mysql_stmt_bind_param(s.stmt, s.binds.data()) != 0 || mysql_stmt_execute(s.stmt) != 0) {
-    return statement_error(s.stmt);
+    return statement_error(connection, s.stmt);
   }
   return std::nullopt;
 }
@@ -130,11 +131,13 @@ void prepare_bulk(MysqlConnection& c, const SqlTableText& sql, const TableDescri
   auto s = std::make_unique<BulkState>();
   s->stmt = mysql_stmt_init(c.handle());
   if (s->stmt == nullptr)
-    throw error("auditpipe: cannot create a MySQL statement: " + c.last_error().describe());
+    throw error(c.hide_password("auditpipe: cannot create a MySQL statement: " +
+                                c.last_error().describe()));
   const std::string text = sql.single_row_insert();
   if (mysql_stmt_prepare(s->stmt, text.data(), text.size()) != 0) {
-    throw error("auditpipe: cannot prepare the insert on " + c.endpoint().describe() + ": " +
-                statement_error(s->stmt).describe());
+    throw error(c.hide_password("auditpipe: cannot prepare the insert on " +
+                                c.endpoint().describe() + ": " +
+                                statement_error(c, s->stmt).describe()));
   }
   s->binds.assign(sql.column_count, MYSQL_BIND{});
   s->arrays.resize(sql.column_count);
@@ -170,13 +173,13 @@ std::optional<MysqlError> write_bulk(MysqlConnection& c, const SqlTableText&, co
       return record_too_large(batch.records[i], header + row, c.max_allowed_packet());
     }
     if (i > begin && bytes + row > limit) {
-      if (auto e = execute_rows(s, batch, begin, i)) return e;
+      if (auto e = execute_rows(c, s, batch, begin, i)) return e;
       begin = i;
       bytes = 0;
     }
     bytes += row;
   }
-  return execute_rows(s, batch, begin, batch.records.size());
+  return execute_rows(c, s, batch, begin, batch.records.size());
 }
 
 }  // namespace auditpipe::mysql

@@ -115,7 +115,7 @@ std::optional<MysqlError> write_load_data(MysqlConnection& c, const SqlTableText
     while (MYSQL_ROW row = mysql_fetch_row(res)) {
       if (row[1] != nullptr && std::strcmp(row[1], "1062") != 0) {
         diagnostics()->error("auditpipe: LOAD DATA into {} stored a converted value: {} {}",
-                             t.table, row[1], row[2] ? row[2] : "");
+                             t.table, row[1], c.hide_password(row[2] ? row[2] : ""));
       }
     }
     mysql_free_result(res);

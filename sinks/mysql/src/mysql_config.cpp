@@ -10,7 +10,7 @@ namespace auditpipe::mysql {
 namespace {
 
 [[noreturn]] void bad(const Url& url, const std::string& why) {
-  throw error("auditpipe: bad MySQL URL '" + url.redacted() + "': " + why);
+  throw error(url.masked("auditpipe: bad MySQL URL '" + url.redacted() + "': " + why));
 }
 
 bool boolean(const Url& url, const std::string& key, const std::string& value) {
@@ -54,7 +54,7 @@ MysqlConfig parse_mysql_url(std::string_view text) {
     }
     c.endpoints.push_back(e);
   }
-  c.sink.table_location = "in database " + c.database + " on " + c.sink.redacted_url;
+  c.sink.table_location = url.masked("in database " + c.database + " on " + c.sink.redacted_url);
   c.sink.pool.name = c.sink.redacted_url;
   for (const auto& [key, value] : url.query) {
     if (key == "write_path") {

@@ -40,6 +40,12 @@ struct MysqlConfig {
   unsigned write_timeout_s = 60;
   TlsMode tls = TlsMode::disabled;
   std::string tls_ca, tls_cert, tls_key;
+
+  // `text` (a server's message may echo the user or host name, which the
+  // password may equal) with the password masked.
+  std::string hide_password(std::string text) const {
+    return hide_secret(std::move(text), password);
+  }
 };
 
 // Throws auditpipe::error naming the problem (password masked).
