@@ -278,3 +278,33 @@ TEST(MysqlConfiguration, ARevokedInsertPrivilegeIsHealthDownUntilTheGrantIsBack)
 }
 
 }  // namespace
+
+namespace {
+
+// Connect errors from the real server (wrong password, unknown database,
+// unreachable port) with hostile passwords, one equal to the user name
+// (which the server's "Access denied for user ..." echoes).
+TEST(MysqlSecret, NoPasswordInConnectErrors) {
+  const auto u = auditpipe::parse_url(testing_support::mysql_test_url());
+  const std::string host = u.hosts[0].host + ":" + std::to_string(*u.hosts[0].port);
+  const std::vector<std::string> passwords = {"S3/cr3t",           "S3?cr#3t",
+                                              "S3@cr:3t",          "S3 'cr\"3t\\",
+                                              std::string(u.user), std::string("127.0.0.1")};
+  for (const std::string& password : passwords) {
+    for (const std::string& url : std::vector<std::string>{
+             "mysql://" + u.user + ":" + password + "@" + host + "/" + u.path,
+             "mysql://" + u.user + ":" + password + "@127.0.0.1:1/" + u.path,
+             "mysql://" + u.user + "@" + host + "/no_such_db?password=" + password}) {
+      std::string message;
+      try {
+        auditpipe::Logger<AuditRow> logger(auditpipe::mysql::open(url));
+      } catch (const auditpipe::error& e) {
+        message = e.what();
+      }
+      EXPECT_FALSE(message.empty()) << url;
+      EXPECT_EQ(message.find(password), std::string::npos) << url << " -> " << message;
+    }
+  }
+}
+
+}  // namespace
