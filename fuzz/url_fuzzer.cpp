@@ -4,26 +4,44 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include "../sinks/mysql/src/mysql_config.h"
 #include "auditpipe/sink/url.h"
 #include "auditpipe/status.h"
 
+namespace {
+
+// A message shows `password` (one the parser identified). A password made
+// of or holding '*' can be rebuilt from the "***" masks themselves.
+void check_hidden(const std::string& message, const std::optional<std::string>& password) {
+  if (!password || password->empty() || password->find('*') != std::string::npos) return;
+  if (message.find(*password) != std::string::npos) std::abort();
+}
+
+}  // namespace
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
+  std::optional<std::string> password;
   try {
     const auditpipe::Url url = auditpipe::parse_url(text);
+    password = url.password;
     const std::string shown = url.redacted();
     if (url.password && !url.password->empty() && shown.find(":***@") == std::string::npos) {
       std::abort();  // a password that the redacted form does not mask
     }
-  } catch (const auditpipe::error&) {
+    check_hidden(shown, password);
+  } catch (const auditpipe::error& e) {
+    (void)e;
   }
   try {
     (void)auditpipe::mysql::parse_mysql_url(text);
-  } catch (const auditpipe::error&) {
+  } catch (const auditpipe::error& e) {
+    check_hidden(e.what(), password);  // no message quotes the password it parsed
   }
-  (void)auditpipe::redact_url(text);
+  check_hidden(auditpipe::redact_url(text), password);
   return 0;
 }

@@ -25,6 +25,10 @@ namespace {
 struct LoadState : MysqlConnection::PathState {
   std::string data;
   std::size_t position = 0;
+  // The most the handler hands over per read: the connector sends each
+  // read as one packet, which must fit in max_allowed_packet (its own
+  // buffer can be larger). Rows may span packets, so any record fits.
+  std::size_t chunk = 0;
   std::string statement;
 };
 
@@ -37,7 +41,7 @@ int infile_init(void** ptr, const char*, void* userdata) {
 
 int infile_read(void* ptr, char* buf, unsigned int len) {
   auto* s = static_cast<LoadState*>(ptr);
-  const std::size_t n = std::min<std::size_t>(len, s->data.size() - s->position);
+  const std::size_t n = std::min({std::size_t{len}, s->chunk, s->data.size() - s->position});
   std::memcpy(buf, s->data.data() + s->position, n);
   s->position += n;
   return static_cast<int>(n);
@@ -74,6 +78,7 @@ std::optional<MysqlError> write_load_data(MysqlConnection& c, const SqlTableText
                   "LINES TERMINATED BY '\\n' (" +
                   t.columns + ")";
   }
+  s.chunk = c.max_packet_payload();
   s.data.clear();
   for (const RecordRef& r : batch.records) {
     for (const Column& col : batch.table.columns) {
@@ -110,7 +115,7 @@ std::optional<MysqlError> write_load_data(MysqlConnection& c, const SqlTableText
     while (MYSQL_ROW row = mysql_fetch_row(res)) {
       if (row[1] != nullptr && std::strcmp(row[1], "1062") != 0) {
         diagnostics()->error("auditpipe: LOAD DATA into {} stored a converted value: {} {}",
-                             t.table, row[1], row[2] ? row[2] : "");
+                             t.table, row[1], c.hide_password(row[2] ? row[2] : ""));
       }
     }
     mysql_free_result(res);

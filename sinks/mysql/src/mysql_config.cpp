@@ -1,5 +1,6 @@
 #include "mysql_config.h"
 
+#include <cctype>
 #include <charconv>
 
 #include "auditpipe/status.h"
@@ -9,7 +10,7 @@ namespace auditpipe::mysql {
 namespace {
 
 [[noreturn]] void bad(const Url& url, const std::string& why) {
-  throw error("auditpipe: bad MySQL URL '" + url.redacted() + "': " + why);
+  throw error(url.masked("auditpipe: bad MySQL URL '" + url.redacted() + "': " + why));
 }
 
 bool boolean(const Url& url, const std::string& key, const std::string& value) {
@@ -53,7 +54,7 @@ MysqlConfig parse_mysql_url(std::string_view text) {
     }
     c.endpoints.push_back(e);
   }
-  c.sink.table_location = "in database " + c.database + " on " + c.sink.redacted_url;
+  c.sink.table_location = url.masked("in database " + c.database + " on " + c.sink.redacted_url);
   c.sink.pool.name = c.sink.redacted_url;
   for (const auto& [key, value] : url.query) {
     if (key == "write_path") {
@@ -61,8 +62,19 @@ MysqlConfig parse_mysql_url(std::string_view text) {
     } else if (key == "create_table") {
       c.sink.create_table = boolean(url, key, value);
     } else if (key == "charset") {
-      if (value.empty()) bad(url, "charset is empty");
-      c.charset = value;
+      // The sink sends UTF-8 (fixed_string text, cut at UTF-8 boundaries):
+      // with any other connection charset the server re-encodes it, and
+      // latin1 stores an emoji F09F9880 as C3B0C5B8CB9CE282AC without a
+      // warning; utf8mb3 refuses 4-byte characters. Only utf8mb4 stores
+      // the bytes exactly.
+      std::string lower(value);
+      for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      if (lower != "utf8mb4") {
+        bad(url, "charset=" + value +
+                     " would make the server convert the UTF-8 text the sink writes (non-ASCII "
+                     "text stored wrong or refused); the sink writes utf8mb4: leave charset out "
+                     "or give charset=utf8mb4");
+      }
     } else if (key == "connect_timeout") {
       c.connect_timeout_s = static_cast<unsigned>(url_number(url, key, value, 1, 3600));
     } else if (key == "read_timeout") {

@@ -32,12 +32,20 @@ struct MysqlConfig {
   std::string database;
   std::vector<MysqlEndpoint> endpoints;  // failover order
   WritePath write_path = WritePath::automatic;
+  // The connection charset: always utf8mb4, what the sink writes (the
+  // charset option takes only that).
   std::string charset = "utf8mb4";
   unsigned connect_timeout_s = 10;
   unsigned read_timeout_s = 60;
   unsigned write_timeout_s = 60;
   TlsMode tls = TlsMode::disabled;
   std::string tls_ca, tls_cert, tls_key;
+
+  // `text` (a server's message may echo the user or host name, which the
+  // password may equal) with the password masked.
+  std::string hide_password(std::string text) const {
+    return hide_secret(std::move(text), password);
+  }
 };
 
 // Throws auditpipe::error naming the problem (password masked).

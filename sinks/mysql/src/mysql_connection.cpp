@@ -67,23 +67,25 @@ std::unique_ptr<MysqlConnection> MysqlConnection::connect(const MysqlConfig& c, 
     if (mysql_real_connect(m, e.socket.empty() ? e.host.c_str() : "localhost", c.user.c_str(),
                            c.password.c_str(), c.database.c_str(), e.port,
                            e.socket.empty() ? nullptr : e.socket.c_str(), 0) != nullptr) {
-      auto connection = std::unique_ptr<MysqlConnection>(new MysqlConnection(m, e));
+      auto connection = std::unique_ptr<MysqlConnection>(new MysqlConnection(m, e, c.password));
       if (const auto packet = connection->query_value("SELECT @@max_allowed_packet")) {
         connection->max_allowed_packet_ = std::stoul(*packet);
       } else {
-        throw error("auditpipe: connected to " + e.describe() +
-                    " but cannot read max_allowed_packet: " + connection->last_error().describe());
+        throw error(c.hide_password(
+            "auditpipe: connected to " + e.describe() +
+            " but cannot read max_allowed_packet: " + connection->last_error().describe()));
       }
       return connection;
     }
     failures += (failures.empty() ? "" : "; ") + e.describe() + ": " + error_of(m).describe();
     mysql_close(m);
   }
-  throw error("auditpipe: cannot connect to " + c.sink.redacted_url + ": " + failures);
+  throw error(
+      c.hide_password("auditpipe: cannot connect to " + c.sink.redacted_url + ": " + failures));
 }
 
-MysqlConnection::MysqlConnection(MYSQL* mysql, MysqlEndpoint endpoint)
-    : mysql_(mysql), endpoint_(std::move(endpoint)) {
+MysqlConnection::MysqlConnection(MYSQL* mysql, MysqlEndpoint endpoint, std::string password)
+    : mysql_(mysql), endpoint_(std::move(endpoint)), password_(std::move(password)) {
   // MariaDB servers announce bulk execution in their extended
   // capabilities; MySQL servers do not have it.
   unsigned long long capabilities = 0;
@@ -107,12 +109,12 @@ bool MysqlConnection::ping() noexcept {
 }
 
 std::optional<MysqlError> MysqlConnection::execute(std::string_view sql) noexcept {
-  if (mysql_real_query(mysql_, sql.data(), sql.size()) != 0) return error_of(mysql_);
+  if (mysql_real_query(mysql_, sql.data(), sql.size()) != 0) return last_error();
   // Drain every result (a statement may produce one); none is needed.
   do {
     if (MYSQL_RES* r = mysql_store_result(mysql_)) mysql_free_result(r);
   } while (mysql_next_result(mysql_) == 0);
-  if (mysql_errno(mysql_) != 0) return error_of(mysql_);
+  if (mysql_errno(mysql_) != 0) return last_error();
   return std::nullopt;
 }
 
@@ -130,7 +132,13 @@ std::optional<std::string> MysqlConnection::query_value(std::string_view sql) no
 }
 
 MysqlError MysqlConnection::last_error() const {
-  return error_of(mysql_);
+  MysqlError e = error_of(mysql_);
+  e.message = hide_password(std::move(e.message));
+  return e;
+}
+
+std::string MysqlConnection::hide_password(std::string text) const {
+  return hide_secret(std::move(text), password_);
 }
 
 // The query's one `?` becomes the table name as an escaped string literal.

@@ -49,21 +49,32 @@ class MysqlConnection : public SqlConnection {
   const MysqlEndpoint& endpoint() const noexcept { return endpoint_; }
   bool bulk_supported() const noexcept { return bulk_supported_; }
   unsigned long max_allowed_packet() const noexcept { return max_allowed_packet_; }
+  // The largest packet payload (command byte included) the server takes:
+  // it refuses a packet of max_allowed_packet bytes itself (measured on
+  // MariaDB 10.11: 1153 "Got a packet bigger than 'max_allowed_packet'").
+  std::size_t max_packet_payload() const noexcept {
+    return max_allowed_packet_ > 0 ? max_allowed_packet_ - 1 : 0;
+  }
 
   // Runs one statement and discards any result. The error, if it failed.
   std::optional<MysqlError> execute(std::string_view sql) noexcept;
   // The first column of the first row of a query (nullopt on error or no row).
   std::optional<std::string> query_value(std::string_view sql) noexcept;
-  // The error state of the session now.
+  // The error state of the session now (the password masked, as in every
+  // error this connection reports).
   MysqlError last_error() const;
+  // `text` with the password masked: a server's message may echo the user
+  // or host name, which the password may equal.
+  std::string hide_password(std::string text) const;
 
   std::unique_ptr<PathState> path_state;
 
  private:
-  MysqlConnection(MYSQL* mysql, MysqlEndpoint endpoint);
+  MysqlConnection(MYSQL* mysql, MysqlEndpoint endpoint, std::string password);
 
   MYSQL* mysql_;
   MysqlEndpoint endpoint_;
+  std::string password_;  // only to keep it out of messages
   bool bulk_supported_ = false;
   unsigned long max_allowed_packet_ = 16u << 20;
 };

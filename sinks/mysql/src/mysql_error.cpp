@@ -30,6 +30,40 @@ bool is_connection_error(unsigned code) noexcept {
   }
 }
 
+// Server errors no retry mends until someone changes the server's
+// configuration, the grants or the table: the batch waits (WriteResult::
+// permanent, retried at the slowest backoff, health down) instead of being
+// rejected, so nothing is lost once the cause is fixed. Codes and meanings
+// as in MariaDB's mysqld_error.h / error reference.
+struct ConfigurationError {
+  unsigned code;
+  const char* why;  // documentation of the entry, not shown to users
+};
+constexpr ConfigurationError configuration_errors[] = {
+    {ER_OPEN_AS_READONLY, "1036 the table is read only"},
+    {ER_DBACCESS_DENIED_ERROR, "1044 the user may not use the database"},
+    {ER_ACCESS_DENIED_ERROR, "1045 wrong user name or password"},
+    {ER_BAD_DB_ERROR, "1049 the database does not exist (dropped)"},
+    {ER_BAD_FIELD_ERROR, "1054 a column of the insert is gone from the table"},
+    {ER_HOST_NOT_PRIVILEGED, "1130 this host may not connect as the user"},
+    {ER_WRONG_VALUE_COUNT_ON_ROW, "1136 the table's columns changed under the insert"},
+    {ER_TABLEACCESS_DENIED_ERROR, "1142 INSERT (or UPDATE, for the duplicate clause) denied"},
+    {ER_COLUMNACCESS_DENIED_ERROR, "1143 a column-level privilege is missing"},
+    {ER_NO_SUCH_TABLE, "1146 the table was dropped or renamed"},
+    {ER_NOT_ALLOWED_COMMAND, "1148 the server refuses LOAD DATA LOCAL (local_infile=0)"},
+    {ER_SPECIFIC_ACCESS_DENIED_ERROR, "1227 a global privilege is missing"},
+    {ER_NO_DEFAULT_FOR_FIELD, "1364 the table gained a NOT NULL column without a default"},
+    {ER_MUST_CHANGE_PASSWORD, "1820 the account's password expired"},
+    {ER_ACCOUNT_HAS_BEEN_LOCKED, "4151 the account is locked"},
+};
+
+bool is_configuration_error(unsigned code) noexcept {
+  for (const ConfigurationError& e : configuration_errors) {
+    if (e.code == code) return true;
+  }
+  return false;
+}
+
 bool is_data_error(unsigned code) noexcept {
   switch (code) {
     case ER_DATA_TOO_LONG:

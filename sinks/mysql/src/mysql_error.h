@@ -21,4 +21,9 @@ bool is_connection_error(unsigned code) noexcept;
 // constraint): retrying the same rows cannot succeed.
 bool is_data_error(unsigned code) noexcept;
 
+// The server refuses the writes as configured (a missing privilege, a
+// dropped table or column, a locked account): no retry can succeed until
+// that changes. The table is in mysql_error.cpp, one entry per code.
+bool is_configuration_error(unsigned code) noexcept;
+
 }  // namespace auditpipe::mysql

@@ -18,6 +18,7 @@ namespace {
 
 WriteFailure::Kind kind_of(const MysqlError& e) {
   if (is_connection_error(e.code)) return WriteFailure::Kind::connection;
+  if (is_configuration_error(e.code)) return WriteFailure::Kind::configuration;
   if (is_data_error(e.code)) return WriteFailure::Kind::data;
   return WriteFailure::Kind::other;
 }
@@ -48,8 +49,9 @@ class MysqlSinkImpl final : public MysqlSink {
         return;
       case WritePath::bulk:
         if (!c.bulk_supported()) {
-          throw error("auditpipe: write_path=bulk needs a MariaDB server with bulk execution; " +
-                      c.endpoint().describe() + " does not offer it (use write_path=auto or text)");
+          throw error(c.hide_password(
+              "auditpipe: write_path=bulk needs a MariaDB server with bulk execution; " +
+              c.endpoint().describe() + " does not offer it (use write_path=auto or text)"));
         }
         path_ = WritePath::bulk;
         return;
@@ -65,7 +67,7 @@ class MysqlSinkImpl final : public MysqlSink {
         // A failover to a server without bulk execution: this connection
         // writes text instead (the state is per connection).
         diagnostics()->warn("auditpipe: {} does not offer bulk execution; writing as text",
-                            c.endpoint().describe());
+                            c.hide_password(c.endpoint().describe()));
       } else {
         prepare_bulk(c, table_text(), table());
       }
@@ -85,7 +87,9 @@ class MysqlSinkImpl final : public MysqlSink {
       e = write_text(c, table_text(), batch);
     }
     if (!e) return std::nullopt;
-    return WriteFailure{kind_of(*e), c.endpoint().describe() + ": " + e->describe()};
+    // The endpoint is a host name, which the password may equal.
+    return WriteFailure{kind_of(*e),
+                        c.hide_password(c.endpoint().describe() + ": " + e->describe())};
   }
 
   const MysqlConfig config_;

@@ -68,7 +68,9 @@ std::optional<MysqlError> write_text(MysqlConnection& c, const SqlTableText& t,
   if (auto e = check_values(batch)) return e;
   if (!c.path_state) c.path_state = std::make_unique<TextState>();
   std::string& sql = static_cast<TextState&>(*c.path_state).sql;
-  const std::size_t limit = c.max_allowed_packet() - 1024;
+  // A COM_QUERY packet is a command byte and the statement text.
+  const std::size_t payload = c.max_packet_payload();
+  const std::size_t limit = payload > 1 ? payload - 1 : 0;
   sql.assign(t.insert_head);
   std::size_t rows = 0;
   for (const RecordRef& r : batch.records) {
@@ -76,15 +78,16 @@ std::optional<MysqlError> write_text(MysqlConnection& c, const SqlTableText& t,
     if (rows != 0) sql += ',';
     append_row(c, sql, batch, r);
     if (sql.size() + t.insert_tail.size() > limit) {
-      const std::size_t row = sql.size() - before;
-      if (rows == 0) return record_too_large(r, row + t.insert_head.size(), c.max_allowed_packet());
+      if (rows == 0) {
+        return record_too_large(r, 1 + sql.size() + t.insert_tail.size(), c.max_allowed_packet());
+      }
       // Send what fits, then start the next statement with this row.
       std::string this_row = sql.substr(before + 1);
       sql.resize(before);
       if (auto e = run(c, sql, t)) return e;
       sql += this_row;
       if (sql.size() + t.insert_tail.size() > limit) {
-        return record_too_large(r, sql.size(), c.max_allowed_packet());
+        return record_too_large(r, 1 + sql.size() + t.insert_tail.size(), c.max_allowed_packet());
       }
       rows = 0;
     }

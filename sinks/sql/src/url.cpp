@@ -1,6 +1,7 @@
 #include "auditpipe/sink/url.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 
 #include "auditpipe/status.h"
@@ -9,10 +10,90 @@ namespace auditpipe {
 
 namespace {
 
+std::vector<std::string> secrets_in(std::string_view text);
+
 [[noreturn]] void malformed(std::string_view text, const std::string& why) {
   std::string reason = why;
   if (reason.rfind("auditpipe: ", 0) == 0) reason.erase(0, 11);
-  throw error("auditpipe: malformed URL '" + redact_url(text) + "': " + reason);
+  // The reason may quote a piece of the text (a port, an option) that is
+  // part of a password the parser could not place: masked too.
+  std::string message = "auditpipe: malformed URL '" + redact_url(text) + "': " + reason;
+  for (const std::string& secret : secrets_in(text))
+    message = hide_secret(std::move(message), secret);
+  throw error(message);
+}
+
+// Query keys whose values are secrets (`?password=`, `?sslpassword=`,
+// `?api_token=`...): masked wherever a URL is shown.
+bool is_secret_key(std::string_view key) {
+  std::string lower(key);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (std::string_view word : {"pass", "pwd", "secret", "token"}) {
+    if (lower.find(word) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// Where the query starts in `rest` (the text after "//"): at the first '?'
+// that follows a '/' or an '@', since a '?' before both can only be part
+// of a password (`u:S3?cr3t@host/db`).
+std::size_t query_start(std::string_view rest) {
+  for (std::size_t k = rest.find('?'); k != std::string_view::npos; k = rest.find('?', k + 1)) {
+    if (rest.substr(0, k).find_first_of("/@") != std::string_view::npos) return k;
+  }
+  return rest.size();
+}
+
+// The '@' that ends the user part of `rest`: the last one before the
+// query, so a password may hold '@', '/', '?', '#' or ':' unescaped.
+std::size_t userinfo_end(std::string_view rest) {
+  return rest.substr(0, query_start(rest)).rfind('@');
+}
+
+// Where the user part of `text` starts: after "://", or at the start of
+// text with no "//" (`user:pw@host/db`, `mysql:user:pw@host/db`).
+std::size_t authority_begin(std::string_view text) {
+  const auto start = text.find("://");
+  return start == std::string_view::npos ? 0 : start + 3;
+}
+
+// The password and secret option values `text` holds (raw and, where they
+// decode, percent-decoded), as far as they can be found in text that may
+// not parse: what every message about the text must not show.
+std::vector<std::string> secrets_in(std::string_view text) {
+  std::vector<std::string> out;
+  auto add = [&](std::string_view raw) {
+    if (raw.empty()) return;
+    out.emplace_back(raw);
+    try {
+      std::string decoded = percent_decode(raw);
+      if (decoded != raw && !decoded.empty()) out.push_back(std::move(decoded));
+    } catch (const error&) {
+    }
+  };
+  const std::size_t begin = authority_begin(text);
+  const std::string_view rest = text.substr(begin);
+  // The user part as the parser finds it, and up to the last '@' of all
+  // (text that does not parse may have a password holding both '/' and '?').
+  for (const std::size_t at : {userinfo_end(rest), rest.rfind('@')}) {
+    if (at == std::string_view::npos) continue;
+    const std::string_view userinfo = rest.substr(0, at);
+    if (const auto colon = userinfo.find(':'); colon != std::string_view::npos) {
+      add(userinfo.substr(colon + 1));
+    } else if (begin == 0) {
+      add(userinfo);  // no scheme: a lone word before '@' may be anything
+    }
+  }
+  // Secret options anywhere: `?password=...`, `&token=...`.
+  for (std::size_t i = text.find_first_of("?&"); i != std::string_view::npos;
+       i = text.find_first_of("?&", i + 1)) {
+    const auto item = text.substr(i + 1, text.find('&', i + 1) - (i + 1));
+    const auto eq = item.find('=');
+    if (eq != std::string_view::npos && is_secret_key(item.substr(0, eq))) {
+      add(item.substr(eq + 1));
+    }
+  }
+  return out;
 }
 
 int hex_value(char c) {
@@ -84,17 +165,32 @@ std::string percent_decode(std::string_view text) {
   return out;
 }
 
+std::string hide_secret(std::string text, std::string_view secret) {
+  if (secret.empty()) return text;
+  constexpr std::string_view mask = "***";
+  for (auto at = text.find(secret); at != std::string::npos;
+       at = text.find(secret, at + mask.size())) {
+    text.replace(at, secret.size(), mask);
+  }
+  return text;
+}
+
 std::string redact_url(std::string_view text) {
-  const auto start = text.find("://");
-  if (start == std::string_view::npos) return std::string(text);
-  const auto auth_begin = start + 3;
-  auto auth_end = text.find_first_of("/?#", auth_begin);
-  if (auth_end == std::string_view::npos) auth_end = text.size();
-  const auto at = text.rfind('@', auth_end);
-  if (at == std::string_view::npos || at < auth_begin) return std::string(text);
-  const auto colon = text.find(':', auth_begin);
-  if (colon == std::string_view::npos || colon > at) return std::string(text);
-  return std::string(text.substr(0, colon + 1)) + "***" + std::string(text.substr(at));
+  std::string out(text);
+  const std::size_t begin = authority_begin(text);
+  const std::string_view rest = text.substr(begin);
+  // Up to the last '@' of all: more than the parser may take as the user
+  // part, never less.
+  const std::size_t at = rest.rfind('@');
+  if (at != std::string_view::npos) {
+    const auto colon = rest.substr(0, at).find(':');
+    if (colon != std::string_view::npos) {
+      out = std::string(text.substr(0, begin + colon + 1)) + "***" +
+            std::string(text.substr(begin + at));
+    }
+  }
+  for (const std::string& secret : secrets_in(text)) out = hide_secret(std::move(out), secret);
+  return out;
 }
 
 static Url parse_url_unchecked(std::string_view text) {
@@ -108,10 +204,20 @@ static Url parse_url_unchecked(std::string_view text) {
     return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   });
   std::string_view rest = text.substr(colon + 1);
-  if (rest.find('#') != std::string_view::npos) malformed(text, "fragments ('#') are not allowed");
   if (rest.substr(0, 2) != "//") malformed(text, "expected '//' after '" + url.scheme + ":'");
   rest.remove_prefix(2);
 
+  // The user part first: it ends at the last '@' before the query, so a
+  // password may hold any character (the parts after it may not hold '@').
+  if (const auto at = userinfo_end(rest); at != std::string_view::npos) {
+    const auto userinfo = rest.substr(0, at);
+    rest.remove_prefix(at + 1);
+    const auto sep = userinfo.find(':');
+    url.user = percent_decode(userinfo.substr(0, sep));
+    if (sep != std::string_view::npos) url.password = percent_decode(userinfo.substr(sep + 1));
+    if (url.user.empty()) malformed(text, "empty user name before '@'");
+  }
+  if (rest.find('#') != std::string_view::npos) malformed(text, "fragments ('#') are not allowed");
   std::string_view query_text;
   if (const auto q = rest.find('?'); q != std::string_view::npos) {
     query_text = rest.substr(q + 1);
@@ -121,15 +227,6 @@ static Url parse_url_unchecked(std::string_view text) {
   if (const auto slash = rest.find('/'); slash != std::string_view::npos) {
     authority = rest.substr(0, slash);
     url.path = percent_decode(rest.substr(slash + 1));
-  }
-  // The last '@' ends the user part, so an unescaped '@' in a password works.
-  if (const auto at = authority.rfind('@'); at != std::string_view::npos) {
-    const auto userinfo = authority.substr(0, at);
-    authority = authority.substr(at + 1);
-    const auto sep = userinfo.find(':');
-    url.user = percent_decode(userinfo.substr(0, sep));
-    if (sep != std::string_view::npos) url.password = percent_decode(userinfo.substr(sep + 1));
-    if (url.user.empty()) malformed(text, "empty user name before '@'");
   }
   if (!authority.empty()) {
     std::size_t begin = 0;
@@ -206,9 +303,20 @@ std::string Url::redacted() const {
   for (std::size_t i = 0; i < query.size(); ++i) {
     out.push_back(i ? '&' : '?');
     out.append(query[i].first);
-    if (!query[i].second.empty()) out.append("=").append(query[i].second);
+    if (!query[i].second.empty()) {
+      out.append("=").append(is_secret_key(query[i].first) ? "***" : query[i].second);
+    }
   }
-  return out;
+  // A password may equal the user, the host or an option's value.
+  return masked(std::move(out));
+}
+
+std::string Url::masked(std::string text) const {
+  if (password) text = hide_secret(std::move(text), *password);
+  for (const auto& [key, value] : query) {
+    if (is_secret_key(key)) text = hide_secret(std::move(text), value);
+  }
+  return text;
 }
 
 std::uint64_t url_number(const Url& url, std::string_view key, std::string_view value,
@@ -217,9 +325,10 @@ std::uint64_t url_number(const Url& url, std::string_view key, std::string_view 
   const auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
   if (value.empty() || ec != std::errc() || p != value.data() + value.size() || v < min ||
       v > max) {
-    throw error("auditpipe: bad URL '" + url.redacted() + "': option " + std::string(key) + "='" +
-                std::string(value) + "' is not a whole number from " + std::to_string(min) +
-                " to " + std::to_string(max));
+    throw error(url.masked("auditpipe: bad URL '" + url.redacted() + "': option " +
+                           std::string(key) + "='" + std::string(value) +
+                           "' is not a whole number from " + std::to_string(min) + " to " +
+                           std::to_string(max)));
   }
   return v;
 }
@@ -237,8 +346,8 @@ Url parse_sink_url(std::string_view text, std::span<const std::string_view> sche
       }
       expected += ")";
     }
-    throw error("auditpipe: bad URL '" + url.redacted() + "': the scheme must be " + expected +
-                ", not " + url.scheme + "://");
+    throw error(url.masked("auditpipe: bad URL '" + url.redacted() + "': the scheme must be " +
+                           expected + ", not " + url.scheme + "://"));
   }
   require_known_options(url, known, also);
   return url;
@@ -253,8 +362,8 @@ std::size_t url_choice(const Url& url, std::string_view key, std::string_view va
   for (std::size_t i = 0; i < choices.size(); ++i) {
     list += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + std::string(choices[i]);
   }
-  throw error("auditpipe: bad URL '" + url.redacted() + "': " + std::string(key) + " must be " +
-              list + ", not '" + std::string(value) + "'");
+  throw error(url.masked("auditpipe: bad URL '" + url.redacted() + "': " + std::string(key) +
+                         " must be " + list + ", not '" + std::string(value) + "'"));
 }
 
 bool apply_pool_option(const Url& url, std::string_view key, std::string_view value,
@@ -293,8 +402,8 @@ void require_known_options(const Url& url, std::initializer_list<std::string_vie
       std::string list;
       for (auto k : known) list += (list.empty() ? "" : ", ") + std::string(k);
       for (auto k : also) list += (list.empty() ? "" : ", ") + std::string(k);
-      throw error("auditpipe: unknown option '" + key + "' in URL '" + url.redacted() +
-                  "' (known: " + list + ")");
+      throw error(url.masked("auditpipe: unknown option '" + key + "' in URL '" + url.redacted() +
+                             "' (known: " + list + ")"));
     }
   }
 }

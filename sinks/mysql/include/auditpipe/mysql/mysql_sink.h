@@ -18,7 +18,12 @@
 //   write_path          auto | bulk | text | load_data   (auto: bulk when the
 //                       server is MariaDB and supports it, else text)
 //   create_table        true | false  (default true)
-//   charset             default utf8mb4
+//   charset             utf8mb4 only (the default). The sink writes UTF-8 and
+//                       the connection must say so: any other charset makes
+//                       the server re-encode the text (latin1 double-encodes
+//                       every non-ASCII character without a warning;
+//                       utf8mb3 refuses 4-byte characters), so it is
+//                       refused at open().
 //   connect_timeout     seconds, default 10
 //   read_timeout        seconds, default 60
 //   write_timeout       seconds, default 60

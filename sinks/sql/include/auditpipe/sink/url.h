@@ -38,8 +38,14 @@ struct Url {
 
   // The value of a query option, if given (the last one wins).
   std::optional<std::string> option(std::string_view key) const;
-  // The URL as text with the password replaced by "***".
+  // The URL as text with the password and secret options (`password=`,
+  // `token=`...) replaced by "***", and so every other place where they
+  // occur (a password equal to the user name hides the user name too).
   std::string redacted() const;
+  // `text` with every occurrence of the password and of secret options'
+  // values replaced by "***": for messages that quote values from the URL
+  // or from a server (which may echo the user name).
+  std::string masked(std::string text) const;
 };
 
 // Parses `text`; throws auditpipe::error naming what is wrong (the message
@@ -53,9 +59,14 @@ Url parse_sink_url(std::string_view text, std::span<const std::string_view> sche
                    std::initializer_list<std::string_view> known,
                    std::span<const std::string_view> also = {});
 
-// `text` with anything that looks like a password between "://" and "@"
-// masked, for messages about URLs that could not be parsed.
+// `text` with anything that could be a password masked, for messages about
+// URLs that may not parse: the user part up to the last '@' before the
+// query (with or without a scheme), secret options, and every other
+// occurrence of those values, raw and percent-decoded.
 std::string redact_url(std::string_view text);
+
+// `text` with every occurrence of `secret` (if not empty) replaced by "***".
+std::string hide_secret(std::string text, std::string_view secret);
 
 // Parses `key=value&key2=value2` (percent-decoded), as in a URL's query.
 std::vector<std::pair<std::string, std::string>> parse_query(std::string_view text);
