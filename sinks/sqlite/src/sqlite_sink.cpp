@@ -25,19 +25,19 @@ namespace auditpipe::sqlite {
 namespace {
 
 struct SqliteConfig {
-  SqlSinkSettings sink;  // the URL as given (SQLite URLs carry no password), create_table
+  SqlSinkSettings sink;  // the URL (anything that looks like a password masked), create_table
   std::string path;
   std::string synchronous = "NORMAL";
   int busy_timeout_ms = 5000;
 };
 
 [[noreturn]] void bad_url(std::string_view url, const std::string& why) {
-  throw error("auditpipe: malformed SQLite URL '" + std::string(url) + "': " + why);
+  throw error("auditpipe: malformed SQLite URL '" + redact_url(url) + "': " + why);
 }
 
 SqliteConfig parse_sqlite_url(std::string_view url) {
   SqliteConfig c;
-  c.sink.redacted_url = std::string(url);
+  c.sink.redacted_url = redact_url(url);
   // SQLite has one writer at a time per file, and no server to pool
   // connections to: one connection, one write at a time.
   c.sink.single_connection = true;
@@ -49,6 +49,12 @@ SqliteConfig parse_sqlite_url(std::string_view url) {
     bad_url(url, "expected sqlite:///absolute/path.db or sqlite://relative/path.db");
   }
   std::string_view rest = url.substr(prefix.size());
+  // A file path has no user part: "sqlite://user:secret@/x.db" is a mistake
+  // whose password must not become part of a path in messages. (A relative
+  // file whose first component has an '@' is written sqlite://./a@b.db.)
+  if (rest.substr(0, rest.find_first_of("/?")).find('@') != std::string_view::npos) {
+    bad_url(url, "SQLite URLs take no user or password (sqlite:///absolute/path.db)");
+  }
   std::string_view query;
   if (const auto q = rest.find('?'); q != std::string_view::npos) {
     query = rest.substr(q + 1);
