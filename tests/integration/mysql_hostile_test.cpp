@@ -308,3 +308,36 @@ TEST(MysqlSecret, NoPasswordInConnectErrors) {
 }
 
 }  // namespace
+
+// A user who may only read is refused at construction on every write path,
+// with the server's reason and without the password (only the bulk path,
+// which prepares its insert, used to find out before the first batch).
+TEST(MysqlConfiguration, AUserWhoMayNotInsertIsRefusedAtStartOnEveryPath) {
+  MysqlAdmin admin;
+  MysqlProbe probe;
+  probe.exec("DROP TABLE IF EXISTS audit_log");
+  {
+    auditpipe::Logger<AuditRow> setup(auditpipe::mysql::open(mysql_url_with("")));
+    setup.close();
+  }
+  const auto u = auditpipe::parse_url(testing_support::mysql_test_url());
+  const std::string account = "'ap_reader'@'127.0.0.1'";
+  admin.exec("DROP USER IF EXISTS " + account);
+  admin.exec("CREATE USER " + account + " IDENTIFIED BY 'Read0nly-Pw'");
+  admin.exec("GRANT SELECT ON `" + u.path + "`.audit_log TO " + account);
+  for (const std::string path : {"bulk", "text", "load_data"}) {
+    const std::string url =
+        "mysql://ap_reader:Read0nly-Pw@127.0.0.1:" + std::to_string(*u.hosts[0].port) + "/" +
+        u.path + "?create_table=false&write_path=" + path;
+    try {
+      auditpipe::Logger<AuditRow> logger(auditpipe::mysql::open(url));
+      ADD_FAILURE() << path << ": a read-only user was accepted";
+    } catch (const auditpipe::error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("may not INSERT"), std::string::npos) << path << ": " << what;
+      EXPECT_NE(what.find("1142"), std::string::npos) << path << ": " << what;
+      EXPECT_EQ(what.find("Read0nly-Pw"), std::string::npos) << path << ": " << what;
+    }
+  }
+  admin.exec("DROP USER " + account);
+}

@@ -41,6 +41,7 @@ class MysqlSinkImpl final : public MysqlSink {
 
   void table_ready(SqlConnection& setup) override {
     auto& c = static_cast<MysqlConnection&>(setup);
+    check_insert_privilege(c);
     switch (config_.write_path) {
       case WritePath::automatic:
         // Array binding measured fastest (README, "MySQL write paths"); a
@@ -57,6 +58,27 @@ class MysqlSinkImpl final : public MysqlSink {
         return;
       default:
         path_ = config_.write_path;
+    }
+  }
+
+  // Every write path needs INSERT on the table. Preparing the insert asks
+  // the server itself, which knows the user's grants (roles, wildcard
+  // database grants) better than any catalog query: a user who may only
+  // read is refused here, at start, not at every batch.
+  void check_insert_privilege(MysqlConnection& c) const {
+    MYSQL_STMT* stmt = mysql_stmt_init(c.handle());
+    if (stmt == nullptr) {
+      throw error(c.hide_password("auditpipe: cannot create a MySQL statement: " +
+                                  c.last_error().describe()));
+    }
+    const std::string text = table_text().single_row_insert();
+    const bool prepared = mysql_stmt_prepare(stmt, text.data(), text.size()) == 0;
+    const MysqlError e{mysql_stmt_errno(stmt), mysql_stmt_sqlstate(stmt), mysql_stmt_error(stmt)};
+    mysql_stmt_close(stmt);
+    if (!prepared) {
+      throw error(c.hide_password(
+          "auditpipe: table " + std::string(table().name) + " " + config_.sink.table_location +
+          ": the user may not INSERT into it; every batch would fail (" + e.describe() + ")"));
     }
   }
 

@@ -94,8 +94,7 @@ struct SqlDialect {
   // or "1" if so, the user's name) for an existing table, checked at open
   // so that a read-only user is refused at start instead of retried
   // forever; empty where the sink checks it itself (SQLite: a read-only
-  // file) or has no query for it yet (MySQL: only its bulk path finds out
-  // at open, by preparing the insert, which the server refuses).
+  // file; MySQL: by preparing the insert at open, on every write path).
   std::string_view insert_privilege_query = "";
 
   // `identifier` quoted, with any quote character in it doubled. Descriptor
