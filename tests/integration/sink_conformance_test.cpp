@@ -6,9 +6,14 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -41,6 +46,14 @@ class Backend {
   virtual std::optional<std::string> text(const std::string& column, long long id) = 0;
   // PostgreSQL text cannot hold NUL: the writer replaces it with U+FFFD.
   virtual bool stores_nul() const { return true; }
+  // The double column of the row with message_id = id, exactly.
+  virtual std::optional<double> real(const std::string& column, long long id) {
+    const auto t = text(column, id);
+    if (!t) return std::nullopt;
+    return std::strtod(t->c_str(), nullptr);  // servers print the shortest exact form
+  }
+  // The row's `at` as microseconds since the epoch, exactly.
+  virtual long long at_micros(long long id) = 0;
 
   std::shared_ptr<auditpipe::Sink> open(const std::string& options = "") {
     const std::string u = url(options);
@@ -76,6 +89,15 @@ class SqliteBackend : public Backend {
           });
     return v;
   }
+  std::optional<double> real(const std::string& column, long long id) override {
+    std::optional<double> v;
+    query("SELECT " + column + " FROM audit_log WHERE message_id = " + std::to_string(id),
+          [&](sqlite3_stmt* st) { v = sqlite3_column_double(st, 0); });
+    return v;
+  }
+  long long at_micros(long long id) override {
+    return scalar("SELECT at FROM audit_log WHERE message_id = " + std::to_string(id));
+  }
 
  private:
   template <class F>
@@ -107,6 +129,13 @@ class MysqlBackend : public Backend {
     if (r.empty()) return std::nullopt;
     return r[0][0];
   }
+  long long at_micros(long long id) override {
+    // DATETIME(6) holds the UTC calendar time the sink wrote.
+    return probe_.scalar(
+        "SELECT TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', at) FROM audit_log "
+        "WHERE message_id = " +
+        std::to_string(id));
+  }
 
  private:
   std::string path_;
@@ -128,6 +157,16 @@ class PostgresqlBackend : public Backend {
     return r[0][0];
   }
   bool stores_nul() const override { return false; }
+  long long at_micros(long long id) override {
+    // From the stored binary value (microseconds since 2000): extract(epoch)
+    // rounds near the ends of the range. The sum is numeric, then text,
+    // since it can pass INT64_MAX only for values no timestamp holds.
+    const auto r = probe_.rows(
+        "SELECT ((('x' || encode(timestamptz_send(at), 'hex'))::bit(64)::bigint)::numeric + "
+        "946684800000000)::text FROM audit_log WHERE message_id = " +
+        std::to_string(id));
+    return r.empty() || !r[0][0] ? -1 : std::stoll(*r[0][0]);
+  }
 
  private:
   std::string path_;
@@ -235,6 +274,186 @@ TEST_P(SinkConformance, OverlongTextIsCutAtACharacterBoundaryAndCounted) {
   }
   EXPECT_EQ(backend_->text("sender", 1), std::string(30, 'a'));
   EXPECT_EQ(backend_->text("payload", 1), std::string(128, 'p'));
+}
+
+// What a text field holds once the writer has finished it: cut to fit at a
+// character boundary when assigned, invalid UTF-8 repaired, NULs replaced
+// where the sink cannot store them.
+std::string finished_text(const Backend& b, const std::string& text, std::size_t capacity) {
+  std::string s(capacity, '\0');
+  std::size_t n = auditpipe::utf8_prefix_length(text, capacity);
+  std::copy_n(text.data(), n, s.data());
+  if (!auditpipe::is_valid_utf8(std::string_view(s.data(), n))) {
+    n = auditpipe::repair_utf8(s.data(), n, capacity);
+  }
+  if (!b.stores_nul()) n = auditpipe::replace_nul(s.data(), n, capacity);
+  s.resize(n);
+  return s;
+}
+
+// A record with a column of every type a record can have, in the table the
+// backends read (audit_log, keyed by message_id).
+struct EveryType {
+  std::int64_t message_id = 0;
+  auditpipe::timestamp at;
+  std::int8_t i8 = 0;
+  std::int16_t i16 = 0;
+  std::int32_t i32 = 0;
+  std::int64_t i64 = 0;
+  std::uint8_t u8 = 0;
+  std::uint16_t u16 = 0;
+  std::uint32_t u32 = 0;
+  bool flag = false;
+  double amount = 0;
+  auditpipe::fixed_string<32> sender;
+  auditpipe::fixed_string<128> payload;
+};
+constexpr auto describe(auditpipe::type_tag<EveryType>) {
+  return auditpipe::table<EveryType>(
+      "audit_log", AUDITPIPE_COLUMN(EveryType, message_id), AUDITPIPE_COLUMN(EveryType, at),
+      AUDITPIPE_COLUMN(EveryType, i8), AUDITPIPE_COLUMN(EveryType, i16),
+      AUDITPIPE_COLUMN(EveryType, i32), AUDITPIPE_COLUMN(EveryType, i64),
+      AUDITPIPE_COLUMN(EveryType, u8), AUDITPIPE_COLUMN(EveryType, u16),
+      AUDITPIPE_COLUMN(EveryType, u32), AUDITPIPE_COLUMN(EveryType, flag),
+      AUDITPIPE_COLUMN(EveryType, amount), AUDITPIPE_COLUMN(EveryType, sender),
+      AUDITPIPE_COLUMN(EveryType, payload));
+}
+
+// Random records with edge values in every column of every type: each one
+// must be stored exactly or refused and counted, on every sink and write
+// path. Records whose values every database can hold (years 1000-9999,
+// finite doubles) must all be stored.
+TEST_P(SinkConformance, RandomRecordsRoundTripExactlyOrAreRefusedAndCounted) {
+  std::mt19937_64 rng(20261201);
+  auto pick = [&](const auto& values) { return values[rng() % std::size(values)]; };
+  // An edge value of T half the time, any value of T otherwise.
+  auto integer = [&]<class T>(T) {
+    const T edges[] = {std::numeric_limits<T>::min(),
+                       static_cast<T>(std::numeric_limits<T>::min() + 1),
+                       T{0},
+                       T{1},
+                       static_cast<T>(std::numeric_limits<T>::max() - 1),
+                       std::numeric_limits<T>::max()};
+    return rng() % 2 ? pick(edges) : static_cast<T>(rng());
+  };
+  const std::int64_t edge_times[] = {INT64_MIN,
+                                     INT64_MIN + 1,
+                                     -(std::int64_t{1} << 62) - 1,
+                                     -(std::int64_t{1} << 62),
+                                     -210'866'803'200'000'000,
+                                     -30'610'224'000'000'000,  // year 1000
+                                     -1,
+                                     0,
+                                     1,
+                                     253'402'300'799'999'999,  // the end of 9999
+                                     253'402'300'800'000'000,
+                                     INT64_MAX};
+  const double edge_doubles[] = {0.0,
+                                 -0.0,
+                                 0.1,
+                                 -1e308,
+                                 std::numeric_limits<double>::max(),
+                                 std::numeric_limits<double>::lowest(),
+                                 std::numeric_limits<double>::min(),
+                                 std::numeric_limits<double>::denorm_min(),
+                                 std::numeric_limits<double>::infinity(),
+                                 -std::numeric_limits<double>::infinity(),
+                                 std::numeric_limits<double>::quiet_NaN()};
+  const std::string pieces[] = {
+      "a",    "Z",    "'",    "\"",       "\\",       "\t",           "\n",
+      "\r",   "\0"s,  "%",    ";",        "\xC3\xA9", "\xE2\x82\xAC", "\xF0\x9F\x98\x80",
+      "\xFF", "\xC0", "\x80", "\xE2\x82", "\\N",      "\\.",          " ",
+      "--"};
+  auto random_text = [&](std::size_t max_pieces) {
+    std::string s;
+    const std::size_t n = rng() % (max_pieces + 1);
+    for (std::size_t i = 0; i < n; ++i) s += pick(pieces);
+    return s;
+  };
+  struct Expected {
+    EveryType row;
+    std::string sender, payload;
+    bool ordinary;  // every database can hold it
+  };
+  constexpr int count = 200;
+  std::vector<Expected> expected;
+  auditpipe::CloseReport report;
+  {
+    auditpipe::Options o;
+    o.batch_size = 50;
+    auditpipe::Logger<EveryType> logger(backend_->open(), o);
+    for (int i = 0; i < count; ++i) {
+      Expected e;
+      EveryType& v = e.row;
+      v.message_id = i;
+      const bool ordinary_time = rng() % 2 == 0;
+      v.at.micros = ordinary_time
+                        ? static_cast<std::int64_t>(rng() % 230'000'000'000'000'000ULL) -
+                              15'000'000'000'000'000
+                        : (rng() % 2 ? pick(edge_times) : static_cast<std::int64_t>(rng()));
+      v.i8 = integer(std::int8_t{});
+      v.i16 = integer(std::int16_t{});
+      v.i32 = integer(std::int32_t{});
+      v.i64 = integer(std::int64_t{});
+      v.u8 = integer(std::uint8_t{});
+      v.u16 = integer(std::uint16_t{});
+      v.u32 = integer(std::uint32_t{});
+      v.flag = rng() % 2;
+      v.amount = rng() % 3 == 0 ? pick(edge_doubles)
+                                : std::ldexp(static_cast<double>(rng() >> 11) / 9.0e15,
+                                             static_cast<int>(rng() % 200) - 100);
+      e.sender = random_text(12);
+      e.payload = random_text(60);
+      const auto year = v.at.civil().year;
+      e.ordinary = year >= 1000 && year <= 9999 && std::isfinite(v.amount);
+      auto r = logger.acquire();
+      ASSERT_TRUE(r);
+      *r = v;
+      r->sender = e.sender;
+      r->payload = e.payload;
+      ASSERT_EQ(r.commit(), Status::ok);
+      expected.push_back(e);
+    }
+    report = logger.close();
+  }
+  EXPECT_TRUE(report.drained);
+  EXPECT_EQ(report.stats.written + report.stats.rejected_by_sink,
+            static_cast<std::uint64_t>(count));
+  std::uint64_t absent = 0;
+  for (int i = 0; i < count; ++i) {
+    const Expected& e = expected[static_cast<std::size_t>(i)];
+    const EveryType& v = e.row;
+    SCOPED_TRACE("record " + std::to_string(i));
+    const std::string where = " FROM audit_log WHERE message_id = " + std::to_string(i);
+    if (backend_->scalar("SELECT COUNT(*)" + where) == 0) {
+      ++absent;
+      EXPECT_FALSE(e.ordinary) << "at " << v.at.micros << ", amount " << v.amount
+                               << ": values every database stores, refused";
+      continue;
+    }
+    auto integer_of = [&](const std::string& column) {
+      return backend_->scalar("SELECT " + column + where);
+    };
+    EXPECT_EQ(backend_->at_micros(i), v.at.micros);
+    EXPECT_EQ(integer_of("i8"), v.i8);
+    EXPECT_EQ(integer_of("i16"), v.i16);
+    EXPECT_EQ(integer_of("i32"), v.i32);
+    EXPECT_EQ(integer_of("i64"), v.i64);
+    EXPECT_EQ(integer_of("u8"), v.u8);
+    EXPECT_EQ(integer_of("u16"), v.u16);
+    EXPECT_EQ(integer_of("u32"), v.u32);
+    EXPECT_EQ(integer_of("CASE WHEN flag THEN 1 ELSE 0 END"), v.flag ? 1 : 0);
+    const auto amount = backend_->real("amount", i);
+    ASSERT_TRUE(amount.has_value());
+    if (std::isnan(v.amount)) {
+      EXPECT_TRUE(std::isnan(*amount));
+    } else {
+      EXPECT_EQ(*amount, v.amount);
+    }
+    EXPECT_EQ(backend_->text("sender", i), finished_text(*backend_, e.sender, 32));
+    EXPECT_EQ(backend_->text("payload", i), finished_text(*backend_, e.payload, 128));
+  }
+  EXPECT_EQ(absent, report.stats.rejected_by_sink);
 }
 
 TEST_P(SinkConformance, ARetriedBatchIsNotWrittenTwice) {
