@@ -30,9 +30,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const auditpipe::Url url = auditpipe::parse_url(text);
     password = url.password;
     const std::string shown = url.redacted();
-    if (url.password && !url.password->empty() && shown.find(":***@") == std::string::npos) {
-      std::abort();  // a password that the redacted form does not mask
-    }
+    // Every occurrence of the password is masked (it may equal the user,
+    // a host, or URL syntax such as ":"), which can take the "***" mask's
+    // own neighbours with it: what must hold is that it is not shown.
     check_hidden(shown, password);
   } catch (const auditpipe::error& e) {
     (void)e;

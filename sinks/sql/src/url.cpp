@@ -166,8 +166,11 @@ std::string percent_decode(std::string_view text) {
 }
 
 std::string hide_secret(std::string text, std::string_view secret) {
-  if (secret.empty()) return text;
   constexpr std::string_view mask = "***";
+  // A secret of nothing but '*' cannot be told from the masks themselves;
+  // masking it would grow every earlier mask (threefold for "*", again at
+  // each message that quotes another), without end.
+  if (secret.find_first_not_of('*') == std::string_view::npos) return text;
   for (auto at = text.find(secret); at != std::string::npos;
        at = text.find(secret, at + mask.size())) {
     text.replace(at, secret.size(), mask);

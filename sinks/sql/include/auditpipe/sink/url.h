@@ -65,7 +65,8 @@ Url parse_sink_url(std::string_view text, std::span<const std::string_view> sche
 // occurrence of those values, raw and percent-decoded.
 std::string redact_url(std::string_view text);
 
-// `text` with every occurrence of `secret` (if not empty) replaced by "***".
+// `text` with every occurrence of `secret` replaced by "***"; a secret that is
+// empty or only '*' (which the masks themselves spell) is left alone.
 std::string hide_secret(std::string text, std::string_view secret);
 
 // Parses `key=value&key2=value2` (percent-decoded), as in a URL's query.
