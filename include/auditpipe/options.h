@@ -29,6 +29,13 @@ struct Options {
   // Most records handed to the sink in one write. 0: min(5000, capacity/8)
   // (5000 measured fastest on every MySQL and PostgreSQL write path).
   std::size_t batch_size = 0;
+  // How long one write should take: while writes take longer, batches get
+  // smaller (down to 1% of batch_size), and grow back towards batch_size
+  // while they are quicker. Slots go back to the pool as each write is
+  // stored, so this bounds how long a producer waits for one under
+  // saturation. Unset: max_wait / 10 (at least 1 ms). Zero: every batch is
+  // as large as batch_size.
+  std::optional<std::chrono::milliseconds> write_latency_target;
   // Longest a committed record waits before the writer hands it over, even
   // if the batch is not full. Also how long an idle writer sleeps.
   std::chrono::milliseconds flush_interval{100};
@@ -74,6 +81,13 @@ struct Options {
   // stored for this long, whatever the writers are waiting in (a retry
   // backoff, a connection pool's lease wait, a server that does not answer).
   std::chrono::milliseconds health_down_after{5000};
+
+  // Start when the database cannot be reached (auditpipe::unreachable from
+  // the sink): health is `down`, records wait under the overflow policy,
+  // and the writers connect, create or check the table and write once it
+  // answers. Unset: only when records have somewhere to wait (spill_path
+  // or durable_path). Configuration errors always throw.
+  std::optional<bool> start_while_unreachable;
 
   // Keep the record pool in this file (created if missing): every record
   // whose commit() returned survives the process being killed and is

@@ -27,4 +27,15 @@ class error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The database could not be reached at all (refused, timed out, no route):
+// nothing is known about its configuration yet. A logger whose records have
+// somewhere to wait (a spill directory or a durable pool, or
+// Options::start_while_unreachable) starts anyway and connects later; any
+// other error (a bad URL, wrong credentials, an unknown database, a table of
+// the wrong shape) is thrown as plain `error`.
+class unreachable : public error {
+ public:
+  using error::error;
+};
+
 }  // namespace auditpipe

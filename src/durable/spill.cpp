@@ -84,8 +84,6 @@ bool Spill::open_next_segment() {
 }
 
 bool Spill::replay_some(std::size_t max, const Write& write) {
-  // Not while live writes fail: the database is away.
-  if (counters_.consecutive_failures.load(std::memory_order_acquire) != 0) return false;
   if (!reader_) {
     if (!open_next_segment()) return false;
     if (!reader_) return true;  // that segment was set aside

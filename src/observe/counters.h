@@ -28,6 +28,8 @@ struct Counters {
   AUDITPIPE_STATS_COUNTERS(AUDITPIPE_COUNTER)
 #undef AUDITPIPE_COUNTER
 
+  // Consecutive failed writes that make health `down`.
+  static constexpr std::uint32_t down_after_failures = 3;
   // Failed writes since the last successful one (any writer): the health.
   alignas(64) std::atomic<std::uint32_t> consecutive_failures{0};
   // The last failure was one no retry can mend (WriteResult::permanent).
@@ -45,6 +47,13 @@ struct Counters {
   void write_failed(const std::string& message, bool permanent) {
     consecutive_failures.fetch_add(1, std::memory_order_acq_rel);
     permanent_failure.store(permanent, std::memory_order_relaxed);
+    detail::MutexLock lock(reason_mutex_);
+    reason_ = message;
+  }
+  // The logger started without reaching the database: `down` until a
+  // write is stored.
+  void start_unreachable(const std::string& message) {
+    consecutive_failures.store(down_after_failures, std::memory_order_release);
     detail::MutexLock lock(reason_mutex_);
     reason_ = message;
   }
@@ -74,7 +83,7 @@ struct Counters {
 #undef AUDITPIPE_COPY
     const std::uint32_t failures = consecutive_failures.load(std::memory_order_relaxed);
     const bool permanent = permanent_failure.load(std::memory_order_relaxed);
-    s.health = failures >= 3 || (failures > 0 && permanent) ? Health::down
+    s.health = failures >= down_after_failures || (failures > 0 && permanent) ? Health::down
                : failures > 0 || spill_pending              ? Health::degraded
                                                             : Health::ok;
     if (failures > 0) {

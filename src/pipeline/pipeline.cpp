@@ -67,6 +67,10 @@ Options resolve(const TableDescriptor& table, const Sink* sink, Options o) {
   return o;
 }
 
+bool starts_while_unreachable(const Options& o) {
+  return o.start_while_unreachable.value_or(!o.spill_path.empty() || !o.durable_path.empty());
+}
+
 // How often a durable pool's file gets the current TSC calibration: the
 // calibration itself is re-anchored at most once a second.
 constexpr std::chrono::seconds clock_save_interval{1};
@@ -89,7 +93,18 @@ class Pipeline::Engine {
         intake_(table_, options_, counters_, spill_.get()) {
     // Open before accepting anything: a bad URL, a missing table or wrong
     // credentials fail here, not at the first batch.
-    sink_->open(table_, SinkContext{options_.writers});
+    try {
+      sink_->open(table_, SinkContext{options_.writers});
+    } catch (const unreachable& e) {
+      if (!starts_while_unreachable(options_)) throw;
+      counters_.start_unreachable(e.what());
+      diagnostics()->error(
+          "auditpipe: starting without the database ({}); records wait{} until it answers",
+          e.what(),
+          !options_.spill_path.empty()   ? " in the pool and the spill directory"
+          : !options_.durable_path.empty() ? " in the durable pool"
+                                           : " in the pool");
+    }
     recover();
     schedule_chores();
     const WriterParts parts{table_,   options_,  *sink_,    intake_,
@@ -168,7 +183,13 @@ class Pipeline::Engine {
     if (report_) return *report_;
     intake_.begin_close();
     const bool drained = drain(deadline);
-    if (!drained) control_.give_up();
+    if (!drained) {
+      control_.give_up();
+      // Writers inside the sink (a lease wait, a connect, a statement to a
+      // server that does not answer) come out now, not at the sink's own
+      // timeouts.
+      sink_->cancel();
+    }
     control_.stop();
     intake_.signal().wake_all();
     for (auto& w : writers_) w->join();

@@ -69,7 +69,11 @@ class Sink {
   // Prepares the target for records of `table` (creating or checking the
   // table, opening connections). Called once, before any write. Throws
   // auditpipe::error with a message naming the problem; the logger then
-  // fails to start.
+  // fails to start. Throws auditpipe::unreachable when the target cannot be
+  // reached at all: if the logger starts anyway (Options::
+  // start_while_unreachable), the sink must then be usable: write() keeps
+  // trying to reach it (a transient failure until it can), and prepares the
+  // table at first contact (a wrong table is then a permanent failure).
   virtual void open(const TableDescriptor& table, const SinkContext& context) = 0;
 
   // Writes one batch as one unit. A batch may be offered again after a
@@ -78,6 +82,13 @@ class Sink {
 
   // Releases the target. Called once, after the last write.
   virtual void close() noexcept {}
+
+  // close() ran out of time: every write() in progress, and every one that
+  // starts later, must return within about 100 ms (as a transient failure),
+  // whatever it waits in: a connection lease, a connect, a statement to a
+  // server that does not answer. Called once, from the closing thread,
+  // while writers may be inside write(); close() follows once they left.
+  virtual void cancel() noexcept {}
 
   // Where this sink writes, for messages (never includes a password).
   virtual std::string describe() const = 0;
