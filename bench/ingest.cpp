@@ -498,6 +498,7 @@ int main(int argc, char** argv) {
     auditpipe::Options o;
     o.writers = 2;
     o.batch_size = 5000;
+    o.write_latency_target = std::chrono::milliseconds(0);  // every batch 5000
     results.push_back(auditpipe_run(std::string("auditpipe ") + path + ", 2 writers, batch 5000",
                                     url + "write_path=" + path, o, rows(400000), true));
   }

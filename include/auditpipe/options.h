@@ -33,7 +33,7 @@ struct Options {
   // smaller (down to 1% of batch_size), and grow back towards batch_size
   // while they are quicker. Slots go back to the pool as each write is
   // stored, so this bounds how long a producer waits for one under
-  // saturation. Unset: max_wait / 10 (at least 1 ms). Zero: every batch is
+  // saturation. Unset: max_wait / 10 (at least 10 ms). Zero: every batch is
   // as large as batch_size.
   std::optional<std::chrono::milliseconds> write_latency_target;
   // Longest a committed record waits before the writer hands it over, even

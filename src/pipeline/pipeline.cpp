@@ -43,6 +43,10 @@ Options resolve(const TableDescriptor& table, const Sink* sink, Options o) {
   if (sink == nullptr) fail("no sink given");
   if (o.writers == 0) o.writers = std::max(1u, sink->preferred_writers());
   if (o.batch_size == 0) o.batch_size = std::clamp<std::size_t>(o.capacity / 8, 1, 5000);
+  if (!o.write_latency_target) {
+    o.write_latency_target = std::max(std::chrono::milliseconds(10), o.max_wait / 10);
+  }
+  if (o.write_latency_target->count() < 0) fail("write_latency_target must not be negative");
   if (table.columns.empty()) fail("the table has no columns");
   if (o.capacity == 0) fail("capacity must be at least 1");
   if (o.batch_size > o.capacity) {
@@ -101,7 +105,7 @@ class Pipeline::Engine {
       diagnostics()->error(
           "auditpipe: starting without the database ({}); records wait{} until it answers",
           e.what(),
-          !options_.spill_path.empty()   ? " in the pool and the spill directory"
+          !options_.spill_path.empty()     ? " in the pool and the spill directory"
           : !options_.durable_path.empty() ? " in the durable pool"
                                            : " in the pool");
     }

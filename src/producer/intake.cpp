@@ -73,7 +73,7 @@ std::byte* Intake::acquire_slow(Status* status) noexcept {
       if (std::byte* r = overflow_record()) return r;
       [[fallthrough]];  // a second acquire() before the first commit: wait as block does
     case Overflow::block:
-      s = acquire_blocking(status);
+      s = acquire_blocking(status, clock::now());
       break;
   }
   if (s == nullptr) return nullptr;
@@ -85,8 +85,7 @@ std::byte* Intake::acquire_slow(Status* status) noexcept {
   return pool_.record(s);
 }
 
-SlotHeader* Intake::acquire_blocking(Status* status) noexcept {
-  const auto t0 = clock::now();
+SlotHeader* Intake::acquire_blocking(Status* status, clock::time_point t0) noexcept {
   // A full pool means writers should not wait for fuller batches.
   signal_.wake_all();
   SlotHeader* s = pool_.acquire_until(t0 + options_.max_wait, closing_);
@@ -146,6 +145,9 @@ std::byte* Intake::overflow_record() noexcept {
 // Appended to the spill directory, or, if that is full or failing, copied
 // into a pool slot after waiting as Overflow::block does.
 Status Intake::commit_outside_pool(std::byte* record) noexcept {
+  // The append's own time counts against max_wait: a producer never waits
+  // longer than that for the spill and the pool together.
+  const clock::time_point t0 = clock::now();
   Producer* p = owner_of_overflow_record(record);
   const std::int64_t seq = p->next_seq->load(std::memory_order_relaxed);
   if (spill_->append_overflow(p->source_id, seq, record)) {
@@ -154,7 +156,7 @@ Status Intake::commit_outside_pool(std::byte* record) noexcept {
     return Status::ok;
   }
   Status status = Status::ok;
-  SlotHeader* s = acquire_blocking(&status);
+  SlotHeader* s = acquire_blocking(&status, t0);
   if (s == nullptr) {
     p->spill_record_in_use.store(false, std::memory_order_relaxed);
     return status;

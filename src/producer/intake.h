@@ -169,8 +169,9 @@ class Intake {
 
  private:
   std::byte* acquire_slow(Status* status) noexcept;
-  // Waits up to max_wait for a slot (Overflow::block, or a refused spill).
-  SlotHeader* acquire_blocking(Status* status) noexcept;
+  // Waits until t0 + max_wait for a slot (Overflow::block, or a refused
+  // spill, whose attempt began at t0).
+  SlotHeader* acquire_blocking(Status* status, clock::time_point t0) noexcept;
   // Overflow::spill: the calling source's record outside the pool.
   std::byte* overflow_record() noexcept;
   Status commit_outside_pool(std::byte* record) noexcept;

@@ -63,6 +63,9 @@ BatchWriter::BatchWriter(const WriterParts& parts, unsigned index, Spill* replay
       slots_(parts.options.batch_size),
       refs_(parts.options.batch_size),
       truncated_(parts.options.batch_size),
+      sizer_(parts.options.batch_size,
+             std::chrono::duration_cast<std::chrono::microseconds>(
+                 parts.options.write_latency_target.value_or(std::chrono::milliseconds(0)))),
       jitter_(std::random_device{}()) {
   thread_ = std::thread([this] { run(); });
 }
@@ -76,7 +79,7 @@ void BatchWriter::join() {
 }
 
 bool BatchWriter::batch_is_due(std::size_t held, clock::time_point first) {
-  return held == slots_.size() || parts_.control.urgent() || parts_.control.stopping() ||
+  return held >= sizer_.limit() || parts_.control.urgent() || parts_.control.stopping() ||
          parts_.intake.producers_short_of_slots() ||
          clock::now() - first >= parts_.options.flush_interval;
 }
@@ -85,7 +88,6 @@ void BatchWriter::run() {
   mark_internal_thread();
   Intake& intake = parts_.intake;
   WriterControl& control = parts_.control;
-  const std::size_t batch_size = slots_.size();
   std::size_t held = 0;
   clock::time_point first{};
   while (true) {
@@ -93,8 +95,9 @@ void BatchWriter::run() {
     // sleep below.
     const std::uint64_t epoch = intake.signal().epoch();
     if (control.giving_up()) break;  // held slots stay committed
-    if (held < batch_size) {
-      const std::size_t got = intake.take(token_, slots_.data() + held, batch_size - held);
+    const std::size_t limit = sizer_.limit();
+    if (held < limit) {
+      const std::size_t got = intake.take(token_, slots_.data() + held, limit - held);
       if (got != 0 && held == 0) first = clock::now();
       held += got;
     }
@@ -103,33 +106,44 @@ void BatchWriter::run() {
         if (!write_held(held)) break;
         held = 0;
         // More than another batch waiting: make sure a sleeping peer helps.
-        if (parts_.options.writers > 1 && intake.queued() >= batch_size) {
+        if (parts_.options.writers > 1 && intake.queued() >= sizer_.limit()) {
           intake.signal().wake_one(true);
+        }
+        // Records on disk get every other turn while fresh ones keep
+        // coming, or they would wait for the producers to pause.
+        if (replay_ != nullptr && replay_->pending() && !replay_one_batch() &&
+            control.giving_up()) {
+          break;
         }
         continue;
       }
     } else if (control.stopping()) {
       if (intake.queued() == 0) break;
       continue;
-    } else if (replay_ != nullptr &&
-               replay_->replay_some(batch_size, [this](std::span<const RecordRef> refs) {
-                 ReplayOutcome outcome(*this, refs);
-                 return write(refs, 0, refs.size(), outcome);
-               })) {
-      continue;  // spilled records go while the queue has no batch waiting
     }
+    // No batch due: spilled records go now (the held ones wait one write
+    // longer, at most their flush interval).
+    if (replay_ != nullptr && replay_->pending() && replay_one_batch()) continue;
+    if (control.giving_up()) break;
     const clock::time_point deadline =
         (held != 0 ? first : clock::now()) + parts_.options.flush_interval;
-    intake.signal().arm(intake.acquisitions() + static_cast<std::uint32_t>(batch_size - held));
+    intake.signal().arm(intake.acquisitions() + static_cast<std::uint32_t>(limit - held));
     // A record committed while arming may have missed the signal: look once
     // more before sleeping.
-    if (intake.queued() != 0 && held + intake.queued() >= batch_size) {
+    if (intake.queued() != 0 && held + intake.queued() >= limit) {
       intake.signal().disarm();
       continue;
     }
     intake.signal().wait_until(epoch, deadline);
     intake.signal().disarm();
   }
+}
+
+bool BatchWriter::replay_one_batch() {
+  return replay_->replay_some(sizer_.limit(), [this](std::span<const RecordRef> refs) {
+    ReplayOutcome outcome(*this, refs);
+    return write(refs, 0, refs.size(), outcome);
+  });
 }
 
 bool BatchWriter::write_held(std::size_t held) {
@@ -175,9 +189,11 @@ bool BatchWriter::write(std::span<const RecordRef> refs, std::size_t begin, std:
             "attempts)",
             index_, sink.describe(), count, failures);
       }
+      const std::uint64_t took_us = micros_since(t0);
       k.batches.fetch_add(1, std::memory_order_relaxed);
       k.batch_size.record(count);
-      k.write_latency_us.record(micros_since(t0));
+      k.write_latency_us.record(took_us);
+      sizer_.stored(count, std::chrono::microseconds(took_us));
       outcome.stored(begin, count);
       if (control.urgent()) control.notify_progress();
       return true;

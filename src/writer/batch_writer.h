@@ -5,7 +5,9 @@
 //
 // It never spins and never sleeps in a loop: with nothing to do it waits on
 // the intake's WriterSignal until producers have committed enough for a
-// batch or the flush interval passes. A failed write is retried with capped
+// batch or the flush interval passes. How many records make a batch is the
+// BatchSizer's call: as many as keep one write near the latency target, so
+// slots flow back to waiting producers write by write. A failed write is retried with capped
 // exponential backoff and jitter for as long as it takes (while the pool
 // fills and the overflow policy applies upstream); a batch the sink refuses
 // as data is split in halves until the refused records are isolated, so one
@@ -13,7 +15,10 @@
 // dead-letter file, if there is one.
 //
 // The writer given the spill directory (writer 0) also replays spilled
-// records through the same write loop whenever it has no batch waiting.
+// records through the same write loop: whenever it has no batch due, and
+// after every live batch it writes while records wait on disk, so the
+// spill gets at least half of that writer's turns under load and drains
+// whenever the database stores faster than the producers produce.
 //
 // Invariant: a slot leaves the writer only through Intake::release(), after
 // the sink stored it or refused it alone (counted), or stays committed when
@@ -41,6 +46,7 @@
 #include "durable/spill.h"
 #include "observe/counters.h"
 #include "producer/intake.h"
+#include "writer/batch_sizer.h"
 #include "writer/record_finisher.h"
 #include "writer/writer_control.h"
 
@@ -82,6 +88,9 @@ class BatchWriter {
 
   void run();
   bool batch_is_due(std::size_t held, WriterControl::clock::time_point first);
+  // Replays one batch of spilled records; false if there was none (or
+  // close() gave up).
+  bool replay_one_batch();
   // Finishes the held records and writes them; false if close() gave up.
   bool write_held(std::size_t held);
   // Writes refs[begin, begin + count). False if it gave up because close()
@@ -97,6 +106,7 @@ class BatchWriter {
   std::vector<SlotHeader*> slots_;
   std::vector<RecordRef> refs_;
   std::vector<std::uint32_t> truncated_;  // per held record: text fields marked cut
+  BatchSizer sizer_;
   std::minstd_rand jitter_;
   std::thread thread_;
 };

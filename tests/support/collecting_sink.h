@@ -1,8 +1,10 @@
 // CollectingSink: a Sink double that remembers every (source_id, seq) it is
 // given, for tests of the pipeline alone. It can be told to fail, to refuse
-// chosen records, or to hold writes until released.
+// chosen records, to hold writes until released, or to take time per record.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstring>
@@ -10,6 +12,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -29,6 +32,11 @@ class CollectingSink : public auditpipe::Sink {
   }
 
   auditpipe::WriteResult write(const auditpipe::Batch& batch) noexcept override {
+    // A database whose writes take time in proportion to their rows; slept
+    // outside the lock, so writers overlap as on a real server.
+    if (const auto d = delay_per_record_.load(); d.count() != 0) {
+      std::this_thread::sleep_for(d * static_cast<long>(batch.records.size()));
+    }
     std::unique_lock<std::mutex> lock(mutex_);
     ++attempts_;
     gate_cv_.wait(lock, [&] { return !held_; });
@@ -72,6 +80,7 @@ class CollectingSink : public auditpipe::Sink {
 
   // Setup.
   void keep_bytes() { keep_bytes_ = true; }
+  void delay_per_record(std::chrono::microseconds d) { delay_per_record_ = d; }
   void fail_open() { fail_open_ = true; }
   void fail_next(int n) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -130,6 +139,7 @@ class CollectingSink : public auditpipe::Sink {
   bool opened_ = false;
   bool closed_ = false;
   bool held_ = false;
+  std::atomic<std::chrono::microseconds> delay_per_record_{std::chrono::microseconds(0)};
   bool keep_bytes_ = false;
   bool permanent_ = false;
   bool fail_open_ = false;

@@ -15,6 +15,7 @@
 #include "auditpipe/logger.h"
 #include "collecting_sink.h"
 #include "eventually.h"
+#include "exactly_once.h"
 #include "temp_dir.h"
 
 namespace {
@@ -26,6 +27,7 @@ using auditpipe::Status;
 using testing_support::AuditRow;
 using testing_support::CollectingSink;
 using testing_support::eventually;
+using testing_support::expect_exactly_once;
 using testing_support::TempDir;
 
 Status log_one(auditpipe::Logger<AuditRow>& logger, std::int64_t id) {
@@ -34,21 +36,6 @@ Status log_one(auditpipe::Logger<AuditRow>& logger, std::int64_t id) {
   r->message_id = id;
   r->payload = "reliable";
   return r.commit();
-}
-
-// Unique and, per source, dense from `first`.
-void expect_exactly_once(const std::vector<CollectingSink::Key>& keys, std::size_t expected) {
-  std::set<CollectingSink::Key> distinct(keys.begin(), keys.end());
-  EXPECT_EQ(distinct.size(), keys.size()) << "duplicates";
-  EXPECT_EQ(keys.size(), expected);
-  std::map<std::int64_t, std::vector<std::int64_t>> by_source;
-  for (const auto& [source, seq] : keys) by_source[source].push_back(seq);
-  for (auto& [source, seqs] : by_source) {
-    std::sort(seqs.begin(), seqs.end());
-    for (std::size_t i = 1; i < seqs.size(); ++i) {
-      EXPECT_EQ(seqs[i], seqs[i - 1] + 1) << "gap in source " << source;
-    }
-  }
 }
 
 std::size_t files_in(const std::filesystem::path& dir, const std::string& suffix) {
