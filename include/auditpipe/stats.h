@@ -103,7 +103,8 @@ struct Stats {
   // Gauges.
   std::uint64_t pool_capacity = 0;
   std::uint64_t pool_in_use = 0;  // filling, queued or being written
-  std::uint64_t spill_bytes = 0;  // in the spill directory now
+  std::uint64_t spill_bytes = 0;    // in the spill directory now
+  std::uint64_t spill_records = 0;  // in the spill directory now, waiting to be written
 
   // The sink's connection pool, if it has one.
   std::optional<ConnectionPoolStats> connection_pool;
@@ -115,8 +116,14 @@ struct Stats {
 
 // What close() achieved.
 struct CloseReport {
-  bool drained = false;         // every committed record was written (or refused by the sink)
-  std::uint64_t spilled = 0;    // unwritten at the deadline, moved to the spill directory
+  // Every committed record was written (or refused by the sink), and the
+  // spill directory is empty: nothing is left anywhere.
+  bool drained = false;
+  std::uint64_t spilled = 0;  // unwritten at the deadline, moved to the spill directory
+  // Records in the spill directory when close() returned: those it spilled
+  // plus any spilled earlier and not yet replayed. The next logger on the
+  // directory writes them first.
+  std::uint64_t on_disk = 0;
   std::uint64_t unwritten = 0;  // committed records left unwritten at the deadline (a durable
                                 // pool keeps them for the next start)
   // Records acquired but still not committed when close() stopped waiting

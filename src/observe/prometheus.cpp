@@ -120,6 +120,8 @@ std::string to_prometheus(const Stats& s, const MetricLabels& labels) {
           static_cast<double>(s.pool_in_use));
   w.gauge("auditpipe_spill_bytes", "Bytes in the spill directory.",
           static_cast<double>(s.spill_bytes));
+  w.gauge("auditpipe_spill_records", "Records in the spill directory, waiting to be written.",
+          static_cast<double>(s.spill_records));
   w.family("auditpipe_health", "gauge", "1 for the current health state of the sink's database.");
   for (Health h : {Health::ok, Health::degraded, Health::down}) {
     w.sample("auditpipe_health", "state=\"" + std::string(to_string(h)) + "\"",

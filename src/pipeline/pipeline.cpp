@@ -169,13 +169,16 @@ class Pipeline::Engine {
 
   Intake& intake() noexcept { return intake_; }
 
+  // Every record committed before the call is stored: those in the pool,
+  // and those in the spill directory (all of them: replay goes oldest
+  // first, and a record spilled later waits behind the earlier ones).
   bool flush(clock::time_point deadline) {
     auto pending = intake_.committed_now();
     WriterControl::UrgentScope urgent(control_);
     intake_.signal().wake_all();
     while (true) {
       std::erase_if(pending, [&](const auto& p) { return intake_.freed_since(p); });
-      if (pending.empty()) return true;
+      if (pending.empty() && on_disk() == 0) return true;
       const auto now = clock::now();
       if (now >= deadline || intake_.stopped()) return false;
       control_.wait_progress(std::min(deadline, now + std::chrono::milliseconds(10)));
@@ -218,7 +221,8 @@ class Pipeline::Engine {
     report.stats.abandoned += report.uncommitted;
     report.spilled = spilled;
     report.unwritten = unwritten;
-    report.drained = unwritten == 0 && spilled == 0 && drained;
+    report.on_disk = on_disk();
+    report.drained = unwritten == 0 && report.on_disk == 0 && drained;
     report_ = report;
     return report;
   }
@@ -234,6 +238,7 @@ class Pipeline::Engine {
     s.committed = intake_.committed();
     s.connection_pool = sink_->connection_pool_stats();
     s.spill_bytes = spill_ ? spill_->bytes() : 0;
+    s.spill_records = on_disk();
     s.pool_capacity = intake_.capacity();
     s.pool_in_use = intake_.in_use();
     return s;
@@ -281,17 +286,20 @@ class Pipeline::Engine {
     }
   }
 
+  std::uint64_t on_disk() const { return spill_ ? spill_->records() : 0; }
+
   // Writers hand over partial batches until everything committed is
-  // written, or `deadline`; true if it was. Records being filled may still
-  // be committed: they are waited for up to uncommitted_grace (in_use()
-  // counts them with the committed ones), then no longer.
+  // written and the spill directory replayed, or `deadline`; true if it
+  // was. Records being filled may still be committed: they are waited for
+  // up to uncommitted_grace (in_use() counts them with the committed ones),
+  // then no longer.
   bool drain(clock::time_point deadline) {
     WriterControl::UrgentScope urgent(control_);
     intake_.signal().wake_all();
     const clock::time_point grace_end = clock::now() + uncommitted_grace;
-    while (intake_.in_use() != 0) {
+    while (intake_.in_use() != 0 || on_disk() != 0) {
       const auto now = clock::now();
-      if (now >= grace_end && intake_.committed_count() == 0) break;
+      if (now >= grace_end && intake_.committed_count() == 0 && on_disk() == 0) break;
       if (now >= deadline) return false;
       control_.wait_progress(std::min(deadline, now + std::chrono::milliseconds(10)));
     }
