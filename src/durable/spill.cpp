@@ -15,7 +15,7 @@ Spill::Spill(const Options& options, const TableDescriptor& table, Counters& cou
       fsync_interval_(options.spill_fsync_interval),
       counters_(counters),
       finisher_(finisher),
-      writer_(options.spill_path, fingerprint_, table.record_size, options.spill_max_bytes,
+      writer_(options.spill_path, table, fingerprint_, options.spill_max_bytes,
               options.spill_segment_bytes) {}
 
 bool Spill::append_overflow(std::int64_t source_id, std::int64_t seq, std::byte* record) noexcept {
@@ -63,7 +63,7 @@ bool Spill::open_next_segment() {
   }
   reader_path_ = segments.front();
   try {
-    reader_ = std::make_unique<SpillReader>(reader_path_);
+    reader_ = std::make_unique<SpillReader>(reader_path_, writer_.codec());
   } catch (const std::exception& e) {
     diagnostics()->error("auditpipe: {}; set aside as {}.bad", e.what(), reader_path_.string());
     writer_.quarantine(reader_path_);
@@ -100,6 +100,7 @@ bool Spill::replay_some(std::size_t max, const Write& write) {
     reader_.reset();  // closing: the segment stays, and is replayed next time
     return false;
   }
+  writer_.replayed(reader_path_, n);
   return true;
 }
 

@@ -11,7 +11,8 @@
 //             record layout is set aside as *.bad, damage inside one is
 //             skipped and counted;
 //   upkeep    sync_if_due() fdatasyncs appended data (the housekeeper calls
-//             it), so no producer ever waits on the disk's flush.
+//             it), so no producer ever waits on the disk's flush;
+//   books     bytes() and records(): what the directory holds.
 //
 // Called by the producer path (append_overflow), one writer (replay_some:
 // writer 0, when it has no full batch waiting), the housekeeper
@@ -67,6 +68,11 @@ class Spill {
   void seal() { writer_.seal(); }
 
   std::uint64_t bytes() const { return writer_.bytes(); }
+  // Records in the spill directory not yet replayed: appended (by
+  // append_overflow and keep), and found in its segments at start, less
+  // those replayed. A segment's records that replay skipped as damaged
+  // leave the count when that segment is done; until then it counts them.
+  std::uint64_t records() const noexcept { return writer_.records(); }
   // Spilled records wait for replay (a segment with more than its header).
   bool pending() const;
   std::chrono::milliseconds fsync_interval() const noexcept { return fsync_interval_; }
