@@ -73,7 +73,9 @@ class Spill {
   // those replayed. A segment's records that replay skipped as damaged
   // leave the count when that segment is done; until then it counts them.
   std::uint64_t records() const noexcept { return writer_.records(); }
-  // Spilled records wait for replay (a segment with more than its header).
+  // The replaying writer should call replay_some(): a segment has more
+  // than its header (records to replay, or a replayed segment still to
+  // delete). records() says how many records wait.
   bool pending() const;
   std::chrono::milliseconds fsync_interval() const noexcept { return fsync_interval_; }
 

@@ -229,7 +229,7 @@ class Pipeline::Engine {
 
   Stats stats() const {
     Stats s;
-    const bool spill_pending = spill_ && spill_->pending();
+    const bool spill_pending = on_disk() != 0;
     counters_.copy_to(s, spill_pending, options_.health_down_after, [&] {
       // Committed records not stored yet (queued, or held by a writer), or
       // spilled ones.
