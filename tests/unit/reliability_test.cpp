@@ -134,6 +134,50 @@ TEST(Reliability, CloseSpillsWhatItCouldNotWriteAndTheNextStartReplaysIt) {
   expect_exactly_once(up->keys(), 100);
 }
 
+// Records spilled during an outage and records close() spilled at its
+// deadline are both on disk when it returns: the report says how many,
+// exactly, and flush() never claims success while any wait there.
+TEST(Reliability, CloseReportsEveryRecordStillOnDisk) {
+  TempDir dir;
+  Options o;
+  o.capacity = 64;
+  o.batch_size = 16;
+  o.overflow = Overflow::spill;
+  o.spill_path = dir.path() / "spill";
+  o.retry_backoff_initial = 1ms;
+  o.retry_backoff_max = 5ms;
+  std::uint64_t on_disk = 0;
+  {
+    auto down = std::make_shared<CollectingSink>();
+    down->fail_next(1'000'000);
+    auditpipe::Logger<AuditRow> logger(down, o);
+    for (int i = 0; i < 500; ++i) ASSERT_EQ(log_one(logger, i), Status::ok);
+    const auto before = logger.stats();
+    EXPECT_GT(before.spilled, 0u);
+    EXPECT_EQ(before.spill_records, before.spilled);
+    EXPECT_FALSE(logger.flush(50ms));
+    const auto report = logger.close(100ms);
+    EXPECT_FALSE(report.drained);
+    EXPECT_EQ(report.unwritten, 0u);
+    EXPECT_GT(report.spilled, 0u) << "close() found nothing left in the pool to spill";
+    EXPECT_EQ(report.on_disk, 500u);
+    EXPECT_EQ(report.stats.spill_records, 500u);
+    on_disk = report.on_disk;
+  }
+  auto up = std::make_shared<CollectingSink>();
+  {
+    auditpipe::Logger<AuditRow> logger(up, o);
+    EXPECT_EQ(logger.stats().spill_records, on_disk) << "counted again at start";
+    EXPECT_TRUE(logger.flush(10s));
+    EXPECT_EQ(logger.stats().spill_records, 0u);
+    const auto report = logger.close();
+    EXPECT_TRUE(report.drained);
+    EXPECT_EQ(report.on_disk, 0u);
+    EXPECT_EQ(report.stats.replayed, on_disk);
+  }
+  expect_exactly_once(up->keys(), 500);
+}
+
 TEST(Reliability, ADurablePoolKeepsCommittedRecordsForTheNextStart) {
   TempDir dir;
   Options o;
