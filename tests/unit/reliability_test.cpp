@@ -178,6 +178,34 @@ TEST(Reliability, CloseReportsEveryRecordStillOnDisk) {
   expect_exactly_once(up->keys(), 500);
 }
 
+// A writer sleeping in a long retry backoff does not hold close() or
+// flush() past their deadlines: both return by then (+100 ms for the
+// wake-up and the spill), and what was not written is reported.
+TEST(Reliability, CloseAndFlushKeepTheirDeadlinesThroughARetryBackoff) {
+  TempDir dir;
+  auto sink = std::make_shared<CollectingSink>();
+  sink->fail_next(1'000'000);
+  Options o;
+  o.capacity = 64;
+  o.batch_size = 8;
+  o.spill_path = dir.path() / "spill";
+  o.retry_backoff_initial = 30s;  // every writer is asleep in its first backoff
+  o.retry_backoff_max = 60s;
+  auditpipe::Logger<AuditRow> logger(sink, o);
+  for (int i = 0; i < 40; ++i) ASSERT_EQ(log_one(logger, i), Status::ok);
+  ASSERT_TRUE(eventually([&] { return logger.stats().write_failures >= 1; }));
+  using clock = std::chrono::steady_clock;
+  auto t0 = clock::now();
+  EXPECT_FALSE(logger.flush(300ms));
+  EXPECT_LE(clock::now() - t0, 300ms + 100ms);
+  t0 = clock::now();
+  const auto report = logger.close(300ms);
+  EXPECT_LE(clock::now() - t0, 300ms + 100ms);
+  EXPECT_FALSE(report.drained);
+  EXPECT_EQ(report.spilled + report.unwritten, 40u);
+  EXPECT_EQ(report.on_disk, 40u);
+}
+
 TEST(Reliability, ADurablePoolKeepsCommittedRecordsForTheNextStart) {
   TempDir dir;
   Options o;
