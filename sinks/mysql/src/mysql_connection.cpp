@@ -63,18 +63,15 @@ MysqlError error_of(MYSQL* m) {
 // room for name resolution and TLS set-up inside it.
 constexpr std::size_t connect_stack_size = 256 * 1024;
 
-// mysql_real_connect() on the non-blocking API: each wait the library asks
-// for goes through `cancel`. Once cancelled, every wait is reported to the
-// library as timed out, so the connect fails at once and cleans up after
-// itself (the MYSQL handle is never freed in the middle of it). The
-// library's own timeouts (connect_timeout) still apply. True if connected.
-bool connect_nonblocking(MYSQL* m, const MysqlConfig& c, const MysqlEndpoint& e,
-                         const Cancellation& cancel) {
-  MYSQL* connected = nullptr;
-  int status =
-      mysql_real_connect_start(&connected, m, e.socket.empty() ? e.host.c_str() : "localhost",
-                               c.user.c_str(), c.password.c_str(), c.database.c_str(), e.port,
-                               e.socket.empty() ? nullptr : e.socket.c_str(), 0);
+// One call of the non-blocking API to its end: `start()` and `cont(events)`
+// are the call's _start and _cont functions, returning what the library
+// waits for. Each wait goes through `cancel`; once cancelled, every wait is
+// reported to the library as timed out, so the call fails at once and
+// cleans up after itself (the handle is never freed in the middle of it).
+// The library's own timeouts (connect_timeout, read_timeout) still apply.
+template <class Start, class Cont>
+void run_nonblocking(MYSQL* m, const Cancellation& cancel, Start start, Cont cont) {
+  int status = start();
   while (status != 0) {
     short events = 0;
     if (status & MYSQL_WAIT_READ) events |= POLLIN;
@@ -99,9 +96,47 @@ bool connect_nonblocking(MYSQL* m, const MysqlConfig& c, const MysqlEndpoint& e,
         happened = MYSQL_WAIT_TIMEOUT;
         break;
     }
-    status = mysql_real_connect_cont(&connected, m, happened);
+    status = cont(happened);
   }
+}
+
+// mysql_real_connect(), cancellable. True if connected.
+bool connect_nonblocking(MYSQL* m, const MysqlConfig& c, const MysqlEndpoint& e,
+                         const Cancellation& cancel) {
+  MYSQL* connected = nullptr;
+  run_nonblocking(
+      m, cancel,
+      [&] {
+        return mysql_real_connect_start(&connected, m,
+                                        e.socket.empty() ? e.host.c_str() : "localhost",
+                                        c.user.c_str(), c.password.c_str(), c.database.c_str(),
+                                        e.port, e.socket.empty() ? nullptr : e.socket.c_str(), 0);
+      },
+      [&](int events) { return mysql_real_connect_cont(&connected, m, events); });
   return connected != nullptr;
+}
+
+// The first column of the first row of `sql`, cancellable: the queries a
+// new connection runs before the sink knows it (and could shut its socket
+// down) must not hang on a server that stopped answering.
+std::optional<std::string> query_value_nonblocking(MYSQL* m, std::string_view sql,
+                                                   const Cancellation& cancel) {
+  int failed = 0;
+  run_nonblocking(
+      m, cancel, [&] { return mysql_real_query_start(&failed, m, sql.data(), sql.size()); },
+      [&](int events) { return mysql_real_query_cont(&failed, m, events); });
+  if (failed != 0) return std::nullopt;
+  MYSQL_RES* r = nullptr;
+  run_nonblocking(
+      m, cancel, [&] { return mysql_store_result_start(&r, m); },
+      [&](int events) { return mysql_store_result_cont(&r, m, events); });
+  if (r == nullptr) return std::nullopt;
+  std::optional<std::string> value;
+  if (MYSQL_ROW row = mysql_fetch_row(r); row != nullptr && row[0] != nullptr) {
+    value.emplace(row[0], mysql_fetch_lengths(r)[0]);
+  }
+  mysql_free_result(r);
+  return value;
 }
 
 }  // namespace
@@ -122,7 +157,7 @@ std::unique_ptr<MysqlConnection> MysqlConnection::connect(const MysqlConfig& c, 
     mysql_options(m, MYSQL_OPT_NONBLOCK, &connect_stack_size);
     if (connect_nonblocking(m, c, e, cancel)) {
       auto connection = std::unique_ptr<MysqlConnection>(new MysqlConnection(m, e, c.password));
-      if (const auto packet = connection->query_value("SELECT @@max_allowed_packet")) {
+      if (const auto packet = query_value_nonblocking(m, "SELECT @@max_allowed_packet", cancel)) {
         connection->max_allowed_packet_ = std::stoul(*packet);
       } else {
         throw error(c.hide_password(
