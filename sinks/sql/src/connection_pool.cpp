@@ -277,8 +277,11 @@ void ConnectionPool::opener_loop() {
         // openers retrying in a tight loop would be).
         connect_backoff_ = std::clamp(connect_backoff_ * 2, milliseconds{100}, milliseconds{5000});
         next_connect_ = clock::now() + connect_backoff_;
-        diagnostics()->warn("auditpipe: pool '{}': connect failed (retrying in {} ms): {}",
-                            options_.name, connect_backoff_.count(), failure);
+        // Not for a connect cut short by the owner's cancel: it was meant.
+        if (!cancelled_) {
+          diagnostics()->warn("auditpipe: pool '{}': connect failed (retrying in {} ms): {}",
+                              options_.name, connect_backoff_.count(), failure);
+        }
       }
       if (!discard.empty()) {
         lock.unlock();

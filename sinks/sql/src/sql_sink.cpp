@@ -215,10 +215,10 @@ WriteResult SqlSink::write_single(const Batch& batch) {
 }
 
 void SqlSink::cancel() noexcept {
-  // Connects in progress (and any that start) return; then lease waits;
+  // Lease waits fail; connects in progress (and any that start) return;
   // then whatever a live connection waits for on its server.
-  cancellation_.cancel();
   if (pool_) pool_->cancel();
+  cancellation_.cancel();
   {
     detail::MutexLock lock(single_mutex_);  // a waiter is either waiting or sees the flag
   }
@@ -232,6 +232,7 @@ void SqlSink::close() noexcept {
   // No write runs any more: connects the pool's openers have in progress
   // stop now instead of at their connect_timeout; open connections close
   // as usual.
+  if (pool_) pool_->cancel();
   cancellation_.cancel();
   pool_.reset();
   detail::MutexLock lock(single_mutex_);

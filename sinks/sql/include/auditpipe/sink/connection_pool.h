@@ -130,7 +130,8 @@ class ConnectionPool {
   // Every borrower waiting in acquire() gets auditpipe::error now, and so
   // does every acquire() and try_acquire() from here on; connections lent
   // out stay theirs until given back. For a sink whose close() ran out of
-  // time (Sink::cancel); the pool is destroyed soon after.
+  // time (Sink::cancel); the pool is destroyed soon after. Connects that
+  // fail from then on are not reported (the owner cut them short).
   void cancel() AUDITPIPE_EXCLUDES(mutex_);
 
   ConnectionPoolStats stats() const AUDITPIPE_EXCLUDES(mutex_);
