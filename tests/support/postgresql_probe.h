@@ -50,6 +50,13 @@ class PostgresqlProbe {
              u.password.value_or("")});
   }
 
+  // As the user of `u` (its first host), on any server.
+  explicit PostgresqlProbe(const auditpipe::Url& u) {
+    connect({"host", "port", "dbname", "user", "password"},
+            {u.hosts.at(0).host, std::to_string(u.hosts[0].port.value_or(5432)), u.path, u.user,
+             u.password.value_or("")});
+  }
+
   // As the server's superuser `postgres`, which scripts/postgres.sh lets in
   // without a password over the Unix socket in its directory
   // (AUDITPIPE_POSTGRES_DIR): for what the test user may not do, such as

@@ -1,9 +1,13 @@
-// MysqlConnection (mysql_connection.h): connecting with failover, the
-// session set up once, and the catalog queries and DDL of the table check.
+// MysqlConnection (mysql_connection.h): connecting with failover on the
+// non-blocking API, the session set up once, and the catalog queries and
+// DDL of the table check.
 #include "mysql_connection.h"
 
 #include <mysql.h>
+#include <poll.h>
+#include <sys/socket.h>
 
+#include <chrono>
 #include <mutex>
 
 #include "auditpipe/status.h"
@@ -55,20 +59,105 @@ MysqlError error_of(MYSQL* m) {
   return MysqlError{mysql_errno(m), mysql_sqlstate(m), mysql_error(m)};
 }
 
+// The non-blocking connect's own stack (the library's default is 60 KiB):
+// room for name resolution and TLS set-up inside it.
+constexpr std::size_t connect_stack_size = 256 * 1024;
+
+// One call of the non-blocking API to its end: `start()` and `cont(events)`
+// are the call's _start and _cont functions, returning what the library
+// waits for. Each wait goes through `cancel`; once cancelled, every wait is
+// reported to the library as timed out, so the call fails at once and
+// cleans up after itself (the handle is never freed in the middle of it).
+// The library's own timeouts (connect_timeout, read_timeout) still apply.
+template <class Start, class Cont>
+void run_nonblocking(MYSQL* m, const Cancellation& cancel, Start start, Cont cont) {
+  int status = start();
+  while (status != 0) {
+    short events = 0;
+    if (status & MYSQL_WAIT_READ) events |= POLLIN;
+    if (status & MYSQL_WAIT_WRITE) events |= POLLOUT;
+    if (status & MYSQL_WAIT_EXCEPT) events |= POLLPRI;
+    const auto deadline =
+        status & MYSQL_WAIT_TIMEOUT
+            ? Cancellation::clock::now() + std::chrono::milliseconds(mysql_get_timeout_value_ms(m))
+            : Cancellation::clock::time_point::max();
+    short revents = 0;
+    int happened = 0;
+    switch (cancel.wait_for(events != 0 ? static_cast<int>(mysql_get_socket(m)) : -1, events,
+                            deadline, revents)) {
+      case Cancellation::Wait::ready:
+        if (revents & (POLLIN | POLLHUP | POLLERR)) happened |= status & MYSQL_WAIT_READ;
+        if (revents & (POLLOUT | POLLHUP | POLLERR)) happened |= status & MYSQL_WAIT_WRITE;
+        if (revents & POLLPRI) happened |= MYSQL_WAIT_EXCEPT;
+        if (happened == 0) happened = status & ~MYSQL_WAIT_TIMEOUT;
+        break;
+      case Cancellation::Wait::timed_out:
+      case Cancellation::Wait::cancelled:
+        happened = MYSQL_WAIT_TIMEOUT;
+        break;
+    }
+    status = cont(happened);
+  }
+}
+
+// mysql_real_connect(), cancellable. True if connected.
+bool connect_nonblocking(MYSQL* m, const MysqlConfig& c, const MysqlEndpoint& e,
+                         const Cancellation& cancel) {
+  MYSQL* connected = nullptr;
+  run_nonblocking(
+      m, cancel,
+      [&] {
+        return mysql_real_connect_start(&connected, m,
+                                        e.socket.empty() ? e.host.c_str() : "localhost",
+                                        c.user.c_str(), c.password.c_str(), c.database.c_str(),
+                                        e.port, e.socket.empty() ? nullptr : e.socket.c_str(), 0);
+      },
+      [&](int events) { return mysql_real_connect_cont(&connected, m, events); });
+  return connected != nullptr;
+}
+
+// The first column of the first row of `sql`, cancellable: the queries a
+// new connection runs before the sink knows it (and could shut its socket
+// down) must not hang on a server that stopped answering.
+std::optional<std::string> query_value_nonblocking(MYSQL* m, std::string_view sql,
+                                                   const Cancellation& cancel) {
+  int failed = 0;
+  run_nonblocking(
+      m, cancel, [&] { return mysql_real_query_start(&failed, m, sql.data(), sql.size()); },
+      [&](int events) { return mysql_real_query_cont(&failed, m, events); });
+  if (failed != 0) return std::nullopt;
+  MYSQL_RES* r = nullptr;
+  run_nonblocking(
+      m, cancel, [&] { return mysql_store_result_start(&r, m); },
+      [&](int events) { return mysql_store_result_cont(&r, m, events); });
+  if (r == nullptr) return std::nullopt;
+  std::optional<std::string> value;
+  if (MYSQL_ROW row = mysql_fetch_row(r); row != nullptr && row[0] != nullptr) {
+    value.emplace(row[0], mysql_fetch_lengths(r)[0]);
+  }
+  mysql_free_result(r);
+  return value;
+}
+
 }  // namespace
 
-std::unique_ptr<MysqlConnection> MysqlConnection::connect(const MysqlConfig& c, bool local_infile) {
+std::unique_ptr<MysqlConnection> MysqlConnection::connect(const MysqlConfig& c, bool local_infile,
+                                                          const Cancellation& cancel) {
   library_init();
   std::string failures;
+  bool answered = false;  // some endpoint's server said why it refused
   for (const MysqlEndpoint& e : c.endpoints) {
+    if (cancel.cancelled()) {
+      throw error("auditpipe: connecting to " + c.sink.redacted_url +
+                  " cancelled (close() ran out of time)");
+    }
     MYSQL* m = mysql_init(nullptr);
     if (m == nullptr) throw error("auditpipe: out of memory creating a MySQL connection");
     set_options(m, c, e, local_infile);
-    if (mysql_real_connect(m, e.socket.empty() ? e.host.c_str() : "localhost", c.user.c_str(),
-                           c.password.c_str(), c.database.c_str(), e.port,
-                           e.socket.empty() ? nullptr : e.socket.c_str(), 0) != nullptr) {
+    mysql_options(m, MYSQL_OPT_NONBLOCK, &connect_stack_size);
+    if (connect_nonblocking(m, c, e, cancel)) {
       auto connection = std::unique_ptr<MysqlConnection>(new MysqlConnection(m, e, c.password));
-      if (const auto packet = connection->query_value("SELECT @@max_allowed_packet")) {
+      if (const auto packet = query_value_nonblocking(m, "SELECT @@max_allowed_packet", cancel)) {
         connection->max_allowed_packet_ = std::stoul(*packet);
       } else {
         throw error(c.hide_password(
@@ -77,15 +166,22 @@ std::unique_ptr<MysqlConnection> MysqlConnection::connect(const MysqlConfig& c, 
       }
       return connection;
     }
-    failures += (failures.empty() ? "" : "; ") + e.describe() + ": " + error_of(m).describe();
+    const MysqlError failure = error_of(m);
+    if (!is_unreachable_error(failure.code)) answered = true;
+    failures += (failures.empty() ? "" : "; ") + e.describe() + ": " + failure.describe();
     mysql_close(m);
   }
-  throw error(
-      c.hide_password("auditpipe: cannot connect to " + c.sink.redacted_url + ": " + failures));
+  const std::string message =
+      c.hide_password("auditpipe: cannot connect to " + c.sink.redacted_url + ": " + failures);
+  if (!answered) throw unreachable(message);
+  throw error(message);
 }
 
 MysqlConnection::MysqlConnection(MYSQL* mysql, MysqlEndpoint endpoint, std::string password)
-    : mysql_(mysql), endpoint_(std::move(endpoint)), password_(std::move(password)) {
+    : mysql_(mysql),
+      socket_(static_cast<int>(mysql_get_socket(mysql))),
+      endpoint_(std::move(endpoint)),
+      password_(std::move(password)) {
   // MariaDB servers announce bulk execution in their extended
   // capabilities; MySQL servers do not have it.
   unsigned long long capabilities = 0;
@@ -102,6 +198,10 @@ MysqlConnection::MysqlConnection(MYSQL* mysql, MysqlEndpoint endpoint, std::stri
 MysqlConnection::~MysqlConnection() {
   path_state.reset();  // statements close before their connection
   mysql_close(mysql_);
+}
+
+void MysqlConnection::cancel_io() noexcept {
+  if (socket_ >= 0) shutdown(socket_, SHUT_RDWR);
 }
 
 bool MysqlConnection::ping() noexcept {

@@ -7,7 +7,14 @@
 // It also learns, once, what the server allows: max_allowed_packet and
 // whether it takes MariaDB's bulk (array-bound) execution.
 //
-// Thread safety: none; the pool lends it to one writer at a time.
+// The connect runs on Connector/C's non-blocking API (MYSQL_OPT_NONBLOCK,
+// mysql_real_connect_start/_cont), waiting through the sink's
+// Cancellation, so that cancel() ends it at once; everything after the
+// connect is the ordinary blocking API, which the library allows on the
+// same handle.
+//
+// Thread safety: none, but cancel_io(), from any thread; the pool lends it
+// to one writer at a time.
 #pragma once
 
 #include <mysql.h>
@@ -32,8 +39,11 @@ class MysqlConnection : public SqlConnection {
   };
 
   // Tries each endpoint in order. Throws auditpipe::error listing what
-  // each endpoint answered (the password is never part of it).
-  static std::unique_ptr<MysqlConnection> connect(const MysqlConfig& config, bool local_infile);
+  // each endpoint answered (the password is never part of it);
+  // auditpipe::unreachable if none answered at all (is_unreachable_error),
+  // and if `cancel` was cancelled.
+  static std::unique_ptr<MysqlConnection> connect(const MysqlConfig& config, bool local_infile,
+                                                  const Cancellation& cancel);
 
   ~MysqlConnection() override;
   MysqlConnection(const MysqlConnection&) = delete;
@@ -44,6 +54,10 @@ class MysqlConnection : public SqlConnection {
   std::vector<std::vector<std::string>> catalog_rows(std::string_view query,
                                                      const std::string& table) override;
   void execute_ddl(const std::string& sql) override;
+  std::string server() const override { return endpoint_.describe(); }
+  // Shuts the socket down: a statement waiting for the server fails with
+  // 2013 at once (Connector/C sends with MSG_NOSIGNAL: no SIGPIPE).
+  void cancel_io() noexcept override;
 
   MYSQL* handle() noexcept { return mysql_; }
   const MysqlEndpoint& endpoint() const noexcept { return endpoint_; }
@@ -73,6 +87,7 @@ class MysqlConnection : public SqlConnection {
   MysqlConnection(MYSQL* mysql, MysqlEndpoint endpoint, std::string password);
 
   MYSQL* mysql_;
+  const int socket_;  // mysql_get_socket() once connected: fixed, there is no reconnect
   MysqlEndpoint endpoint_;
   std::string password_;  // only to keep it out of messages
   bool bulk_supported_ = false;

@@ -1,3 +1,4 @@
+// MysqlError and the sorting of MySQL error codes (mysql_error.h).
 #include "mysql_error.h"
 
 #include <errmsg.h>
@@ -24,6 +25,22 @@ bool is_connection_error(unsigned code) noexcept {
     case ER_NET_WRITE_INTERRUPTED:
     case ER_NET_PACKET_TOO_LARGE:
     case ER_UNKNOWN_STMT_HANDLER:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_unreachable_error(unsigned code) noexcept {
+  switch (code) {
+    case CR_CONNECTION_ERROR:      // 2002: no server at the unix socket
+    case CR_CONN_HOST_ERROR:       // 2003: refused, timed out, no route to the host
+    case CR_UNKNOWN_HOST:          // 2005: the name does not resolve (now: DNS may be starting)
+    case CR_SERVER_GONE_ERROR:     // 2006
+    case CR_SERVER_LOST:           // 2013: connected, but no greeting (a hung server)
+    case CR_SERVER_LOST_EXTENDED:  // 2055: the same, with the system error
+    case ER_CON_COUNT_ERROR:       // 1040: too many connections, before any authentication
+    case ER_SERVER_SHUTDOWN:       // 1053: shutting down
       return true;
     default:
       return false;

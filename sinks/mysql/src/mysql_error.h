@@ -17,6 +17,13 @@ struct MysqlError {
 // another one (it may or may not have been applied: writes are idempotent).
 bool is_connection_error(unsigned code) noexcept;
 
+// A connect that failed without any server answering it (refused, timed
+// out, no route, a host name that does not resolve, a server that accepted
+// the socket but never sent its greeting), or a server that answered only
+// that it cannot take a connection now (too many, shutting down): nothing
+// is known of the configuration yet, so open() throws auditpipe::unreachable.
+bool is_unreachable_error(unsigned code) noexcept;
+
 // The server refuses the data itself (a value the column cannot hold, a
 // constraint): retrying the same rows cannot succeed.
 bool is_data_error(unsigned code) noexcept;

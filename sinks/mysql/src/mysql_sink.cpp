@@ -27,16 +27,22 @@ class MysqlSinkImpl final : public MysqlSink {
  public:
   explicit MysqlSinkImpl(MysqlConfig config)
       : MysqlSink(mysql_dialect, config.sink), config_(std::move(config)) {}
+  // The pool's openers call connect() until the pool is gone.
+  ~MysqlSinkImpl() override { close(); }
+  MysqlSinkImpl(const MysqlSinkImpl&) = delete;
+  MysqlSinkImpl& operator=(const MysqlSinkImpl&) = delete;
 
   // Two connections measured faster than one on every write path
   // (bench/write_paths, README).
   unsigned preferred_writers() const noexcept override { return 2; }
 
  private:
-  // Until table_ready() chooses the path (path_ is `automatic`),
-  // connections are plain: the set-up one has no local infile.
+  // Local infile only where LOAD DATA is asked for: table_ready() only ever
+  // chooses it then. (From the configuration, not path_: openers connect
+  // while the first contact's table_ready() may be choosing.)
   std::unique_ptr<SqlConnection> connect() override {
-    return MysqlConnection::connect(config_, path_ == WritePath::load_data);
+    return MysqlConnection::connect(config_, config_.write_path == WritePath::load_data,
+                                    cancellation());
   }
 
   void table_ready(SqlConnection& setup) override {

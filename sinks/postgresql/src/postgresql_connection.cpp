@@ -1,7 +1,14 @@
 // The PostgreSQL URL as libpq's connection keywords, and
-// PostgresqlConnection (postgresql_connection.h): the connection, its ping,
-// the catalog queries and DDL of the table check.
+// PostgresqlConnection (postgresql_connection.h): the connect (each host in
+// turn, cancellable, unreachable told from refused), its ping, the catalog
+// queries and DDL of the table check.
 #include "postgresql_connection.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <chrono>
+#include <string_view>
 
 #include "auditpipe/sink/url.h"
 #include "auditpipe/status.h"
@@ -28,17 +35,13 @@ PostgresqlConfig parse_postgresql_url(std::string_view text) {
   c.sink.redacted_url = url.redacted();
   c.sink.table_location = "on " + c.sink.redacted_url;
   c.sink.pool.name = c.sink.redacted_url;
-  std::string hosts, ports;
   for (const auto& h : url.hosts) {
-    hosts += (hosts.empty() ? "" : ",") + h.host;
-    ports += (ports.empty() ? "" : ",") + std::to_string(h.port.value_or(5432));
+    c.endpoints.push_back({h.host, std::to_string(h.port.value_or(5432))});
   }
   auto set = [&c](std::string keyword, std::string value) {
     c.keywords.push_back(std::move(keyword));
     c.values.push_back(std::move(value));
   };
-  set("host", hosts);
-  set("port", ports);
   set("dbname", url.path);
   set("user", url.user);
   if (url.password) set("password", *url.password);
@@ -50,7 +53,8 @@ PostgresqlConfig parse_postgresql_url(std::string_view text) {
       if (value != "true" && value != "false") bad(url, "create_table must be true or false");
       c.sink.create_table = value == "true";
     } else if (key == "connect_timeout") {
-      connect_timeout = std::to_string(url_number(url, key, value, 1, 3600));
+      c.connect_timeout_s = static_cast<unsigned>(url_number(url, key, value, 1, 3600));
+      connect_timeout = std::to_string(c.connect_timeout_s);
     } else if (key == "sslmode") {
       static constexpr std::string_view modes[] = {"disable", "allow",     "prefer",
                                                    "require", "verify-ca", "verify-full"};
@@ -84,24 +88,123 @@ std::string PostgresqlError::describe() const {
   return sqlstate.empty() ? message : "(" + sqlstate + ") " + message;
 }
 
-PostgresqlConnection::PostgresqlConnection(const PostgresqlConfig& config) {
-  std::vector<const char*> keywords, values;
+namespace {
+
+std::string trimmed(std::string message) {
+  while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
+  return message;
+}
+
+// One host's connect attempt, and what it says about the server.
+struct Attempt {
+  PGconn* conn = nullptr;  // connected, or null
+  std::string failure;
+  bool unreachable = false;
+};
+
+Attempt connect_to(const PostgresqlConfig& config, const PostgresqlConfig::Endpoint& e,
+                   const Cancellation& cancel) {
+  std::vector<const char*> keywords{"host", "port"}, values{e.host.c_str(), e.port.c_str()};
   for (std::size_t i = 0; i < config.keywords.size(); ++i) {
     keywords.push_back(config.keywords[i].c_str());
     values.push_back(config.values[i].c_str());
   }
   keywords.push_back(nullptr);
   values.push_back(nullptr);
+  const auto deadline = Cancellation::clock::now() + std::chrono::seconds(config.connect_timeout_s);
   // expand_dbname = 0: the database name is a name, never a connection
   // string of its own.
-  conn_ = PQconnectdbParams(keywords.data(), values.data(), 0);
-  if (PQstatus(conn_) != CONNECTION_OK) {
-    std::string message = conn_ ? PQerrorMessage(conn_) : "out of memory";
-    PQfinish(conn_);
-    while (!message.empty() && (message.back() == '\n' || message.back() == ' '))
-      message.pop_back();
-    throw error("auditpipe: cannot connect to " + config.sink.redacted_url + ": " + message);
+  PGconn* conn = PQconnectStartParams(keywords.data(), values.data(), 0);
+  if (conn == nullptr) throw error("auditpipe: out of memory creating a PostgreSQL connection");
+  // Whether the socket ever connected: a server (or something) is there.
+  bool connected = false;
+  bool timed_out = false;
+  PostgresPollingStatusType poll =
+      PQstatus(conn) == CONNECTION_BAD ? PGRES_POLLING_FAILED : PGRES_POLLING_WRITING;
+  while (poll != PGRES_POLLING_OK && poll != PGRES_POLLING_FAILED) {
+    const short events = poll == PGRES_POLLING_READING ? POLLIN : POLLOUT;
+    short revents = 0;
+    // No socket (between two addresses of a host): nothing to wait for.
+    const int fd = PQsocket(conn);
+    const Cancellation::Wait w =
+        fd < 0 ? (cancel.cancelled() ? Cancellation::Wait::cancelled : Cancellation::Wait::ready)
+               : cancel.wait_for(fd, events, deadline, revents);
+    if (w == Cancellation::Wait::cancelled) {
+      PQfinish(conn);
+      throw error("auditpipe: connecting to " + config.sink.redacted_url +
+                  " cancelled (close() ran out of time)");
+    }
+    if (w == Cancellation::Wait::timed_out) {
+      timed_out = true;
+      break;
+    }
+    poll = PQconnectPoll(conn);
+    const ConnStatusType status = PQstatus(conn);
+    if (status != CONNECTION_STARTED && status != CONNECTION_NEEDED && status != CONNECTION_BAD)
+      connected = true;
   }
+  Attempt a;
+  if (poll == PGRES_POLLING_OK) {
+    a.conn = conn;
+    return a;
+  }
+  a.failure =
+      timed_out
+          ? "no answer within connect_timeout=" + std::to_string(config.connect_timeout_s) + "s"
+          : trimmed(PQerrorMessage(conn));
+  PQfinish(conn);
+  a.unreachable = true;
+  if (!timed_out && connected) {
+    // The socket connected and then the attempt failed: the server may have
+    // answered (a wrong password, an unknown database: a configuration
+    // error) or gone away. libpq keeps the server's SQLSTATE of a failed
+    // connect to itself; PQping reads it: only "no response" and "not
+    // accepting connections now" (starting up, shutting down) are
+    // unreachable. Without TLS requirements, so that a TLS mismatch counts
+    // as a server that answered.
+    std::vector<const char*> ping_keywords, ping_values;
+    for (std::size_t i = 0; keywords[i] != nullptr; ++i) {
+      if (std::string_view(keywords[i]).rfind("ssl", 0) == 0) continue;
+      ping_keywords.push_back(keywords[i]);
+      ping_values.push_back(values[i]);
+    }
+    ping_keywords.push_back(nullptr);
+    ping_values.push_back(nullptr);
+    const PGPing ping = PQpingParams(ping_keywords.data(), ping_values.data(), 0);
+    a.unreachable = ping == PQPING_NO_RESPONSE || ping == PQPING_REJECT;
+  }
+  return a;
+}
+
+}  // namespace
+
+PostgresqlConnection::PostgresqlConnection(const PostgresqlConfig& config,
+                                           const Cancellation& cancel) {
+  std::string failures;
+  bool answered = false;
+  for (const PostgresqlConfig::Endpoint& e : config.endpoints) {
+    if (cancel.cancelled()) {
+      throw error("auditpipe: connecting to " + config.sink.redacted_url +
+                  " cancelled (close() ran out of time)");
+    }
+    Attempt a = connect_to(config, e, cancel);
+    if (a.conn != nullptr) {
+      conn_ = a.conn;
+      socket_ = PQsocket(conn_);
+      endpoint_ = e;
+      return;
+    }
+    if (!a.unreachable) answered = true;
+    failures += (failures.empty() ? "" : "; ") + e.describe() + ": " + a.failure;
+  }
+  const std::string message =
+      "auditpipe: cannot connect to " + config.sink.redacted_url + ": " + failures;
+  if (!answered) throw unreachable(message);
+  throw error(message);
+}
+
+void PostgresqlConnection::cancel_io() noexcept {
+  if (socket_ >= 0) shutdown(socket_, SHUT_RDWR);
 }
 
 bool PostgresqlConnection::ping() noexcept {

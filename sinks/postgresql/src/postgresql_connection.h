@@ -1,6 +1,18 @@
 // PostgreSQL pieces of the sink: the URL turned into libpq's connection
 // keywords and values, and a pooled connection (a libpq handle, for the
 // catalog, the DDL and the write paths).
+//
+// A connection tries the URL's hosts in order, one libpq connect each
+// (PQconnectStartParams, then PQconnectPoll), waiting on the socket
+// through the sink's Cancellation with connect_timeout as its deadline:
+// cancel() ends a connect at once. A host that refuses, does not answer in
+// time, or cannot be resolved is unreachable; one that answered (a wrong
+// password, an unknown database) is a configuration error, except that a
+// server which answered only that it cannot take connections now (starting
+// up, shutting down: what PQping calls PQPING_REJECT) is unreachable too.
+//
+// Thread safety: none, but cancel_io(), from any thread; the pool lends it
+// to one writer at a time.
 #pragma once
 
 #include <libpq-fe.h>
@@ -26,7 +38,14 @@ struct PostgresqlConfig {
   // into a connection string that something would parse again: a
   // connection string re-parsed by SOCI lost runs of spaces in passwords
   // and database names.
+  // Everything but the host and port, which each connect attempt adds.
   std::vector<std::string> keywords, values;
+  struct Endpoint {
+    std::string host, port;
+    std::string describe() const { return host + ":" + port; }
+  };
+  std::vector<Endpoint> endpoints;  // failover order
+  unsigned connect_timeout_s = 10;  // per host
   WritePath write_path = WritePath::automatic;
 };
 
@@ -45,8 +64,10 @@ PostgresqlError error_of(PGresult* result, PGconn* conn);
 
 class PostgresqlConnection : public SqlConnection {
  public:
-  // Throws auditpipe::error with libpq's message.
-  explicit PostgresqlConnection(const PostgresqlConfig& config);
+  // Throws auditpipe::error with libpq's message for each host;
+  // auditpipe::unreachable if no host answered (see above). Throws
+  // auditpipe::error once `cancel` is cancelled.
+  PostgresqlConnection(const PostgresqlConfig& config, const Cancellation& cancel);
   ~PostgresqlConnection() override { PQfinish(conn_); }
   PostgresqlConnection(const PostgresqlConnection&) = delete;
   PostgresqlConnection& operator=(const PostgresqlConnection&) = delete;
@@ -57,6 +78,10 @@ class PostgresqlConnection : public SqlConnection {
   std::vector<std::vector<std::string>> catalog_rows(std::string_view query,
                                                      const std::string& table) override;
   void execute_ddl(const std::string& sql) override;
+  std::string server() const override { return endpoint_.describe(); }
+  // Shuts the socket down: a statement waiting for the server fails at
+  // once ("server closed the connection"), and the connection is broken().
+  void cancel_io() noexcept override;
 
   PGconn* native() noexcept { return conn_; }
   bool broken() const noexcept { return PQstatus(conn_) != CONNECTION_OK; }
@@ -71,6 +96,8 @@ class PostgresqlConnection : public SqlConnection {
 
  private:
   PGconn* conn_ = nullptr;
+  int socket_ = -1;  // PQsocket() once connected
+  PostgresqlConfig::Endpoint endpoint_;
 };
 
 }  // namespace auditpipe::postgresql

@@ -135,6 +135,10 @@ class PostgresqlSinkImpl final : public PostgresqlSink {
  public:
   explicit PostgresqlSinkImpl(PostgresqlConfig config)
       : PostgresqlSink(postgresql_dialect, config.sink), config_(std::move(config)) {}
+  // The pool's openers call connect() until the pool is gone.
+  ~PostgresqlSinkImpl() override { close(); }
+  PostgresqlSinkImpl(const PostgresqlSinkImpl&) = delete;
+  PostgresqlSinkImpl& operator=(const PostgresqlSinkImpl&) = delete;
 
   bool accepts_nul_in_text() const noexcept override { return false; }
   // Two connections measured faster than one on every write path
@@ -143,7 +147,7 @@ class PostgresqlSinkImpl final : public PostgresqlSink {
 
  private:
   std::unique_ptr<SqlConnection> connect() override {
-    return std::make_unique<PostgresqlConnection>(config_);
+    return std::make_unique<PostgresqlConnection>(config_, cancellation());
   }
 
   void table_ready(SqlConnection&) override {

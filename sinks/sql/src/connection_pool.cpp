@@ -1,5 +1,5 @@
 // ConnectionPool (auditpipe/sink/connection_pool.h): leases, the opener
-// threads and the housekeeper.
+// threads, the housekeeper, and cancel().
 #include "auditpipe/sink/connection_pool.h"
 
 #include <spdlog/spdlog.h>
@@ -165,15 +165,32 @@ std::size_t ConnectionPool::wanted_locked() const noexcept {
 }
 
 ConnectionPool::Lease ConnectionPool::acquire(source_location where) {
+  return take(where, true);
+}
+
+ConnectionPool::Lease ConnectionPool::try_acquire(source_location where) {
+  return take(where, false);
+}
+
+void ConnectionPool::cancel() {
+  {
+    detail::MutexLock lock(mutex_);
+    cancelled_ = true;
+  }
+  available_cv_.notify_all();
+}
+
+ConnectionPool::Lease ConnectionPool::take(source_location where, bool wait) {
   const auto t0 = clock::now();
   const auto deadline = t0 + options_.connection_timeout;
   RelockableLock lock(mutex_);
   ++waiting_;
   work_cv_.notify_all();  // openers: demand may have grown
   while (true) {
-    if (closing_) {
+    if (closing_ || cancelled_) {
       --waiting_;
-      throw error("auditpipe: connection pool '" + options_.name + "' is closed");
+      throw error("auditpipe: connection pool '" + options_.name + "' is " +
+                  (closing_ ? "closed" : "cancelled (close() ran out of time)"));
     }
     if (!idle_.empty()) {
       std::unique_ptr<Entry> entry = std::move(idle_.back());
@@ -197,7 +214,12 @@ ConnectionPool::Lease ConnectionPool::acquire(source_location where) {
           std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t0).count()));
       return Lease(this, std::move(entry));
     }
-    if (available_cv_.wait_until(mutex_, deadline) == std::cv_status::timeout && idle_.empty()) {
+    if (!wait) {
+      --waiting_;
+      return Lease();
+    }
+    if (available_cv_.wait_until(mutex_, deadline) == std::cv_status::timeout && idle_.empty() &&
+        !cancelled_ && !closing_) {
       --waiting_;
       ++timeouts_;
       std::string message = "auditpipe: timed out after " + std::to_string(ms(clock::now() - t0)) +
@@ -255,8 +277,11 @@ void ConnectionPool::opener_loop() {
         // openers retrying in a tight loop would be).
         connect_backoff_ = std::clamp(connect_backoff_ * 2, milliseconds{100}, milliseconds{5000});
         next_connect_ = clock::now() + connect_backoff_;
-        diagnostics()->warn("auditpipe: pool '{}': connect failed (retrying in {} ms): {}",
-                            options_.name, connect_backoff_.count(), failure);
+        // Not for a connect cut short by the owner's cancel: it was meant.
+        if (!cancelled_) {
+          diagnostics()->warn("auditpipe: pool '{}': connect failed (retrying in {} ms): {}",
+                              options_.name, connect_backoff_.count(), failure);
+        }
       }
       if (!discard.empty()) {
         lock.unlock();

@@ -1,5 +1,6 @@
-// The SQL sink skeleton (auditpipe/sink/sql_sink.h): open, the write loop,
-// close. The sinks derived from it supply connections and write paths.
+// The SQL sink skeleton (auditpipe/sink/sql_sink.h): open, the table
+// prepared on every server, the write loop, cancel, close. The sinks
+// derived from it supply connections and write paths.
 #include "auditpipe/sink/sql_sink.h"
 
 #include <algorithm>
@@ -31,6 +32,29 @@ WriteResult result_of(std::optional<WriteFailure> failure, ConnectionPool::Lease
 
 }  // namespace
 
+// A pooled connection the sink knows is open: registered for cancel() from
+// its first moment, and taken off before it is closed.
+class SqlSink::LiveConnection final : public PooledConnection {
+ public:
+  LiveConnection(SqlSink& sink, std::unique_ptr<SqlConnection> connection)
+      : sink_(sink), connection_(std::move(connection)) {
+    sink_.add_live(connection_.get());
+  }
+  ~LiveConnection() override {
+    sink_.remove_live(connection_.get());
+    connection_.reset();
+  }
+  LiveConnection(const LiveConnection&) = delete;
+  LiveConnection& operator=(const LiveConnection&) = delete;
+
+  bool ping() noexcept override { return connection_->ping(); }
+  SqlConnection& connection() noexcept { return *connection_; }
+
+ private:
+  SqlSink& sink_;
+  std::unique_ptr<SqlConnection> connection_;
+};
+
 SqlSink::SqlSink(const SqlDialect& dialect, SqlSinkSettings settings)
     : dialect_(dialect), settings_(std::move(settings)) {}
 
@@ -42,11 +66,19 @@ void SqlSink::open(const TableDescriptor& table, const SinkContext& context) {
   text_ = sql_table_text(dialect_, table);
   try {
     // A connection of its own for the set-up: any connect error (wrong
-    // password, unreachable host) and any table problem surface here, with
+    // password, unknown database) and any table problem surface here, with
     // the database's own message, before the logger starts.
-    std::unique_ptr<SqlConnection> setup = connect();
-    sql_detail::create_or_check_table(*setup, dialect_, text_, table, settings_);
-    table_ready(*setup);
+    std::unique_ptr<SqlConnection> setup;
+    try {
+      setup = connect();
+    } catch (const unreachable&) {
+      // Nothing answered: the logger may start anyway (Options::
+      // start_while_unreachable). The pool connects in the background and
+      // prepares the table at first contact.
+      if (!settings_.single_connection) open_pool(context, false);
+      throw;
+    }
+    prepare_table(*setup);
     open_connections(std::move(setup), context);
   } catch (const error&) {
     throw;
@@ -56,43 +88,155 @@ void SqlSink::open(const TableDescriptor& table, const SinkContext& context) {
   }
 }
 
+void SqlSink::prepare_table(SqlConnection& c) {
+  const std::string server = c.server();
+  detail::MutexLock lock(table_mutex_);
+  if (prepared_servers_.count(server) == 0) {
+    sql_detail::create_or_check_table(c, dialect_, text_, *table_, settings_);
+    prepared_servers_.insert(server);
+  }
+  if (!table_ready_done_) {
+    table_ready(c);
+    table_ready_done_ = true;
+  }
+}
+
 void SqlSink::open_connections(std::unique_ptr<SqlConnection> setup, const SinkContext& context) {
   if (settings_.single_connection) {
     prepare_writes(*setup);
+    add_live(setup.get());
     detail::MutexLock lock(single_mutex_);
     single_ = std::move(setup);
     return;
   }
   setup.reset();  // closed before the pool opens its own
-  ConnectionPoolOptions pool = settings_.pool;
-  pool.max_size = settings_.pool_size.value_or(std::max(1u, context.writers));
   // The first connection opens here, on this thread: the write path's own
   // set-up (a prepared insert) fails at start, not at the first batch.
-  pool_ = std::make_unique<ConnectionPool>(
-      [this]() -> std::unique_ptr<PooledConnection> {
-        std::unique_ptr<SqlConnection> c = connect();
-        prepare_writes(*c);
-        return c;
-      },
-      pool, true);
+  open_pool(context, true);
+}
+
+void SqlSink::open_pool(const SinkContext& context, bool open_first) {
+  ConnectionPoolOptions pool = settings_.pool;
+  pool.max_size = settings_.pool_size.value_or(std::max(1u, context.writers));
+  pool_ = std::make_unique<ConnectionPool>([this] { return open_pooled(); }, pool, open_first);
+}
+
+std::unique_ptr<PooledConnection> SqlSink::open_pooled() {
+  auto live = std::make_unique<LiveConnection>(*this, connect());
+  SqlConnection& c = live->connection();
+  try {
+    // A server this sink has not written to yet (another host of a
+    // failover list, or the first contact after an unreachable open) gets
+    // its table created or checked before its first batch.
+    prepare_table(c);
+  } catch (const std::exception& e) {
+    // A connection still alive after the check failed met a table (or
+    // grants) it cannot write: writes say so, as permanent failures, until
+    // a connection gets past the check. One that died was an outage.
+    if (!cancellation_.cancelled() && c.ping()) {
+      const std::string message = std::string(e.what()) + " (server " + c.server() + ")";
+      detail::MutexLock lock(failure_mutex_);
+      table_failure_ = message;
+      throw error(message);
+    }
+    throw;
+  }
+  prepare_writes(c);
+  {
+    detail::MutexLock lock(failure_mutex_);
+    table_failure_.reset();
+  }
+  return live;
+}
+
+std::optional<std::string> SqlSink::table_failure() const {
+  detail::MutexLock lock(failure_mutex_);
+  return table_failure_;
+}
+
+void SqlSink::add_live(SqlConnection* c) noexcept {
+  detail::MutexLock lock(live_mutex_);
+  live_.push_back(c);
+  // Made while cancel() ran, or after: nothing it does may wait either.
+  if (io_cancelled_) c->cancel_io();
+}
+
+void SqlSink::remove_live(SqlConnection* c) noexcept {
+  detail::MutexLock lock(live_mutex_);
+  std::erase(live_, c);
 }
 
 WriteResult SqlSink::write(const Batch& batch) noexcept {
   try {
-    if (settings_.single_connection) {
-      detail::MutexLock lock(single_mutex_);
-      return result_of(write_batch(*single_, batch), nullptr);
+    if (cancellation_.cancelled()) {
+      return WriteResult::transient_error("auditpipe: " + settings_.redacted_url +
+                                          ": cancelled (close() ran out of time)");
     }
-    ConnectionPool::Lease lease = pool_->acquire();
-    return result_of(write_batch(lease.as<SqlConnection>(), batch), &lease);
+    if (settings_.single_connection) return write_single(batch);
+    ConnectionPool::Lease lease;
+    if (std::optional<std::string> refused = table_failure()) {
+      // The last server reached has a table this sink cannot write: no
+      // connection is coming until someone fixes it. One already open (to
+      // a server whose table was fine) is still used.
+      lease = pool_->try_acquire();
+      if (!lease) return WriteResult::permanent_error(std::move(*refused));
+    } else {
+      lease = pool_->acquire();
+    }
+    return result_of(write_batch(lease.as<LiveConnection>().connection(), batch), &lease);
   } catch (const std::exception& e) {
     return WriteResult::transient_error(e.what());
   }
 }
 
+WriteResult SqlSink::write_single(const Batch& batch) {
+  SqlConnection* c = nullptr;
+  {
+    detail::MutexLock lock(single_mutex_);
+    while (single_busy_ && !cancellation_.cancelled()) single_cv_.wait(single_mutex_);
+    if (cancellation_.cancelled()) {
+      return WriteResult::transient_error("auditpipe: " + settings_.redacted_url +
+                                          ": cancelled (close() ran out of time)");
+    }
+    single_busy_ = true;
+    c = single_.get();
+  }
+  struct Done {
+    SqlSink& s;
+    ~Done() {
+      {
+        detail::MutexLock lock(s.single_mutex_);
+        s.single_busy_ = false;
+      }
+      s.single_cv_.notify_one();
+    }
+  } done{*this};
+  return result_of(write_batch(*c, batch), nullptr);
+}
+
+void SqlSink::cancel() noexcept {
+  // Lease waits fail; connects in progress (and any that start) return;
+  // then whatever a live connection waits for on its server.
+  if (pool_) pool_->cancel();
+  cancellation_.cancel();
+  {
+    detail::MutexLock lock(single_mutex_);  // a waiter is either waiting or sees the flag
+  }
+  single_cv_.notify_all();
+  detail::MutexLock lock(live_mutex_);
+  io_cancelled_ = true;
+  for (SqlConnection* c : live_) c->cancel_io();
+}
+
 void SqlSink::close() noexcept {
+  // No write runs any more: connects the pool's openers have in progress
+  // stop now instead of at their connect_timeout; open connections close
+  // as usual.
+  if (pool_) pool_->cancel();
+  cancellation_.cancel();
   pool_.reset();
   detail::MutexLock lock(single_mutex_);
+  if (single_) remove_live(single_.get());
   single_.reset();
 }
 

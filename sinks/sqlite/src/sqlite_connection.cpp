@@ -1,6 +1,9 @@
 // SqliteConnection (sqlite_connection.h): the catalog queries and DDL of
-// the skeleton's table check, through SOCI.
+// the skeleton's table check, through SOCI, and the interrupt.
 #include "sqlite_connection.h"
+
+#include <soci/sqlite3/soci-sqlite3.h>
+#include <sqlite3.h>
 
 namespace auditpipe::sqlite {
 
@@ -17,6 +20,14 @@ std::vector<std::vector<std::string>> SqliteConnection::catalog_rows(std::string
 
 void SqliteConnection::execute_ddl(const std::string& sql) {
   session << sql;
+}
+
+void SqliteConnection::cancel_io() noexcept {
+  // The backend (and its handle) is fixed from open to close, and the
+  // skeleton never calls this on a connection being closed.
+  if (auto* backend = static_cast<::soci::sqlite3_session_backend*>(session.get_backend())) {
+    if (backend->conn_ != nullptr) sqlite3_interrupt(backend->conn_);
+  }
 }
 
 }  // namespace auditpipe::sqlite

@@ -1,6 +1,8 @@
 // SqliteConnection: the SQLite sink's one connection, a SOCI session on
 // the file with the prepared insert and the vectors bound to it. Private
-// to the sink; the skeleton holds it and lends it to one write at a time.
+// to the sink; the skeleton holds it and lends it to one write at a time,
+// and cancel_io() interrupts the statement running on it
+// (sqlite3_interrupt, which SQLite allows from any thread).
 #pragma once
 
 #include <soci/soci.h>
@@ -31,6 +33,8 @@ class SqliteConnection final : public SqlConnection {
   std::vector<std::vector<std::string>> catalog_rows(std::string_view query,
                                                      const std::string& table) override;
   void execute_ddl(const std::string& sql) override;
+  std::string server() const override { return path; }
+  void cancel_io() noexcept override;
 
   // One bound vector per column, in column order; SOCI keeps pointers to
   // them, so they are created once and never moved.
@@ -42,6 +46,7 @@ class SqliteConnection final : public SqlConnection {
   };
 
   ::soci::session session;
+  std::string path;  // the file, for messages
   std::vector<Bound> bound;
   std::vector<long long> source_ids;
   std::vector<long long> seqs;

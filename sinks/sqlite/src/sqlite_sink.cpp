@@ -1,7 +1,8 @@
 // The SQLite sink on the SQL sink skeleton: one connection (a SOCI
 // session with WAL, the busy timeout and the synchronous level set once),
 // one transaction per batch with a prepared insert and bulk (vector)
-// binding, and SQLite's result codes sorted for the skeleton.
+// binding, and SQLite's result codes sorted for the skeleton. A file is
+// never unreachable: every open() failure is a configuration error.
 #include "auditpipe/sqlite/sqlite_sink.h"
 
 #include <soci/soci.h>
@@ -131,6 +132,9 @@ class SqliteSink final : public SqlSink {
  public:
   explicit SqliteSink(SqliteConfig config)
       : SqlSink(sqlite_dialect, config.sink), config_(std::move(config)) {}
+  ~SqliteSink() override { close(); }
+  SqliteSink(const SqliteSink&) = delete;
+  SqliteSink& operator=(const SqliteSink&) = delete;
 
  private:
   std::unique_ptr<SqlConnection> connect() override {
@@ -148,6 +152,7 @@ class SqliteSink final : public SqlSink {
     // SQLite opens a file it may not write read-only without a word; every
     // batch would then fail. Refused here, at construction, instead.
     auto* handle = static_cast<::soci::sqlite3_session_backend*>(c->session.get_backend())->conn_;
+    c->path = config_.path;
     if (sqlite3_db_readonly(handle, "main") == 1) {
       throw error("auditpipe: SQLite database '" + config_.path +
                   "' is read-only for this process (file permissions or a read-only mount)");
@@ -193,6 +198,8 @@ class SqliteSink final : public SqlSink {
       tx.commit();
       return std::nullopt;
     } catch (const ::soci::sqlite3_soci_error& e) {
+      // SQLITE_INTERRUPT (cancel()) is `other`: retried, as the Sink
+      // contract wants of a cancelled write.
       const WriteFailure::Kind kind = is_data_error(e.result()) ? WriteFailure::Kind::data
                                       : is_configuration_error(e.result())
                                           ? WriteFailure::Kind::configuration

@@ -9,7 +9,8 @@
 //   - connections are opened by opener threads, outside the pool's lock and
 //     several at once; a borrower waits for whichever connection frees up
 //     or opens first, never behind a particular connect;
-//   - every wait is bounded by connection_timeout;
+//   - every wait is bounded by connection_timeout, and cancel() ends every
+//     wait at once (a sink whose close() ran out of time);
 //   - a connection is validated (a cheap ping) only when it sat idle longer
 //     than validation_threshold, not on every lease;
 //   - idle connections above min_idle are closed after idle_timeout, every
@@ -121,6 +122,17 @@ class ConnectionPool {
   // auditpipe::error on timeout, naming the pool, how long it waited and
   // the last connect error.
   Lease acquire(source_location where = source_location::current()) AUDITPIPE_EXCLUDES(mutex_);
+  // An idle connection if there is one now (validated as acquire()
+  // validates), else an empty Lease: no wait, and no timeout counted.
+  // Throws auditpipe::error once the pool is closed or cancelled.
+  Lease try_acquire(source_location where = source_location::current()) AUDITPIPE_EXCLUDES(mutex_);
+
+  // Every borrower waiting in acquire() gets auditpipe::error now, and so
+  // does every acquire() and try_acquire() from here on; connections lent
+  // out stay theirs until given back. For a sink whose close() ran out of
+  // time (Sink::cancel); the pool is destroyed soon after. Connects that
+  // fail from then on are not reported (the owner cut them short).
+  void cancel() AUDITPIPE_EXCLUDES(mutex_);
 
   ConnectionPoolStats stats() const AUDITPIPE_EXCLUDES(mutex_);
 
@@ -136,6 +148,8 @@ class ConnectionPool {
   };
 
   std::unique_ptr<Entry> make_entry(std::unique_ptr<PooledConnection> connection);
+  // acquire() and try_acquire(): with `wait`, up to connection_timeout.
+  Lease take(source_location where, bool wait) AUDITPIPE_EXCLUDES(mutex_);
   // Connections wanted open now: min_idle, or more while borrowers wait.
   std::size_t wanted_locked() const noexcept AUDITPIPE_REQUIRES(mutex_);
   void opener_loop() AUDITPIPE_EXCLUDES(mutex_);
@@ -160,6 +174,7 @@ class ConnectionPool {
   detail::CondVar available_cv_;  // borrowers: a connection was added or returned
   detail::CondVar work_cv_;       // openers and housekeeper: something changed
   bool closing_ AUDITPIPE_GUARDED_BY(mutex_) = false;
+  bool cancelled_ AUDITPIPE_GUARDED_BY(mutex_) = false;
   // Most recently returned at the back.
   std::deque<std::unique_ptr<Entry>> idle_ AUDITPIPE_GUARDED_BY(mutex_);
   std::vector<Entry*> leased_ AUDITPIPE_GUARDED_BY(mutex_);  // for leak detection

@@ -5,10 +5,24 @@
 //     the (source_id, seq) key, no other unique key the idempotent insert
 //     would absorb, a warning for text columns shorter than the record's);
 //     then open the connections writes go through: a ConnectionPool, or one
-//     connection for a database that takes one writer at a time;
+//     connection for a database that takes one writer at a time. When the
+//     server cannot be reached at all (connect() throws
+//     auditpipe::unreachable), open() still makes the pool, which keeps
+//     connecting in the background, and rethrows: the table is then
+//     created or checked at first contact;
+//   - every server a connection lands on (each host of a failover list)
+//     gets the table created or checked before its first batch, once; a
+//     table found wrong there makes writes fail as WriteResult::permanent,
+//     naming that server, until a connection gets past the check;
 //   - write(): lease a connection, run the sink's write path, turn its
-//     failure into a WriteResult (ok, transient, rejected) and close a
-//     connection the failure left broken;
+//     failure into a WriteResult (ok, transient, rejected, permanent) and
+//     close a connection the failure left broken;
+//   - cancel(): every wait of a write, and every write after it, returns
+//     within milliseconds: lease waits fail (ConnectionPool::cancel), the
+//     sockets of all live connections are shut down (SqlConnection::
+//     cancel_io, so a statement to a server that does not answer returns),
+//     connects in progress stop (Cancellation, which connect() waits
+//     through);
 //   - close(), describe(), connection_pool_stats().
 // A sink keeps only what is its own: a dialect (with its catalog queries),
 // connect(), its write paths (write_batch) with their types and error
@@ -16,20 +30,24 @@
 //
 // Who may call: SQL sink implementations derive from SqlSink (and their
 // connections from SqlConnection); the pipeline calls it as any Sink.
+// A derived sink's destructor calls close(): the pool's openers call its
+// connect() until the pool is gone.
 //
 // Thread safety: write() from several writer threads at once: each takes
-// its own pooled connection, or waits for the single one. open() and
-// close() as the Sink contract says: before the first and after the last
-// write.
+// its own pooled connection, or waits for the single one. cancel() from
+// any thread while writes run. open() and close() as the Sink contract
+// says: before the first and after the last write.
 #pragma once
 
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "auditpipe/detail/thread_annotations.h"
+#include "auditpipe/sink/cancellation.h"
 #include "auditpipe/sink/connection_pool.h"
 #include "auditpipe/sink/sink.h"
 #include "auditpipe/sink/sql_dialect.h"
@@ -63,6 +81,14 @@ class SqlConnection : public PooledConnection {
   // Runs one statement with no result (CREATE TABLE). Throws, with the
   // database's message.
   virtual void execute_ddl(const std::string& sql) = 0;
+  // The server this connection landed on ("db2:3306", a file's path): the
+  // table is created or checked once per server. Never a password.
+  virtual std::string server() const = 0;
+  // Called from another thread, while this connection may be inside any
+  // call: make whatever it waits for on the server return now, as a
+  // failure (shut its socket down; SQLite: interrupt the statement). The
+  // skeleton never calls it once the connection is being destroyed.
+  virtual void cancel_io() noexcept = 0;
 };
 
 // What a sink tells the skeleton, mostly from its URL.
@@ -83,6 +109,7 @@ class SqlSink : public Sink {
  public:
   void open(const TableDescriptor& table, const SinkContext& context) final;
   WriteResult write(const Batch& batch) noexcept final;
+  void cancel() noexcept final;
   void close() noexcept final;
   std::string describe() const final { return settings_.redacted_url; }
   std::optional<ConnectionPoolStats> connection_pool_stats() const final;
@@ -92,11 +119,17 @@ class SqlSink : public Sink {
   SqlSink(const SqlDialect& dialect, SqlSinkSettings settings);
 
   // A new connection with its session set up. Throws auditpipe::error
-  // naming what failed (never with a password). Called for the set-up
-  // connection, then by the pool's openers, several at once.
+  // naming what failed (never with a password); auditpipe::unreachable
+  // when no server answered at all (refused, timed out, no route, a name
+  // that does not resolve), so that nothing is known of the configuration
+  // yet. Called for the set-up connection, then by the pool's openers,
+  // several at once. Waits on the network through cancellation(), so
+  // that cancel() ends a connect in progress.
   virtual std::unique_ptr<SqlConnection> connect() = 0;
-  // Once at open(), on the set-up connection, when the table is there:
+  // Once, on the first connection that reaches a server (at open(), or at
+  // first contact after an unreachable open), when the table is there:
   // where a sink chooses its write path from what the server offers.
+  // Nothing writes before it returned.
   virtual void table_ready(SqlConnection& setup);
   // On every connection writes will go through, before its first batch:
   // where a write path prepares its statements. Throws auditpipe::error.
@@ -110,16 +143,54 @@ class SqlSink : public Sink {
   // From open() on.
   const TableDescriptor& table() const noexcept { return *table_; }
   const SqlTableText& table_text() const noexcept { return text_; }
+  // What connect() waits through.
+  const Cancellation& cancellation() const noexcept { return cancellation_; }
 
  private:
+  class LiveConnection;
+
+  void open_pool(const SinkContext& context, bool open_first);
   void open_connections(std::unique_ptr<SqlConnection> setup, const SinkContext& context);
+  // Creates or checks the table on `c`'s server if no connection did yet,
+  // and runs table_ready() if it never ran. Throws auditpipe::error.
+  void prepare_table(SqlConnection& c) AUDITPIPE_EXCLUDES(table_mutex_);
+  // What the pool's openers run: connect, prepare_table, prepare_writes.
+  std::unique_ptr<PooledConnection> open_pooled() AUDITPIPE_EXCLUDES(failure_mutex_);
+  std::optional<std::string> table_failure() const AUDITPIPE_EXCLUDES(failure_mutex_);
+  WriteResult write_single(const Batch& batch) AUDITPIPE_EXCLUDES(single_mutex_);
+  void add_live(SqlConnection* c) noexcept AUDITPIPE_EXCLUDES(live_mutex_);
+  void remove_live(SqlConnection* c) noexcept AUDITPIPE_EXCLUDES(live_mutex_);
 
   const SqlDialect& dialect_;
   const SqlSinkSettings settings_;
   const TableDescriptor* table_ = nullptr;
   SqlTableText text_;
+  Cancellation cancellation_;  // declared before anything that waits through it
+
+  // Every connection open now, so that cancel() can cut its I/O short.
+  // A connection leaves before it is closed (LiveConnection), under the
+  // lock: cancel_io() never meets a closed socket.
+  detail::Mutex live_mutex_;
+  std::vector<SqlConnection*> live_ AUDITPIPE_GUARDED_BY(live_mutex_);
+  bool io_cancelled_ AUDITPIPE_GUARDED_BY(live_mutex_) = false;
+
+  // Held while a server's table is created or checked, so that openers
+  // reaching a new server at once check it once.
+  detail::Mutex table_mutex_;
+  std::set<std::string> prepared_servers_ AUDITPIPE_GUARDED_BY(table_mutex_);
+  bool table_ready_done_ AUDITPIPE_GUARDED_BY(table_mutex_) = false;
+  // The last table check that failed on a server (with its message), until
+  // a connection is prepared: writes then fail as permanent instead of
+  // waiting for a connection that cannot come.
+  mutable detail::Mutex failure_mutex_;
+  std::optional<std::string> table_failure_ AUDITPIPE_GUARDED_BY(failure_mutex_);
+
   std::unique_ptr<ConnectionPool> pool_;  // unless single_connection
-  detail::Mutex single_mutex_;            // held for each write on the single connection
+  // The single connection: one write at a time (single_busy_), the others
+  // wait on single_cv_, and cancel() wakes them.
+  detail::Mutex single_mutex_;
+  detail::CondVar single_cv_;
+  bool single_busy_ AUDITPIPE_GUARDED_BY(single_mutex_) = false;
   std::unique_ptr<SqlConnection> single_ AUDITPIPE_GUARDED_BY(single_mutex_);
 };
 

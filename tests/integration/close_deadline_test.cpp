@@ -1,0 +1,511 @@
+// close(deadline) kept when the database hangs or dies mid-run, a logger
+// started while its database is down, and failover to a host that lacks
+// the table: on real MariaDB and PostgreSQL servers.
+//
+// The servers that get stopped (SIGSTOP) or killed are throwaway ones of
+// this binary's own (scripts/mariadb.sh, scripts/postgres.sh in temporary
+// directories, on free ports), destroyed when it ends, so the shared test
+// servers are never disturbed. Those (AUDITPIPE_TEST_MYSQL_URL,
+// AUDITPIPE_TEST_POSTGRES_URL) serve as the second host of a failover list
+// that lacks the table, and for the checks that need a server that is up.
+// Each test prints what it measured ("[ close ] ...").
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <dirent.h>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "auditpipe/fixed_string.h"
+#include "auditpipe/logger.h"
+#include "auditpipe/mysql/mysql_sink.h"
+#include "auditpipe/postgresql/postgresql_sink.h"
+#include "auditpipe/sink/url.h"
+#include "auditpipe/status.h"
+#include "auditpipe/table.h"
+#include "eventually.h"
+#include "mysql_probe.h"
+#include "postgresql_probe.h"
+#include "temp_dir.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+using auditpipe::Options;
+using Clock = std::chrono::steady_clock;
+
+// Its own table, so that nothing here touches the other tests' audit_log.
+struct DeadlineRow {
+  std::int64_t message_id = 0;
+  auditpipe::fixed_string<64> payload;
+};
+
+constexpr auto describe(auditpipe::type_tag<DeadlineRow>) {
+  return auditpipe::table<DeadlineRow>("close_deadline_log",
+                                       AUDITPIPE_COLUMN(DeadlineRow, message_id),
+                                       AUDITPIPE_COLUMN(DeadlineRow, payload));
+}
+
+using Logger = auditpipe::Logger<DeadlineRow>;
+constexpr const char* table_name = "close_deadline_log";
+
+// A loopback port nobody listens on now (the kernel's pick).
+unsigned free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+// A database server of this binary's own: scripts/<kind>.sh in a temporary
+// directory, on a free port.
+class ThrowawayServer {
+ public:
+  enum class Kind { mariadb, postgres };
+
+  explicit ThrowawayServer(Kind kind) : kind_(kind), port_(free_port()) {
+    char pattern[] = "/tmp/auditpipe-close-XXXXXX";
+    dir_ = mkdtemp(pattern);
+  }
+  ~ThrowawayServer() {
+    signal_all(SIGCONT);
+    run("destroy");
+  }
+  ThrowawayServer(const ThrowawayServer&) = delete;
+  ThrowawayServer& operator=(const ThrowawayServer&) = delete;
+
+  // scripts/<kind>.sh <command> for this server; true if it succeeded.
+  bool run(const std::string& command) const {
+    const std::string env = kind_ == Kind::mariadb ? "MARIADB" : "POSTGRES";
+    const std::string script = kind_ == Kind::mariadb ? "mariadb.sh" : "postgres.sh";
+    const std::string line = "AUDITPIPE_" + env + "_DIR=" + dir_ + " AUDITPIPE_" + env +
+                             "_PORT=" + std::to_string(port_) + " " + AUDITPIPE_SOURCE_DIR +
+                             "/scripts/" + script + " " + command;
+    return std::system(line.c_str()) == 0;
+  }
+
+  std::string host() const { return "127.0.0.1:" + std::to_string(port_); }
+  std::string url(const std::string& options = "") const {
+    const std::string base =
+        kind_ == Kind::mariadb
+            ? "mysql://auditpipe:auditpipe-test@" + host() + "/auditpipe_test"
+            : "postgresql://auditpipe:auditpipe-test@" + host() + "/auditpipe_test";
+    return options.empty() ? base : base + "?" + options;
+  }
+
+  // Sends `sig` to the server and every process it started (PostgreSQL's
+  // backends are its children: stopping only the postmaster would leave
+  // them answering).
+  void signal_all(int sig) const {
+    const pid_t server = pid();
+    if (server <= 0) return;
+    kill(server, sig);
+    DIR* proc = opendir("/proc");
+    if (proc == nullptr) return;
+    while (dirent* d = readdir(proc)) {
+      const pid_t p = std::atoi(d->d_name);
+      if (p <= 0) continue;
+      std::ifstream stat("/proc/" + std::string(d->d_name) + "/stat");
+      std::string line;
+      std::getline(stat, line);
+      // pid (comm) state ppid ...: the command may contain spaces.
+      const auto close_paren = line.rfind(')');
+      if (close_paren == std::string::npos) continue;
+      char state = 0;
+      int parent = 0;
+      if (std::sscanf(line.c_str() + close_paren + 1, " %c %d", &state, &parent) == 2 &&
+          parent == server) {
+        kill(p, sig);
+      }
+    }
+    closedir(proc);
+  }
+
+ private:
+  pid_t pid() const {
+    std::ifstream f(kind_ == Kind::mariadb ? dir_ + "/mysqld.pid" : dir_ + "/data/postmaster.pid");
+    pid_t p = 0;
+    f >> p;
+    return p;
+  }
+
+  Kind kind_;
+  unsigned port_;
+  std::string dir_;
+};
+
+// The shared test servers' host and port (the second host of a failover
+// list), and their URLs with the host list replaced.
+std::string host_of(const std::string& url) {
+  const auto u = auditpipe::parse_url(url);
+  return u.hosts.at(0).host + ":" + std::to_string(u.hosts[0].port.value());
+}
+std::string with_hosts(const std::string& scheme, const std::string& hosts,
+                       const std::string& options) {
+  std::string url = scheme + "://auditpipe:auditpipe-test@" + hosts + "/auditpipe_test";
+  return options.empty() ? url : url + "?" + options;
+}
+
+// Producers logging steadily until stopped; never blocked (Overflow::drop
+// unless the options say otherwise).
+struct Producers {
+  std::atomic<bool> stop{false};
+  std::atomic<long long> ok{0}, not_ok{0}, next{0};
+  std::vector<std::thread> threads;
+
+  void start(Logger& logger, int n) {
+    for (int t = 0; t < n; ++t) {
+      threads.emplace_back([&] {
+        while (!stop.load()) {
+          auto r = logger.acquire();
+          auditpipe::Status s = r.status();
+          if (r) {
+            r->message_id = next.fetch_add(1);
+            r->payload = "close deadline test";
+            s = r.commit();
+          }
+          (s == auditpipe::Status::ok ? ok : not_ok)++;
+          std::this_thread::sleep_for(200us);
+        }
+      });
+    }
+  }
+  void join() {
+    stop = true;
+    for (auto& t : threads) t.join();
+    threads.clear();
+  }
+};
+
+Options running_options() {
+  Options o;
+  o.capacity = 4096;
+  o.batch_size = 100;
+  o.writers = 2;
+  o.overflow = auditpipe::Overflow::drop;
+  o.retry_backoff_max = 200ms;
+  return o;
+}
+
+constexpr auto deadline = 1000ms;
+// What close() may take beyond its deadline (Sink::cancel's promise).
+constexpr auto grace = 100ms;
+
+// close(deadline) on a logger whose writes cannot finish: it must give up
+// at the deadline and be back within `grace`.
+void expect_close_keeps_its_deadline(Logger& logger, const char* what) {
+  const auto t0 = Clock::now();
+  const auto report = logger.close(deadline);
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0);
+  std::printf("[ close ] %s: close(%lld ms) took %lld ms (drained %d, unwritten %llu)\n", what,
+              static_cast<long long>(deadline.count()), static_cast<long long>(took.count()),
+              report.drained ? 1 : 0, static_cast<unsigned long long>(report.unwritten));
+  EXPECT_FALSE(report.drained) << "the writes finished: the test proves nothing";
+  EXPECT_LE(took, deadline + grace);
+}
+
+// A MariaDB server of this binary's own, started once for all its tests.
+class MysqlDeadline : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = new ThrowawayServer(ThrowawayServer::Kind::mariadb);
+    ASSERT_TRUE(server_->run("start"));
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_NE(server_, nullptr);
+    ASSERT_TRUE(server_->run("start"));  // a test before may have left it down
+    testing_support::MysqlProbe(auditpipe::parse_url(server_->url()))
+        .exec(std::string("DROP TABLE IF EXISTS ") + table_name);
+  }
+  void TearDown() override { server_->signal_all(SIGCONT); }
+
+  static long long rows(const std::string& url, const std::string& what = "COUNT(*)") {
+    testing_support::MysqlProbe probe(auditpipe::parse_url(url));
+    return probe.scalar("SELECT " + what + " FROM " + table_name);
+  }
+
+  static ThrowawayServer* server_;
+};
+ThrowawayServer* MysqlDeadline::server_ = nullptr;
+
+// Before cancel(), close() waited here for the statement in flight
+// (read_timeout, 60 s) and then for the lease waits (connection_timeout,
+// 30 s).
+TEST_F(MysqlDeadline, CloseKeepsItsDeadlineWhenTheServerHangs) {
+  Logger logger(auditpipe::mysql::open(server_->url()), running_options());
+  Producers p;
+  p.start(logger, 2);
+  ASSERT_TRUE(testing_support::eventually([&] { return logger.stats().written > 500; }, 20s));
+  server_->signal_all(SIGSTOP);
+  std::this_thread::sleep_for(300ms);  // writes now hang on the server
+  p.join();
+  expect_close_keeps_its_deadline(logger, "MariaDB stopped (SIGSTOP)");
+}
+
+// Before cancel(), close() waited for connection_timeout (30 s): writers
+// wait for a lease the openers cannot make.
+TEST_F(MysqlDeadline, CloseKeepsItsDeadlineWhenTheServerIsKilled) {
+  Logger logger(auditpipe::mysql::open(server_->url()), running_options());
+  Producers p;
+  p.start(logger, 2);
+  ASSERT_TRUE(testing_support::eventually([&] { return logger.stats().written > 500; }, 20s));
+  ASSERT_TRUE(server_->run("kill"));
+  std::this_thread::sleep_for(300ms);
+  p.join();
+  expect_close_keeps_its_deadline(logger, "MariaDB killed");
+}
+
+// The first host dies; the second (the shared test server) has no such
+// table and may not create it. New connections land there and fail the
+// table check, which names that server.
+TEST_F(MysqlDeadline, CloseKeepsItsDeadlineWhenTheFailoverHostLacksTheTable) {
+  const std::string shared = testing_support::mysql_test_url();
+  testing_support::MysqlProbe(auditpipe::parse_url(shared))
+      .exec(std::string("DROP TABLE IF EXISTS ") + table_name);
+  // The table on the first host, from a logger that may create it.
+  Logger(auditpipe::mysql::open(server_->url())).close();
+  Logger logger(auditpipe::mysql::open(with_hosts("mysql", server_->host() + "," + host_of(shared),
+                                                  "create_table=false&connect_timeout=2")),
+                running_options());
+  Producers p;
+  p.start(logger, 2);
+  ASSERT_TRUE(testing_support::eventually([&] { return logger.stats().written > 500; }, 20s));
+  ASSERT_TRUE(server_->run("kill"));
+  const bool reported = testing_support::eventually(
+      [&] {
+        const auto s = logger.stats();
+        return s.health == auditpipe::Health::down &&
+               s.health_reason.find("(server " + host_of(shared) + ")") != std::string::npos;
+      },
+      20s);
+  p.join();
+  const std::string reason = logger.stats().health_reason;
+  std::printf("[ close ] failover host without the table: health reason: %s\n", reason.c_str());
+  EXPECT_TRUE(reported);
+  EXPECT_NE(reason.find("does not exist"), std::string::npos) << reason;
+  EXPECT_EQ(reason.find("auditpipe-test"), std::string::npos) << "a password in: " << reason;
+  expect_close_keeps_its_deadline(logger, "MariaDB failover host without the table");
+}
+
+TEST_F(MysqlDeadline, StartsWhileTheServerIsDownAndWritesEverythingOnceItIsUp) {
+  ASSERT_TRUE(server_->run("stop"));
+  testing_support::TempDir dir;
+  Options o;
+  o.capacity = 1024;
+  o.batch_size = 200;
+  o.writers = 2;
+  o.overflow = auditpipe::Overflow::spill;
+  o.spill_path = dir.path() / "spill";
+  o.retry_backoff_max = 200ms;
+  std::unique_ptr<Logger> logger;
+  ASSERT_NO_THROW(logger = std::make_unique<Logger>(
+                      auditpipe::mysql::open(server_->url("connect_timeout=2")), o));
+  EXPECT_EQ(logger->stats().health, auditpipe::Health::down);
+  constexpr long long n = 3000;  // more than the pool holds: some go to the spill directory
+  for (long long i = 0; i < n; ++i) {
+    auto r = logger->acquire();
+    ASSERT_TRUE(r) << "record " << i;
+    r->message_id = i;
+    r->payload = "written after the outage";
+    ASSERT_EQ(r.commit(), auditpipe::Status::ok);
+  }
+  ASSERT_TRUE(server_->run("start"));
+  const bool arrived = testing_support::eventually(
+      [&] { return logger->stats().written + logger->stats().replayed >= n; }, 60s);
+  const auto report = logger->close(30s);
+  const long long stored = rows(server_->url());
+  const long long distinct = rows(server_->url(), "COUNT(DISTINCT source_id, seq)");
+  std::printf(
+      "[ close ] started during an outage: %lld committed, %lld rows, %lld distinct, "
+      "spilled %llu\n",
+      n, stored, distinct, static_cast<unsigned long long>(report.stats.spilled));
+  EXPECT_TRUE(arrived);
+  EXPECT_TRUE(report.drained);
+  EXPECT_EQ(stored, n);
+  EXPECT_EQ(distinct, n);
+}
+
+TEST(MysqlUnreachable, AWrongPasswordStillFailsTheStartAsAConfigurationError) {
+  auto u = testing_support::mysql_test_url();
+  u.replace(u.find("auditpipe-test"), std::string("auditpipe-test").size(), "wrong-password");
+  testing_support::TempDir dir;
+  Options o;
+  o.spill_path = dir.path() / "spill";
+  try {
+    Logger logger(auditpipe::mysql::open(u), o);
+    ADD_FAILURE() << "started with a wrong password";
+  } catch (const auditpipe::unreachable& e) {
+    ADD_FAILURE() << "a wrong password taken for an unreachable server: " << e.what();
+  } catch (const auditpipe::error& e) {
+    EXPECT_NE(std::string(e.what()).find("1045"), std::string::npos) << e.what();
+  }
+}
+
+TEST(MysqlUnreachable, AServerDownWithNowhereToKeepRecordsFailsTheStart) {
+  const std::string url = with_hosts("mysql", "127.0.0.1:" + std::to_string(free_port()), "");
+  EXPECT_THROW(Logger logger(auditpipe::mysql::open(url)), auditpipe::unreachable);
+}
+
+// The first host is down; the second (the shared test server) has no
+// table yet: it is created there, at the first connect, and rows land.
+TEST(MysqlFailover, ASecondHostWithoutTheTableGetsItCreated) {
+  const std::string shared = testing_support::mysql_test_url();
+  testing_support::MysqlProbe probe(auditpipe::parse_url(shared));
+  probe.exec(std::string("DROP TABLE IF EXISTS ") + table_name);
+  const std::string url =
+      with_hosts("mysql", "127.0.0.1:" + std::to_string(free_port()) + "," + host_of(shared), "");
+  Logger logger(auditpipe::mysql::open(url), running_options());
+  constexpr long long n = 1000;
+  for (long long i = 0; i < n; ++i) {
+    auto r = logger.acquire();
+    ASSERT_TRUE(r);
+    r->message_id = i;
+    ASSERT_EQ(r.commit(), auditpipe::Status::ok);
+  }
+  EXPECT_TRUE(logger.close(30s).drained);
+  EXPECT_EQ(probe.scalar(std::string("SELECT COUNT(*) FROM ") + table_name), n);
+  probe.exec(std::string("DROP TABLE IF EXISTS ") + table_name);
+}
+
+// A PostgreSQL server of this binary's own.
+class PostgresqlDeadline : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = new ThrowawayServer(ThrowawayServer::Kind::postgres);
+    ASSERT_TRUE(server_->run("start"));
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_NE(server_, nullptr);
+    ASSERT_TRUE(server_->run("start"));
+    testing_support::PostgresqlProbe(auditpipe::parse_url(server_->url()))
+        .exec(std::string("DROP TABLE IF EXISTS ") + table_name);
+  }
+  void TearDown() override { server_->signal_all(SIGCONT); }
+
+  static long long rows(const std::string& what = "COUNT(*)") {
+    testing_support::PostgresqlProbe probe(auditpipe::parse_url(server_->url()));
+    return probe.scalar("SELECT " + what + " FROM " + table_name);
+  }
+
+  static ThrowawayServer* server_;
+};
+ThrowawayServer* PostgresqlDeadline::server_ = nullptr;
+
+// Before cancel(), close() waited for the statement in flight (libpq has
+// no statement timeout of its own: as long as the server stays stopped)
+// and for the lease waits (connection_timeout, 30 s).
+TEST_F(PostgresqlDeadline, CloseKeepsItsDeadlineWhenTheServerHangs) {
+  Logger logger(auditpipe::postgresql::open(server_->url()), running_options());
+  Producers p;
+  p.start(logger, 2);
+  ASSERT_TRUE(testing_support::eventually([&] { return logger.stats().written > 500; }, 20s));
+  server_->signal_all(SIGSTOP);
+  std::this_thread::sleep_for(300ms);
+  p.join();
+  expect_close_keeps_its_deadline(logger, "PostgreSQL stopped (SIGSTOP)");
+}
+
+TEST_F(PostgresqlDeadline, StartsWhileTheServerIsDownAndWritesEverythingOnceItIsUp) {
+  ASSERT_TRUE(server_->run("stop"));
+  testing_support::TempDir dir;
+  Options o;
+  o.capacity = 1024;
+  o.batch_size = 200;
+  o.writers = 2;
+  o.overflow = auditpipe::Overflow::spill;
+  o.spill_path = dir.path() / "spill";
+  o.retry_backoff_max = 200ms;
+  std::unique_ptr<Logger> logger;
+  ASSERT_NO_THROW(logger = std::make_unique<Logger>(
+                      auditpipe::postgresql::open(server_->url("connect_timeout=2")), o));
+  EXPECT_EQ(logger->stats().health, auditpipe::Health::down);
+  constexpr long long n = 3000;
+  for (long long i = 0; i < n; ++i) {
+    auto r = logger->acquire();
+    ASSERT_TRUE(r) << "record " << i;
+    r->message_id = i;
+    r->payload = "written after the outage";
+    ASSERT_EQ(r.commit(), auditpipe::Status::ok);
+  }
+  ASSERT_TRUE(server_->run("start"));
+  const bool arrived = testing_support::eventually(
+      [&] { return logger->stats().written + logger->stats().replayed >= n; }, 60s);
+  const auto report = logger->close(30s);
+  const long long stored = rows();
+  const long long distinct = rows("COUNT(DISTINCT (source_id, seq))");
+  std::printf(
+      "[ close ] PostgreSQL started during an outage: %lld committed, %lld rows, %lld "
+      "distinct, spilled %llu\n",
+      n, stored, distinct, static_cast<unsigned long long>(report.stats.spilled));
+  EXPECT_TRUE(arrived);
+  EXPECT_TRUE(report.drained);
+  EXPECT_EQ(stored, n);
+  EXPECT_EQ(distinct, n);
+}
+
+TEST(PostgresqlUnreachable, AWrongPasswordStillFailsTheStartAsAConfigurationError) {
+  auto u = testing_support::postgresql_test_url();
+  u.replace(u.find("auditpipe-test"), std::string("auditpipe-test").size(), "wrong-password");
+  testing_support::TempDir dir;
+  Options o;
+  o.spill_path = dir.path() / "spill";
+  try {
+    Logger logger(auditpipe::postgresql::open(u), o);
+    ADD_FAILURE() << "started with a wrong password";
+  } catch (const auditpipe::unreachable& e) {
+    ADD_FAILURE() << "a wrong password taken for an unreachable server: " << e.what();
+  } catch (const auditpipe::error& e) {
+    EXPECT_NE(std::string(e.what()).find("password authentication failed"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(PostgresqlUnreachable, AServerDownWithNowhereToKeepRecordsFailsTheStart) {
+  const std::string url = with_hosts("postgresql", "127.0.0.1:" + std::to_string(free_port()), "");
+  EXPECT_THROW(Logger logger(auditpipe::postgresql::open(url)), auditpipe::unreachable);
+}
+
+TEST(PostgresqlFailover, ASecondHostWithoutTheTableGetsItCreated) {
+  const std::string shared = testing_support::postgresql_test_url();
+  testing_support::PostgresqlProbe probe(auditpipe::parse_url(shared));
+  probe.exec(std::string("DROP TABLE IF EXISTS ") + table_name);
+  const std::string url = with_hosts(
+      "postgresql", "127.0.0.1:" + std::to_string(free_port()) + "," + host_of(shared), "");
+  Logger logger(auditpipe::postgresql::open(url), running_options());
+  constexpr long long n = 1000;
+  for (long long i = 0; i < n; ++i) {
+    auto r = logger.acquire();
+    ASSERT_TRUE(r);
+    r->message_id = i;
+    ASSERT_EQ(r.commit(), auditpipe::Status::ok);
+  }
+  EXPECT_TRUE(logger.close(30s).drained);
+  EXPECT_EQ(probe.scalar(std::string("SELECT COUNT(*) FROM ") + table_name), n);
+  probe.exec(std::string("DROP TABLE IF EXISTS ") + table_name);
+}
+
+}  // namespace
