@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every benchmark in one run: builds Release, starts a throwaway MariaDB,
-# runs hot_path, alloc, the MySQL/PostgreSQL write-path sweep, ingest and
-# stall, and writes CSV (and Google Benchmark JSON) plus PNG charts under
+# runs hot_path, alloc, the MySQL/PostgreSQL write-path sweep, ingest,
+# stall, overload and spill_drain, and writes CSV (and Google Benchmark JSON) plus PNG charts under
 # results/<time>/ (results/latest points at it).
 #
 #   bench/run.sh            # full size (about 10 minutes on 2 cores)
@@ -74,6 +74,11 @@ echo "=== ingest" >&2
 "$build/bench/ingest" "$mysql_url" "$results" "$scale" | tee "$results/ingest.txt"
 echo "=== stall" >&2
 "$build/bench/stall" "$mysql_url" "$results" "$records" 5 | tee "$results/stall.txt"
+echo "=== overload" >&2
+overload_records=$(awk -v s=$scale 'BEGIN {printf "%d", 2000000 * s}')
+"$build/bench/overload" "$mysql_url" "$overload_records" 5 indexed | tee "$results/overload.txt"
+echo "=== spill_drain" >&2
+"$build/bench/spill_drain" "$mysql_url" 10 | tee "$results/spill_drain.txt"
 
 # CSV for the charts, from what the programs wrote.
 for t in 1 2; do
