@@ -17,6 +17,7 @@
 #include "eventually.h"
 #include "exactly_once.h"
 #include "temp_dir.h"
+#include "wait_slack.h"
 
 namespace {
 
@@ -98,6 +99,10 @@ TEST(Reliability, AFullSpillDirectoryFallsBackToWaitingAndIsCounted) {
   EXPECT_EQ(ok + timed_out, 100);
   EXPECT_GT(stats.spill_refused, 0u);
   EXPECT_EQ(stats.timed_out, static_cast<std::uint64_t>(timed_out));
+  // The refused append and the wait for a slot together: max_wait.
+  EXPECT_LE(stats.producer_wait_ns.max,
+            static_cast<std::uint64_t>(
+                std::chrono::nanoseconds(o.max_wait + testing_support::wait_slack()).count()));
   EXPECT_EQ(static_cast<std::uint64_t>(ok), stats.committed);
   sink->release();
   const auto report = logger.close();
