@@ -27,7 +27,9 @@ struct Options {
   // Slots in the record pool: the hard cap on records held in memory.
   std::size_t capacity = 65536;
   // Most records handed to the sink in one write. 0: min(5000, capacity/8)
-  // (5000 measured fastest on every MySQL and PostgreSQL write path).
+  // (5000 was fastest on every MySQL and PostgreSQL write path on the
+  // development machine; writes slower than write_latency_target make
+  // batches smaller than this).
   std::size_t batch_size = 0;
   // How long one write should take: while writes take longer, batches get
   // smaller (down to 1% of batch_size), and grow back towards batch_size
