@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "audit_event.h"
+#include "mysql_admin.h"
 
 namespace {
 
@@ -45,13 +46,7 @@ using Clock = std::chrono::steady_clock;
 constexpr int producers = 100;
 
 void run_sql(const auditpipe::Url& u, const char* sql) {
-  MYSQL* m = mysql_init(nullptr);
-  const auto& h = u.hosts.at(0);
-  if (mysql_real_connect(m, h.host.c_str(), u.user.c_str(), u.password.value_or("").c_str(),
-                         u.path.c_str(), h.port.value_or(3306), nullptr, 0) == nullptr) {
-    std::fprintf(stderr, "overload: cannot connect: %s\n", mysql_error(m));
-    std::exit(1);
-  }
+  MYSQL* m = bench::connect_admin(u, "overload");
   if (mysql_query(m, sql) != 0) {
     std::fprintf(stderr, "overload: %s: %s\n", sql, mysql_error(m));
     std::exit(1);

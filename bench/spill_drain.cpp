@@ -32,20 +32,14 @@
 #include <vector>
 
 #include "audit_event.h"
+#include "mysql_admin.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
 MYSQL* connect_raw(const auditpipe::Url& u) {
-  MYSQL* m = mysql_init(nullptr);
-  const auto& h = u.hosts.at(0);
-  if (mysql_real_connect(m, h.host.c_str(), u.user.c_str(), u.password.value_or("").c_str(),
-                         u.path.c_str(), h.port.value_or(3306), nullptr, 0) == nullptr) {
-    std::fprintf(stderr, "spill_drain: cannot connect: %s\n", mysql_error(m));
-    std::exit(1);
-  }
-  return m;
+  return bench::connect_admin(u, "spill_drain");
 }
 
 long long scalar(MYSQL* m, const char* sql) {

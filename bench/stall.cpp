@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "audit_event.h"
+#include "mysql_admin.h"
 
 namespace {
 
@@ -44,14 +45,7 @@ double rss_mb() {
 }
 
 MYSQL* connect_raw(const auditpipe::Url& u) {
-  MYSQL* m = mysql_init(nullptr);
-  const auto& h = u.hosts.at(0);
-  if (mysql_real_connect(m, h.host.c_str(), u.user.c_str(), u.password.value_or("").c_str(),
-                         u.path.c_str(), h.port.value_or(3306), nullptr, 0) == nullptr) {
-    std::fprintf(stderr, "stall: cannot connect: %s\n", mysql_error(m));
-    std::exit(1);
-  }
-  return m;
+  return bench::connect_admin(u, "stall");
 }
 
 }  // namespace

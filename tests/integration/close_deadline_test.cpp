@@ -251,6 +251,30 @@ ThrowawayServer* MysqlDeadline::server_ = nullptr;
 // Before cancel(), close() waited here for the statement in flight
 // (read_timeout, 60 s) and then for the lease waits (connection_timeout,
 // 30 s).
+// A logger started while its server is down: a spill directory for what
+// the pool cannot hold, retries that come back quickly once it is up.
+Options outage_options(const testing_support::TempDir& dir) {
+  Options o;
+  o.capacity = 1024;
+  o.batch_size = 200;
+  o.writers = 2;
+  o.overflow = auditpipe::Overflow::spill;
+  o.spill_path = dir.path() / "spill";
+  o.retry_backoff_max = 200ms;
+  return o;
+}
+
+// Every record logged while the server is down is accepted.
+void log_during_outage(Logger& logger, long long n) {
+  for (long long i = 0; i < n; ++i) {
+    auto r = logger.acquire();
+    ASSERT_TRUE(r) << "record " << i;
+    r->message_id = i;
+    r->payload = "written after the outage";
+    ASSERT_EQ(r.commit(), auditpipe::Status::ok);
+  }
+}
+
 TEST_F(MysqlDeadline, CloseKeepsItsDeadlineWhenTheServerHangs) {
   Logger logger(auditpipe::mysql::open(server_->url()), running_options());
   Producers p;
@@ -310,25 +334,13 @@ TEST_F(MysqlDeadline, CloseKeepsItsDeadlineWhenTheFailoverHostLacksTheTable) {
 TEST_F(MysqlDeadline, StartsWhileTheServerIsDownAndWritesEverythingOnceItIsUp) {
   ASSERT_TRUE(server_->run("stop"));
   testing_support::TempDir dir;
-  Options o;
-  o.capacity = 1024;
-  o.batch_size = 200;
-  o.writers = 2;
-  o.overflow = auditpipe::Overflow::spill;
-  o.spill_path = dir.path() / "spill";
-  o.retry_backoff_max = 200ms;
+  const Options o = outage_options(dir);
   std::unique_ptr<Logger> logger;
   ASSERT_NO_THROW(logger = std::make_unique<Logger>(
                       auditpipe::mysql::open(server_->url("connect_timeout=2")), o));
   EXPECT_EQ(logger->stats().health, auditpipe::Health::down);
   constexpr long long n = 3000;  // more than the pool holds: some go to the spill directory
-  for (long long i = 0; i < n; ++i) {
-    auto r = logger->acquire();
-    ASSERT_TRUE(r) << "record " << i;
-    r->message_id = i;
-    r->payload = "written after the outage";
-    ASSERT_EQ(r.commit(), auditpipe::Status::ok);
-  }
+  ASSERT_NO_FATAL_FAILURE(log_during_outage(*logger, n));
   ASSERT_TRUE(server_->run("start"));
   const bool arrived = testing_support::eventually(
       [&] { return logger->stats().written + logger->stats().replayed >= n; }, 60s);
@@ -432,25 +444,13 @@ TEST_F(PostgresqlDeadline, CloseKeepsItsDeadlineWhenTheServerHangs) {
 TEST_F(PostgresqlDeadline, StartsWhileTheServerIsDownAndWritesEverythingOnceItIsUp) {
   ASSERT_TRUE(server_->run("stop"));
   testing_support::TempDir dir;
-  Options o;
-  o.capacity = 1024;
-  o.batch_size = 200;
-  o.writers = 2;
-  o.overflow = auditpipe::Overflow::spill;
-  o.spill_path = dir.path() / "spill";
-  o.retry_backoff_max = 200ms;
+  const Options o = outage_options(dir);
   std::unique_ptr<Logger> logger;
   ASSERT_NO_THROW(logger = std::make_unique<Logger>(
                       auditpipe::postgresql::open(server_->url("connect_timeout=2")), o));
   EXPECT_EQ(logger->stats().health, auditpipe::Health::down);
   constexpr long long n = 3000;
-  for (long long i = 0; i < n; ++i) {
-    auto r = logger->acquire();
-    ASSERT_TRUE(r) << "record " << i;
-    r->message_id = i;
-    r->payload = "written after the outage";
-    ASSERT_EQ(r.commit(), auditpipe::Status::ok);
-  }
+  ASSERT_NO_FATAL_FAILURE(log_during_outage(*logger, n));
   ASSERT_TRUE(server_->run("start"));
   const bool arrived = testing_support::eventually(
       [&] { return logger->stats().written + logger->stats().replayed >= n; }, 60s);
