@@ -18,6 +18,26 @@ using detail::append_number;
 
 namespace {
 
+// JSON numbers are doubles to most readers (jq, JavaScript): integers past
+// 2^53 would be read as a neighbour. The key is always a string, so every
+// line has one type for it; an integer column is a number while it is
+// exact as a double, and a string beyond.
+constexpr std::int64_t exact_in_double = std::int64_t{1} << 53;
+
+void append_integer_string(std::string& out, std::int64_t v) {
+  out += '"';
+  append_number(out, v);
+  out += '"';
+}
+
+void append_integer(std::string& out, std::int64_t v) {
+  if (v > exact_in_double || v < -exact_in_double) {
+    append_integer_string(out, v);
+  } else {
+    append_number(out, v);
+  }
+}
+
 void append_time(std::string& out, std::int64_t micros) {
   char buf[32];
   char* end = timestamp{micros}.format(buf, 'T');
@@ -52,7 +72,7 @@ void append_record_json(std::string& out, const TableDescriptor& table, const st
         out += read_integer(record, c) ? "true" : "false";
         break;
       default:
-        append_number(out, read_integer(record, c));
+        append_integer(out, read_integer(record, c));
         break;
     }
   }
@@ -78,9 +98,9 @@ bool DeadLetterFile::append(const TableDescriptor& table, const RecordRef& r,
   line += "\",\"table\":";
   append_json_string(line, table.name);
   line += ",\"source_id\":";
-  append_number(line, r.source_id);
+  append_integer_string(line, r.source_id);
   line += ",\"seq\":";
-  append_number(line, r.seq);
+  append_integer_string(line, r.seq);
   line += ",\"error\":";
   append_json_string(line, e);
   line += ",\"record\":";

@@ -1,8 +1,12 @@
 // DeadLetterFile: where records the database refused go, one JSON object
 // per line, with the server's message, so none is lost without a trace:
 //
-//   {"time":"2026-11-30T06:37:14.123456Z","table":"audit_log","source_id":..,"seq":..,
+//   {"time":"2026-11-30T06:37:14.123456Z","table":"audit_log","source_id":"..","seq":"..",
 //    "error":"(4025, 23000) CONSTRAINT `status` failed ...","record":{"status":-5,...}}
+//
+// The key is written as strings, and so is an integer column past ±2^53:
+// JSON readers that hold numbers as doubles (jq, JavaScript) would read
+// larger values as a neighbour.
 //
 // Each line is written with one write() and fdatasync()ed: refusals are
 // rare, and each is worth keeping.

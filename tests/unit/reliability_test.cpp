@@ -283,11 +283,15 @@ TEST(Reliability, RefusedRecordsGoToTheDeadLetterFile) {
   sink->refuse_if([](const auditpipe::RecordRef& r) { return r.seq == 3; });
   Options o;
   o.dead_letter_path = dir.path() / "dead.jsonl";
+  // Past 2^53: a JSON number would be read as a neighbour by jq or
+  // JavaScript, so these must arrive as strings.
+  constexpr std::int64_t source = (std::int64_t{1} << 60) + 1;
+  o.source_id_base = source;
   {
     auditpipe::Logger<AuditRow> logger(sink, o);
     for (int i = 0; i < 10; ++i) {
       auto r = logger.acquire();
-      r->message_id = 100 + i;
+      r->message_id = i == 3 ? (std::int64_t{1} << 62) + 7 : 100 + i;
       r->sender = "quote \" and \\ and \n newline";
       ASSERT_EQ(r.commit(), Status::ok);
     }
@@ -303,8 +307,11 @@ TEST(Reliability, RefusedRecordsGoToTheDeadLetterFile) {
     all = line;
   }
   EXPECT_EQ(lines, 1);
-  EXPECT_NE(all.find("\"seq\":3"), std::string::npos) << all;
-  EXPECT_NE(all.find("\"message_id\":103"), std::string::npos) << all;
+  EXPECT_NE(all.find("\"seq\":\"3\""), std::string::npos) << all;
+  EXPECT_NE(all.find("\"source_id\":\"" + std::to_string(source) + "\""), std::string::npos) << all;
+  EXPECT_NE(all.find("\"message_id\":\"" + std::to_string((std::int64_t{1} << 62) + 7) + "\""),
+            std::string::npos)
+      << all;
   EXPECT_NE(all.find("test sink: refused record"), std::string::npos) << all;
   EXPECT_NE(all.find(R"("sender":"quote \" and \\ and \n newline")"), std::string::npos) << all;
 }
