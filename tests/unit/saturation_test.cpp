@@ -160,7 +160,7 @@ TEST(Saturation, ASpillDrainsWhileProducersKeepProducing) {
 TEST(Saturation, TheBatchSizerSettlesAtTheLatencyTarget) {
   auto latency = [](std::size_t n) { return std::chrono::microseconds(1000 + 10 * n); };
   BatchSizer sizer(5000, 20ms);
-  EXPECT_EQ(sizer.limit(), 50u) << "starts at 1% of the largest batch";
+  EXPECT_EQ(sizer.limit(), 312u) << "starts at a sixteenth of the largest batch";
   for (int i = 0; i < 20; ++i) sizer.stored(sizer.limit(), latency(sizer.limit()));
   EXPECT_GE(latency(sizer.limit()), 14ms);
   EXPECT_LE(latency(sizer.limit()), 20ms);
@@ -180,6 +180,17 @@ TEST(Saturation, TheBatchSizerSettlesAtTheLatencyTarget) {
     EXPECT_LE(sizer.limit(), 2 * last);
     last = sizer.limit();
   }
+  EXPECT_EQ(sizer.limit(), 5000u);
+}
+
+// A distant server: each statement costs 15 ms whatever its size, more
+// than the 10 ms target. Smaller batches would not shorten a write, only
+// cost throughput, so the sizer leaves every batch at the largest instead
+// of collapsing to 1%.
+TEST(Saturation, AFixedCostAboveTheTargetDoesNotShrinkBatches) {
+  auto latency = [](std::size_t n) { return std::chrono::microseconds(15'000 + n); };
+  BatchSizer sizer(5000, 10ms);
+  for (int i = 0; i < 20; ++i) sizer.stored(sizer.limit(), latency(sizer.limit()));
   EXPECT_EQ(sizer.limit(), 5000u);
 }
 
