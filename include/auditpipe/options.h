@@ -35,8 +35,10 @@ struct Options {
   // smaller (down to 1% of batch_size), and grow back towards batch_size
   // while they are quicker. Slots go back to the pool as each write is
   // stored, so this bounds how long a producer waits for one under
-  // saturation. Unset: max_wait / 10 (at least 10 ms). Zero: every batch is
-  // as large as batch_size.
+  // saturation. Batches are not shrunk where a statement's fixed cost (the
+  // round trip, the commit) alone exceeds the target: that would cost
+  // throughput and shorten no write. Unset: max_wait / 10 (at least 10 ms).
+  // Zero: every batch is as large as batch_size.
   std::optional<std::chrono::milliseconds> write_latency_target;
   // Longest a committed record waits before the writer hands it over, even
   // if the batch is not full. Also how long an idle writer sleeps.
