@@ -70,6 +70,7 @@ bool Spill::open_next_segment() {
     counters_.spill_bad_segments.fetch_add(1, std::memory_order_relaxed);
     return true;
   }
+  replayed_in_segment_ = 0;
   if (!reader_->header_valid() || reader_->fingerprint() != fingerprint_ ||
       reader_->record_size() != table_.record_size) {
     diagnostics()->error(
@@ -79,8 +80,35 @@ bool Spill::open_next_segment() {
     reader_.reset();
     writer_.quarantine(reader_path_);
     counters_.spill_bad_segments.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+  // An earlier replay stored this many of its records before it stopped:
+  // read past them (they are already out of the count).
+  const std::uint64_t done = read_replay_progress(reader_path_);
+  while (replayed_in_segment_ < done) {
+    const std::size_t n = reader_->next(
+        static_cast<std::size_t>(std::min<std::uint64_t>(done - replayed_in_segment_, 4096)),
+        replay_refs_);
+    if (n == 0) break;
+    replayed_in_segment_ += n;
   }
   return true;
+}
+
+void Spill::stop_replay() {
+  if (reader_ && replayed_in_segment_ != 0 &&
+      !write_replay_progress(reader_path_, replayed_in_segment_)) {
+    diagnostics()->warn(
+        "auditpipe: cannot note how far the replay of {} got; its first {} records will be "
+        "replayed again (harmless: they are skipped by their key)",
+        reader_path_.string(), replayed_in_segment_);
+  }
+  reader_.reset();
+}
+
+void Spill::seal() {
+  stop_replay();
+  writer_.seal();
 }
 
 bool Spill::replay_some(std::size_t max, const Write& write) {
@@ -97,9 +125,10 @@ bool Spill::replay_some(std::size_t max, const Write& write) {
   const TscClock::Snapshot clock = finisher_.clock();
   for (const RecordRef& r : replay_refs_) finisher_.finish(reader_->writable(r), clock);
   if (!write(replay_refs_)) {
-    reader_.reset();  // closing: the segment stays, and is replayed next time
+    stop_replay();  // closing: the rest of the segment is replayed next time
     return false;
   }
+  replayed_in_segment_ += n;
   writer_.replayed(reader_path_, n);
   return true;
 }

@@ -65,7 +65,9 @@ class Spill {
   bool replay_some(std::size_t max, const Write& write);
 
   void sync_if_due() { writer_.sync_if_due(fsync_interval_); }
-  void seal() { writer_.seal(); }
+  // close(), once the writers are gone: seals the active segment, and
+  // notes how far the replay of a segment got, if it stopped part-way.
+  void seal();
 
   std::uint64_t bytes() const { return writer_.bytes(); }
   // Records in the spill directory not yet replayed: appended (by
@@ -94,7 +96,10 @@ class Spill {
   // Replay state (one replaying thread).
   std::unique_ptr<SpillReader> reader_;
   std::filesystem::path reader_path_;
+  std::uint64_t replayed_in_segment_ = 0;  // of reader_path_'s records, stored
   std::vector<RecordRef> replay_refs_;
+  // The replay of reader_path_ stops here: its progress goes to disk.
+  void stop_replay();
 };
 
 }  // namespace auditpipe::internal

@@ -1,7 +1,11 @@
 #include "durable/spill_format.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 namespace auditpipe::internal {
 
@@ -118,6 +122,38 @@ bool RecordCodec::decode(std::span<const std::byte> in, std::byte* record) const
     p += length;
   }
   return p == end;
+}
+
+std::filesystem::path replay_progress_path(const std::filesystem::path& segment) {
+  return std::filesystem::path(segment.string() + ".replayed");
+}
+
+std::uint64_t read_replay_progress(const std::filesystem::path& segment) {
+  const int fd = ::open(replay_progress_path(segment).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char buf[32];
+  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n <= 0) return 0;
+  std::uint64_t v = 0;
+  for (ssize_t i = 0; i < n; ++i) {
+    if (buf[i] == '\n') break;
+    if (buf[i] < '0' || buf[i] > '9') return 0;
+    v = v * 10 + static_cast<std::uint64_t>(buf[i] - '0');
+  }
+  return v;
+}
+
+bool write_replay_progress(const std::filesystem::path& segment, std::uint64_t records) {
+  const std::filesystem::path target = replay_progress_path(segment);
+  const std::filesystem::path temp(target.string() + ".tmp");
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return false;
+  const std::string text = std::to_string(records) + "\n";
+  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+                  ::fdatasync(fd) == 0;
+  ::close(fd);
+  return ok && ::rename(temp.c_str(), target.c_str()) == 0;
 }
 
 }  // namespace auditpipe::internal

@@ -31,6 +31,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <span>
 #include <string>
 #include <string_view>
@@ -72,6 +73,18 @@ static_assert(sizeof(FrameHeader) == frame_header_size);
 std::string segment_name(std::uint64_t number);
 // The number in a segment's file name, or 0 if it is not one.
 std::uint64_t segment_number(std::string_view file_name);
+
+// A segment whose replay stopped part-way (close() ran out of time) gets a
+// companion file "<segment>.replayed" holding, in decimal, how many of its
+// records (from the start, in replay order) are stored. The next start
+// skips those, and does not count them as waiting. A crash before it is
+// written means they are replayed again: harmless (the key), only counted
+// twice in `replayed`.
+std::filesystem::path replay_progress_path(const std::filesystem::path& segment);
+// 0 if there is no such file or it does not hold a number.
+std::uint64_t read_replay_progress(const std::filesystem::path& segment);
+// Written and fdatasync'ed under a temporary name, then renamed over.
+bool write_replay_progress(const std::filesystem::path& segment, std::uint64_t records);
 
 // A record of one table in the compact form of version 2, and back.
 //

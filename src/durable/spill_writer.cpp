@@ -60,7 +60,9 @@ SpillWriter::SpillWriter(fs::path dir, const TableDescriptor& table, std::uint64
     const std::uint64_t size = entry.file_size(ec);
     if (ec) break;
     bytes_ += size;
-    const std::uint64_t count = count_records(entry.path(), size);
+    // Less what an earlier replay of it stored before it stopped.
+    const std::uint64_t all = count_records(entry.path(), size);
+    const std::uint64_t count = all - std::min(all, read_replay_progress(entry.path()));
     segment_records_[n] = count;
     records += count;
   }
@@ -287,6 +289,8 @@ void SpillWriter::remove(const fs::path& segment) {
   std::error_code ec;
   const auto size = fs::file_size(segment, ec);
   const bool removed = !ec && fs::remove(segment, ec);
+  std::error_code ignored;
+  fs::remove(replay_progress_path(segment), ignored);
   const std::uint64_t number = segment_number(segment.filename().string());
   detail::MutexLock lock(mutex_);
   if (removed) bytes_ -= std::min<std::uint64_t>(bytes_, size);
@@ -297,6 +301,8 @@ void SpillWriter::quarantine(const fs::path& segment) {
   std::error_code size_ec, ec;
   const auto size = fs::file_size(segment, size_ec);
   fs::rename(segment, fs::path(segment.string() + ".bad"), ec);
+  std::error_code ignored;
+  fs::remove(replay_progress_path(segment), ignored);
   const std::uint64_t number = segment_number(segment.filename().string());
   detail::MutexLock lock(mutex_);
   if (!ec && !size_ec) bytes_ -= std::min<std::uint64_t>(bytes_, size);

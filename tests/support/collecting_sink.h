@@ -40,6 +40,9 @@ class CollectingSink : public auditpipe::Sink {
     std::unique_lock<std::mutex> lock(mutex_);
     ++attempts_;
     gate_cv_.wait(lock, [&] { return !held_; });
+    if (successes_left_ == 0) {
+      return auditpipe::WriteResult::transient_error("test sink: gone after its last success");
+    }
     if (transient_failures_ > 0) {
       --transient_failures_;
       return permanent_ ? auditpipe::WriteResult::permanent_error("test sink: permission denied")
@@ -57,6 +60,7 @@ class CollectingSink : public auditpipe::Sink {
       }
     }
     batch_sizes_.push_back(batch.records.size());
+    if (successes_left_ > 0) --successes_left_;
     written_cv_.notify_all();
     return auditpipe::WriteResult::success();
   }
@@ -91,6 +95,11 @@ class CollectingSink : public auditpipe::Sink {
     std::lock_guard<std::mutex> lock(mutex_);
     transient_failures_ = n;
     permanent_ = true;
+  }
+  // The next n writes succeed; every one after them fails as transient.
+  void fail_after(int n) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    successes_left_ = n;
   }
   void refuse_if(std::function<bool(const auditpipe::RecordRef&)> f) { refuse_ = std::move(f); }
   void hold() {
@@ -144,6 +153,7 @@ class CollectingSink : public auditpipe::Sink {
   bool permanent_ = false;
   bool fail_open_ = false;
   int transient_failures_ = 0;
+  int successes_left_ = -1;  // -1: no limit
   std::size_t attempts_ = 0;
   std::function<bool(const auditpipe::RecordRef&)> refuse_;
   std::vector<Key> keys_;

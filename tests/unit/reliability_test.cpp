@@ -211,6 +211,50 @@ TEST(Reliability, CloseAndFlushKeepTheirDeadlinesThroughARetryBackoff) {
   EXPECT_EQ(report.on_disk, 40u);
 }
 
+// A replay that close() stops part-way through a segment: the report
+// counts only the records not yet stored, and the next start replays
+// exactly those (not the whole segment again).
+TEST(Reliability, AReplayStoppedPartWayResumesWhereItStopped) {
+  TempDir dir;
+  Options o;
+  o.capacity = 256;
+  o.batch_size = 20;
+  o.write_latency_target = 0ms;  // replay batches of exactly 20
+  o.spill_path = dir.path() / "spill";
+  o.retry_backoff_initial = 1ms;
+  o.retry_backoff_max = 5ms;
+  {
+    auto down = std::make_shared<CollectingSink>();
+    down->fail_next(1'000'000);
+    auditpipe::Logger<AuditRow> logger(down, o);
+    for (int i = 0; i < 100; ++i) ASSERT_EQ(log_one(logger, i), Status::ok);
+    ASSERT_EQ(logger.close(100ms).on_disk, 100u);
+  }
+  auto flaky = std::make_shared<CollectingSink>();
+  flaky->fail_after(2);  // two replay batches stored, then the database is gone
+  {
+    auditpipe::Logger<AuditRow> logger(flaky, o);
+    ASSERT_TRUE(eventually([&] { return logger.stats().replayed == 40; }));
+    const auto report = logger.close(200ms);
+    EXPECT_FALSE(report.drained);
+    EXPECT_EQ(report.on_disk, 60u);
+  }
+  auto up = std::make_shared<CollectingSink>();
+  {
+    auditpipe::Logger<AuditRow> logger(up, o);
+    EXPECT_EQ(logger.stats().spill_records, 60u);
+    EXPECT_TRUE(logger.flush(10s));
+    const auto report = logger.close();
+    EXPECT_TRUE(report.drained);
+    EXPECT_EQ(report.stats.replayed, 60u) << "the stored 40 were replayed again";
+  }
+  auto keys = flaky->keys();
+  const auto rest = up->keys();
+  keys.insert(keys.end(), rest.begin(), rest.end());
+  expect_exactly_once(keys, 100);
+  EXPECT_EQ(files_in(o.spill_path, ".replayed"), 0u);
+}
+
 TEST(Reliability, ADurablePoolKeepsCommittedRecordsForTheNextStart) {
   TempDir dir;
   Options o;
