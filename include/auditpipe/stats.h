@@ -97,12 +97,13 @@ struct Stats {
 
   Health health = Health::ok;
   // Why health is not ok: the last failed write's message (never a
-  // password); empty while writes succeed.
+  // password), how long nothing was stored, or that records wait in the
+  // spill directory; empty while health is ok.
   std::string health_reason;
 
   // Gauges.
   std::uint64_t pool_capacity = 0;
-  std::uint64_t pool_in_use = 0;  // filling, queued or being written
+  std::uint64_t pool_in_use = 0;    // filling, queued or being written
   std::uint64_t spill_bytes = 0;    // in the spill directory now
   std::uint64_t spill_records = 0;  // in the spill directory now, waiting to be written
 
@@ -124,8 +125,12 @@ struct CloseReport {
   // plus any spilled earlier and not yet replayed. The next logger on the
   // directory writes them first.
   std::uint64_t on_disk = 0;
-  std::uint64_t unwritten = 0;  // committed records left unwritten at the deadline (a durable
-                                // pool keeps them for the next start)
+  // Committed records not known to be stored at the deadline and kept
+  // nowhere else (a durable pool keeps them for the next start). A write
+  // in flight when the deadline cancelled it may still have been stored by
+  // the server: those are counted here too, and any later copy of them
+  // (from a durable pool) is skipped by its key.
+  std::uint64_t unwritten = 0;
   // Records acquired but still not committed when close() stopped waiting
   // for them (Handles held by the application): counted in stats.abandoned;
   // a later commit() of one returns Status::closed. close() waits for such

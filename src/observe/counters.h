@@ -84,11 +84,13 @@ struct Counters {
     const std::uint32_t failures = consecutive_failures.load(std::memory_order_relaxed);
     const bool permanent = permanent_failure.load(std::memory_order_relaxed);
     s.health = failures >= down_after_failures || (failures > 0 && permanent) ? Health::down
-               : failures > 0 || spill_pending              ? Health::degraded
-                                                            : Health::ok;
+               : failures > 0 || spill_pending                                ? Health::degraded
+                                                                              : Health::ok;
     if (failures > 0) {
       detail::MutexLock lock(reason_mutex_);
       s.health_reason = reason_;
+    } else if (spill_pending) {
+      s.health_reason = "records wait in the spill directory";
     }
     const std::int64_t since = now_ns() - last_stored_ns.load(std::memory_order_relaxed);
     if (since >= stalled_after.count() && work_waiting()) {

@@ -184,10 +184,17 @@ bool BatchWriter::write(std::span<const RecordRef> refs, std::size_t begin, std:
     const WriteResult result = sink.write(Batch{parts_.table, refs.subspan(begin, count)});
     if (result.ok()) {
       if (k.write_succeeded() || failures != 0) {
-        diagnostics()->info(
-            "auditpipe: writer {}: {} takes writes again ({} records written after {} failed "
-            "attempts)",
-            index_, sink.describe(), count, failures);
+        // This writer's own failed attempts, if it had any: a writer that
+        // waited for a connection instead has none to count.
+        if (failures != 0) {
+          diagnostics()->info(
+              "auditpipe: writer {}: {} takes writes again ({} records written after {} failed "
+              "attempts)",
+              index_, sink.describe(), count, failures);
+        } else {
+          diagnostics()->info("auditpipe: writer {}: {} takes writes again ({} records written)",
+                              index_, sink.describe(), count);
+        }
       }
       const std::uint64_t took_us = micros_since(t0);
       k.batches.fetch_add(1, std::memory_order_relaxed);

@@ -170,9 +170,11 @@ TEST(Reliability, CloseReportsEveryRecordStillOnDisk) {
     on_disk = report.on_disk;
   }
   auto up = std::make_shared<CollectingSink>();
+  up->hold();  // nothing is stored until the count at start is seen
   {
     auditpipe::Logger<AuditRow> logger(up, o);
     EXPECT_EQ(logger.stats().spill_records, on_disk) << "counted again at start";
+    up->release();
     EXPECT_TRUE(logger.flush(10s));
     EXPECT_EQ(logger.stats().spill_records, 0u);
     const auto report = logger.close();
@@ -240,9 +242,11 @@ TEST(Reliability, AReplayStoppedPartWayResumesWhereItStopped) {
     EXPECT_EQ(report.on_disk, 60u);
   }
   auto up = std::make_shared<CollectingSink>();
+  up->hold();
   {
     auditpipe::Logger<AuditRow> logger(up, o);
     EXPECT_EQ(logger.stats().spill_records, 60u);
+    up->release();
     EXPECT_TRUE(logger.flush(10s));
     const auto report = logger.close();
     EXPECT_TRUE(report.drained);
