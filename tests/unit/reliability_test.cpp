@@ -39,6 +39,18 @@ Status log_one(auditpipe::Logger<AuditRow>& logger, std::int64_t id) {
   return r.commit();
 }
 
+// Logs `n` records to a sink that fails every write, and closes: all of
+// them end on disk, in the spill directory of `o`.
+void spill_while_the_database_is_down(const Options& o, int n) {
+  auto down = std::make_shared<CollectingSink>();
+  down->fail_next(1'000'000);
+  auditpipe::Logger<AuditRow> logger(down, o);
+  for (int i = 0; i < n; ++i) ASSERT_EQ(log_one(logger, i), Status::ok);
+  const auto report = logger.close(100ms);
+  ASSERT_EQ(report.on_disk, static_cast<std::uint64_t>(n));
+  EXPECT_EQ(down->keys().size(), 0u);
+}
+
 std::size_t files_in(const std::filesystem::path& dir, const std::string& suffix) {
   std::size_t n = 0;
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
@@ -225,13 +237,7 @@ TEST(Reliability, AReplayStoppedPartWayResumesWhereItStopped) {
   o.spill_path = dir.path() / "spill";
   o.retry_backoff_initial = 1ms;
   o.retry_backoff_max = 5ms;
-  {
-    auto down = std::make_shared<CollectingSink>();
-    down->fail_next(1'000'000);
-    auditpipe::Logger<AuditRow> logger(down, o);
-    for (int i = 0; i < 100; ++i) ASSERT_EQ(log_one(logger, i), Status::ok);
-    ASSERT_EQ(logger.close(100ms).on_disk, 100u);
-  }
+  ASSERT_NO_FATAL_FAILURE(spill_while_the_database_is_down(o, 100));
   auto flaky = std::make_shared<CollectingSink>();
   flaky->fail_after(2);  // two replay batches stored, then the database is gone
   {
