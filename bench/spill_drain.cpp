@@ -38,10 +38,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-MYSQL* connect_raw(const auditpipe::Url& u) {
-  return bench::connect_admin(u, "spill_drain");
-}
-
 long long scalar(MYSQL* m, const char* sql) {
   if (mysql_query(m, sql) != 0) return -1;
   MYSQL_RES* r = mysql_store_result(m);
@@ -66,7 +62,7 @@ int main(int argc, char** argv) {
   const auditpipe::Url u = auditpipe::parse_url(url);
   const int outage = argc > 2 ? std::atoi(argv[2]) : 10;
   auditpipe::diagnostics()->set_level(spdlog::level::err);
-  MYSQL* admin = connect_raw(u);
+  MYSQL* admin = bench::connect_admin(u, "spill_drain");
 
   // 1. The database's rate.
   double rate = 0;
@@ -99,7 +95,7 @@ int main(int argc, char** argv) {
   o.overflow = auditpipe::Overflow::spill;
   o.spill_path = dir;
   auditpipe::Logger<bench::AuditEvent> logger(auditpipe::open(url), o);
-  MYSQL* locker = connect_raw(u);
+  MYSQL* locker = bench::connect_admin(u, "spill_drain");
   mysql_query(locker, "LOCK TABLES bench_audit WRITE");
   std::atomic<int> phase{0};  // 0 outage (unpaced), 1 back (paced at R/2), 2 stop
   std::atomic<long long> next{0}, during_drain{0};

@@ -44,10 +44,6 @@ double rss_mb() {
          (1024.0 * 1024.0);
 }
 
-MYSQL* connect_raw(const auditpipe::Url& u) {
-  return bench::connect_admin(u, "stall");
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -70,7 +66,7 @@ int main(int argc, char** argv) {
              "rss_spread_pct,seconds\n";
 
   for (const auto policy : {auditpipe::Overflow::block, auditpipe::Overflow::drop}) {
-    MYSQL* admin = connect_raw(u);
+    MYSQL* admin = bench::connect_admin(u, "stall");
     mysql_query(admin, "DROP TABLE IF EXISTS bench_audit");
     auditpipe::Options o;
     o.capacity = 65536;
@@ -78,7 +74,7 @@ int main(int argc, char** argv) {
     o.overflow = policy;
     o.max_wait = std::chrono::milliseconds(200);
     auditpipe::Logger<bench::AuditEvent> logger(auditpipe::open(url), o);
-    MYSQL* locker = connect_raw(u);
+    MYSQL* locker = bench::connect_admin(u, "stall");
     mysql_query(locker, "LOCK TABLES bench_audit WRITE");
     const auto t0 = Clock::now();
     std::atomic<bool> done{false};

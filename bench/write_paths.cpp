@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "audit_event.h"
+#include "mysql_admin.h"
 
 namespace {
 
@@ -26,12 +27,7 @@ void drop_table(const std::string& url) {
   const auditpipe::Url u = auditpipe::parse_url(url);
   const auto& h = u.hosts.at(0);
   if (u.scheme == "mysql") {
-    MYSQL* m = mysql_init(nullptr);
-    if (mysql_real_connect(m, h.host.c_str(), u.user.c_str(), u.password.value_or("").c_str(),
-                           u.path.c_str(), h.port.value_or(3306), nullptr, 0) == nullptr) {
-      std::fprintf(stderr, "write_paths: %s\n", mysql_error(m));
-      std::exit(1);
-    }
+    MYSQL* m = bench::connect_admin(u, "write_paths");
     mysql_query(m, "DROP TABLE IF EXISTS bench_audit");
     mysql_close(m);
     return;

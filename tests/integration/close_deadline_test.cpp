@@ -248,9 +248,47 @@ class MysqlDeadline : public ::testing::Test {
 };
 ThrowawayServer* MysqlDeadline::server_ = nullptr;
 
-// Before cancel(), close() waited here for the statement in flight
-// (read_timeout, 60 s) and then for the lease waits (connection_timeout,
-// 30 s).
+// Once the server is up, every record logged during the outage arrives,
+// once: `rows(expr)` evaluates a count on the server's table.
+template <class Rows>
+void expect_every_record_arrives_once(Logger& logger, long long n, Rows rows,
+                                      const std::string& count_distinct, const char* what) {
+  const bool arrived = testing_support::eventually(
+      [&] {
+        return logger.stats().written + logger.stats().replayed >= static_cast<std::uint64_t>(n);
+      },
+      60s);
+  const auto report = logger.close(30s);
+  const long long stored = rows("COUNT(*)");
+  const long long distinct = rows(count_distinct);
+  std::printf(
+      "[ close ] %s started during an outage: %lld committed, %lld rows, %lld distinct, "
+      "spilled %llu\n",
+      what, n, stored, distinct, static_cast<unsigned long long>(report.stats.spilled));
+  EXPECT_TRUE(arrived);
+  EXPECT_TRUE(report.drained);
+  EXPECT_EQ(stored, n);
+  EXPECT_EQ(distinct, n);
+}
+
+// `url` with its test password replaced: starting fails as a configuration
+// error naming `why`, even with a spill directory, never as unreachable.
+template <class Open>
+void expect_a_wrong_password_fails_the_start(std::string url, Open open, const std::string& why) {
+  url.replace(url.find("auditpipe-test"), std::string("auditpipe-test").size(), "wrong-password");
+  testing_support::TempDir dir;
+  Options o;
+  o.spill_path = dir.path() / "spill";
+  try {
+    Logger logger(open(url), o);
+    ADD_FAILURE() << "started with a wrong password";
+  } catch (const auditpipe::unreachable& e) {
+    ADD_FAILURE() << "a wrong password taken for an unreachable server: " << e.what();
+  } catch (const auditpipe::error& e) {
+    EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+  }
+}
+
 // A logger started while its server is down: a spill directory for what
 // the pool cannot hold, retries that come back quickly once it is up.
 Options outage_options(const testing_support::TempDir& dir) {
@@ -275,6 +313,9 @@ void log_during_outage(Logger& logger, long long n) {
   }
 }
 
+// Before cancel(), close() waited here for the statement in flight
+// (read_timeout, 60 s) and then for the lease waits (connection_timeout,
+// 30 s).
 TEST_F(MysqlDeadline, CloseKeepsItsDeadlineWhenTheServerHangs) {
   Logger logger(auditpipe::mysql::open(server_->url()), running_options());
   Producers p;
@@ -342,35 +383,15 @@ TEST_F(MysqlDeadline, StartsWhileTheServerIsDownAndWritesEverythingOnceItIsUp) {
   constexpr long long n = 3000;  // more than the pool holds: some go to the spill directory
   ASSERT_NO_FATAL_FAILURE(log_during_outage(*logger, n));
   ASSERT_TRUE(server_->run("start"));
-  const bool arrived = testing_support::eventually(
-      [&] { return logger->stats().written + logger->stats().replayed >= n; }, 60s);
-  const auto report = logger->close(30s);
-  const long long stored = rows(server_->url());
-  const long long distinct = rows(server_->url(), "COUNT(DISTINCT source_id, seq)");
-  std::printf(
-      "[ close ] started during an outage: %lld committed, %lld rows, %lld distinct, "
-      "spilled %llu\n",
-      n, stored, distinct, static_cast<unsigned long long>(report.stats.spilled));
-  EXPECT_TRUE(arrived);
-  EXPECT_TRUE(report.drained);
-  EXPECT_EQ(stored, n);
-  EXPECT_EQ(distinct, n);
+  expect_every_record_arrives_once(
+      *logger, n, [](const std::string& expr) { return rows(server_->url(), expr); },
+      "COUNT(DISTINCT source_id, seq)", "MariaDB");
 }
 
 TEST(MysqlUnreachable, AWrongPasswordStillFailsTheStartAsAConfigurationError) {
-  auto u = testing_support::mysql_test_url();
-  u.replace(u.find("auditpipe-test"), std::string("auditpipe-test").size(), "wrong-password");
-  testing_support::TempDir dir;
-  Options o;
-  o.spill_path = dir.path() / "spill";
-  try {
-    Logger logger(auditpipe::mysql::open(u), o);
-    ADD_FAILURE() << "started with a wrong password";
-  } catch (const auditpipe::unreachable& e) {
-    ADD_FAILURE() << "a wrong password taken for an unreachable server: " << e.what();
-  } catch (const auditpipe::error& e) {
-    EXPECT_NE(std::string(e.what()).find("1045"), std::string::npos) << e.what();
-  }
+  expect_a_wrong_password_fails_the_start(
+      testing_support::mysql_test_url(),
+      [](const std::string& url) { return auditpipe::mysql::open(url); }, "1045");
 }
 
 TEST(MysqlUnreachable, AServerDownWithNowhereToKeepRecordsFailsTheStart) {
@@ -452,36 +473,16 @@ TEST_F(PostgresqlDeadline, StartsWhileTheServerIsDownAndWritesEverythingOnceItIs
   constexpr long long n = 3000;
   ASSERT_NO_FATAL_FAILURE(log_during_outage(*logger, n));
   ASSERT_TRUE(server_->run("start"));
-  const bool arrived = testing_support::eventually(
-      [&] { return logger->stats().written + logger->stats().replayed >= n; }, 60s);
-  const auto report = logger->close(30s);
-  const long long stored = rows();
-  const long long distinct = rows("COUNT(DISTINCT (source_id, seq))");
-  std::printf(
-      "[ close ] PostgreSQL started during an outage: %lld committed, %lld rows, %lld "
-      "distinct, spilled %llu\n",
-      n, stored, distinct, static_cast<unsigned long long>(report.stats.spilled));
-  EXPECT_TRUE(arrived);
-  EXPECT_TRUE(report.drained);
-  EXPECT_EQ(stored, n);
-  EXPECT_EQ(distinct, n);
+  expect_every_record_arrives_once(
+      *logger, n, [](const std::string& expr) { return rows(expr); },
+      "COUNT(DISTINCT (source_id, seq))", "PostgreSQL");
 }
 
 TEST(PostgresqlUnreachable, AWrongPasswordStillFailsTheStartAsAConfigurationError) {
-  auto u = testing_support::postgresql_test_url();
-  u.replace(u.find("auditpipe-test"), std::string("auditpipe-test").size(), "wrong-password");
-  testing_support::TempDir dir;
-  Options o;
-  o.spill_path = dir.path() / "spill";
-  try {
-    Logger logger(auditpipe::postgresql::open(u), o);
-    ADD_FAILURE() << "started with a wrong password";
-  } catch (const auditpipe::unreachable& e) {
-    ADD_FAILURE() << "a wrong password taken for an unreachable server: " << e.what();
-  } catch (const auditpipe::error& e) {
-    EXPECT_NE(std::string(e.what()).find("password authentication failed"), std::string::npos)
-        << e.what();
-  }
+  expect_a_wrong_password_fails_the_start(
+      testing_support::postgresql_test_url(),
+      [](const std::string& url) { return auditpipe::postgresql::open(url); },
+      "password authentication failed");
 }
 
 TEST(PostgresqlUnreachable, AServerDownWithNowhereToKeepRecordsFailsTheStart) {
