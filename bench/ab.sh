@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# A/B of the producer path and of ingestion between an older commit and the
-# working tree, in one run: builds REV into a second tree (build/ab-base,
-# from a clone at REV), then runs both builds' hot_path (auditpipe's log()
-# and its floor, 1 and 2 producers) and ingest, alternately (A B A B ...),
-# and prints every run and the medians. Both sides share the machine's
-# state at each moment, so compare the ratios, not the absolute numbers.
+# A/B of the producer path, the pool and ingestion between an older commit
+# and the working tree, in one run: builds REV into a second tree
+# (build/ab-base, from a clone at REV), then runs both builds' hot_path
+# (auditpipe's log() and its floor, 1, 2, 4 and 100 producers), alloc and
+# ingest, alternately (A B A B ...), and prints the medians. The head's
+# alloc also runs under LD_PRELOAD of jemalloc and of mimalloc, so its
+# new/delete row shows those allocators beside glibc's. Both sides share the
+# machine's state at each moment, so compare the ratios, not the absolute
+# numbers.
 #
 #   bench/ab.sh REV [runs] [ingest-scale]     # defaults: 3 runs, scale 0.25
+#                                             # (scale 0: no ingest, no server)
 #
 # Needs a MariaDB server for ingest: a throwaway one is started (and removed)
 # unless AUDITPIPE_BENCH_MYSQL_URL names one.
@@ -17,6 +21,15 @@ rev=${1:?usage: bench/ab.sh REV [runs] [ingest-scale]}
 runs=${2:-3}
 scale=${3:-0.25}
 ./scripts/deps.sh
+# The allocators alloc is compared with (only their shared libraries are
+# used, preloaded).
+if [ "$(dpkg-query -W -f='${Status}\n' libjemalloc-dev libmimalloc-dev 2>/dev/null |
+      grep -c 'ok installed')" != 2 ]; then
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    libjemalloc-dev libmimalloc-dev >/dev/null
+fi
+jemalloc=$(dpkg -L libjemalloc2 | grep -m1 '/libjemalloc\.so\.2$')
+mimalloc=$(dpkg -L libmimalloc2.0 | grep -m1 '/libmimalloc\.so\.2$')
 
 base_src=build/ab-base-src
 rm -rf "$base_src"
@@ -25,13 +38,13 @@ git -C "$base_src" checkout -q "$(git rev-parse "$rev")"
 configure() {
   cmake -S "$1" -B "$2" -DCMAKE_BUILD_TYPE=Release -DAUDITPIPE_BUILD_TESTS=OFF \
     -DAUDITPIPE_BUILD_EXAMPLES=OFF -DAUDITPIPE_BUILD_BENCH=ON >/dev/null
-  cmake --build "$2" -j"$(nproc)" --target hot_path ingest >/dev/null
+  cmake --build "$2" -j"$(nproc)" --target hot_path alloc ingest >/dev/null
 }
 configure "$base_src" build/ab-base
 configure . build/ab-head
 
 url=${AUDITPIPE_BENCH_MYSQL_URL:-}
-if [ -z "$url" ]; then
+if [ -z "$url" ] && [ "$scale" != 0 ]; then
   export AUDITPIPE_MARIADB_DIR AUDITPIPE_MARIADB_PORT=${AUDITPIPE_MARIADB_PORT:-33316}
   AUDITPIPE_MARIADB_DIR=$(mktemp -d /tmp/auditpipe-ab-mariadb.XXXXXX)
   trap './scripts/mariadb.sh destroy' EXIT
@@ -40,7 +53,8 @@ if [ -z "$url" ]; then
 fi
 
 out=$(mktemp -d /tmp/auditpipe-ab.XXXXXX)
-filter='^(auditpipe|floor)/iterations:[0-9]+/real_time/threads:(1|2)$'
+filter='^(auditpipe|floor)/iterations:[0-9]+/real_time/threads:(1|2|4|100)$'
+alloc_filter='^(pool|pool_depot|new_delete|pmr_pool)/'
 for i in $(seq 1 "$runs"); do
   # Each side goes first every other round: the server is still busy with
   # the previous run's tables for a while, and that must not always fall
@@ -51,7 +65,15 @@ for i in $(seq 1 "$runs"); do
     echo "=== run $i: $side" >&2
     "build/ab-$side/bench/hot_path" --benchmark_filter="$filter" \
       --benchmark_out="$out/hot_$side$i.json" --benchmark_out_format=json >/dev/null
-    "build/ab-$side/bench/ingest" "$url" "$out/ingest_$side$i" "$scale" >"$out/ingest_$side$i.txt"
+    "build/ab-$side/bench/alloc" --benchmark_filter="$alloc_filter" \
+      --benchmark_out="$out/alloc_$side$i.json" --benchmark_out_format=json >/dev/null
+    if [ "$scale" != 0 ]; then
+      "build/ab-$side/bench/ingest" "$url" "$out/ingest_$side$i" "$scale" >"$out/ingest_$side$i.txt"
+    fi
+  done
+  for malloc in jemalloc mimalloc; do
+    LD_PRELOAD=${!malloc} build/ab-head/bench/alloc --benchmark_filter='^new_delete/' \
+      --benchmark_out="$out/alloc_$malloc$i.json" --benchmark_out_format=json >/dev/null
   done
 done
 
@@ -77,6 +99,25 @@ for name in $(hot "$out/hot_base1.json" | awk '{ print $1 }'); do
     "$bp" "$hp" "$bm" "$hm" "$(awk -v a="$hm" -v b="$bm" 'BEGIN { print a / b }')"
 done
 
+# alloc: name real_time_ns per run.
+alloc() { awk -F'"' '/"name"/ { name = $4 } /"real_time"/ { split($0, a, ": "); rt = a[2]; sub(",", "", rt); print name, rt }' "$1"; }
+pick_alloc() {  # pick_alloc <side> <name>: median ns over the runs, or - if absent
+  local v
+  v=$(for i in $(seq 1 "$runs"); do alloc "$out/alloc_$1$i.json"; done | awk -v n="$2" '$1 == n { print $2 }')
+  if [ -z "$v" ]; then echo -; else echo "$v" | median; fi
+}
+echo
+echo "alloc (ns per acquire + release, or allocate + free, per thread), median of $runs runs"
+printf '%-28s %10s %10s %10s %10s\n' contender 1t 2t 4t allocator
+for row in "base pool" "head pool" "head pool_depot" "head new_delete glibc" "jemalloc new_delete jemalloc" \
+           "mimalloc new_delete mimalloc" "head pmr_pool"; do
+  set -- $row
+  printf '%-28s' "$1 $2"
+  for t in 1 2 4; do printf ' %10s' "$(pick_alloc "$1" "$2/real_time/threads:$t")"; done
+  printf ' %10s\n' "${3:-}"
+done
+
+[ "$scale" = 0 ] && { echo "(raw outputs in $out)"; exit 0; }
 echo
 echo "ingest (rows/s, and the ratio to the fastest hand-written client loop in the same run), median of $runs runs"
 printf '%-44s %12s %12s %10s %10s\n' contender "base rows/s" "head rows/s" "base/best" "head/best"

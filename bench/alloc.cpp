@@ -1,7 +1,12 @@
-// alloc: getting and giving back one record's memory, four ways, with heap
+// alloc: getting and giving back one record's memory, five ways, with heap
 // allocations and bytes per operation counted (replaced operator new):
-//   pool          auditpipe's RecordPool: try_acquire + release
-//   new_delete    new Record + delete
+//   pool          auditpipe's RecordPool as producers use it: try_acquire
+//                 from the thread's magazine + give_back into it
+//   pool_depot    the same pool without magazines: every acquire and
+//                 release goes to the shared depot (the baseline the
+//                 magazines are measured against)
+//   new_delete    new Record + delete (whichever malloc is loaded: bench/run.sh
+//                 runs it again under LD_PRELOAD of jemalloc and mimalloc)
 //   make_shared   std::make_shared<Record> + reset
 //   pmr_pool      std::pmr::synchronized_pool_resource allocate + deallocate
 // single-threaded and with 2 and 4 threads sharing one pool or resource.
@@ -32,12 +37,32 @@ void count(benchmark::State& state, std::size_t allocs_before, std::size_t bytes
 
 std::unique_ptr<auditpipe::internal::RecordPool> pool;
 
+// Before the threads start and after they are gone (a thread attaches its
+// magazine before its timed loop, so the pool must exist by then).
+void make_pool(const benchmark::State&) {
+  const auto& d = auditpipe::descriptor_of<AuditEvent>();
+  pool = std::make_unique<auditpipe::internal::RecordPool>(4096, d.record_size, d.record_align,
+                                                           d.prototype);
+}
+void drop_pool(const benchmark::State&) {
+  pool.reset();
+}
+
 void BM_pool(benchmark::State& state) {
-  if (state.thread_index() == 0) {
-    const auto& d = auditpipe::descriptor_of<AuditEvent>();
-    pool = std::make_unique<auditpipe::internal::RecordPool>(4096, d.record_size, d.record_align,
-                                                             d.prototype);
+  auditpipe::internal::SlotCache cache;
+  pool->attach(cache);
+  const auto a = auditpipe::tools::allocations_on_this_thread();
+  const auto b = auditpipe::tools::allocated_bytes_on_this_thread();
+  for (auto _ : state) {
+    auditpipe::internal::SlotHeader* s = pool->try_acquire(cache);
+    benchmark::DoNotOptimize(s);
+    if (s != nullptr) pool->give_back(cache, s);
   }
+  count(state, a, b);
+  pool->detach(cache);
+}
+
+void BM_pool_depot(benchmark::State& state) {
   const auto a = auditpipe::tools::allocations_on_this_thread();
   const auto b = auditpipe::tools::allocated_bytes_on_this_thread();
   for (auto _ : state) {
@@ -46,7 +71,6 @@ void BM_pool(benchmark::State& state) {
     if (s != nullptr) pool->release(&s, 1);
   }
   count(state, a, b);
-  if (state.thread_index() == 0) pool.reset();
 }
 
 void BM_new_delete(benchmark::State& state) {
@@ -95,7 +119,14 @@ void BM_pmr_pool(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(BM_pool)->Name("pool")->ThreadRange(1, 4)->UseRealTime();
+BENCHMARK(BM_pool)->Name("pool")->ThreadRange(1, 4)->UseRealTime()->Setup(make_pool)->Teardown(
+    drop_pool);
+BENCHMARK(BM_pool_depot)
+    ->Name("pool_depot")
+    ->ThreadRange(1, 4)
+    ->UseRealTime()
+    ->Setup(make_pool)
+    ->Teardown(drop_pool);
 BENCHMARK(BM_new_delete)->Name("new_delete")->ThreadRange(1, 4)->UseRealTime();
 BENCHMARK(BM_make_shared)->Name("make_shared")->ThreadRange(1, 4)->UseRealTime();
 BENCHMARK(BM_pmr_pool)->Name("pmr_pool")->ThreadRange(1, 4)->UseRealTime();

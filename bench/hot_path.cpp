@@ -5,9 +5,10 @@
 //   auditpipe          logger.log(message): acquire + map + commit, a writer
 //                      draining to a null sink
 //   auditpipe_durable  the same with the pool in a memory-mapped file
-//   floor              a RecordPool acquire plus a moodycamel enqueue of the
-//                      slot pointer with a producer token (what auditpipe's
-//                      path cannot go below), a consumer releasing them
+//   floor              a RecordPool acquire from the thread's magazine plus a
+//                      moodycamel enqueue of the slot pointer with a producer
+//                      token (what auditpipe's path cannot go below), a
+//                      consumer releasing them
 //   spdlog_async       spdlog's async logger, the fields formatted, to a
 //                      null sink
 //   naive              new Record with std::string fields into a std::mutex +
@@ -235,23 +236,31 @@ struct Floor {
 };
 std::unique_ptr<Floor> floor_state;
 
+// Made before the threads start and destroyed after they are gone: each
+// thread attaches its magazine inside the loop and detaches it after.
+void make_floor(const benchmark::State&) {
+  floor_state = std::make_unique<Floor>();
+}
+void drop_floor(const benchmark::State&) {
+  floor_state.reset();
+}
+
 void BM_floor(benchmark::State& state) {
-  if (state.thread_index() == 0) {
-    latencies.reset();
-    floor_state = std::make_unique<Floor>();
-  }
+  if (state.thread_index() == 0) latencies.reset();
   moodycamel::ProducerToken* token = nullptr;
+  auditpipe::internal::SlotCache cache;
   run_timed(state, [&](const Message&) {
-    if (token == nullptr) token = new moodycamel::ProducerToken(floor_state->queue);  // once
+    if (token == nullptr) {  // once, inside the loop: thread 0 made the floor before it
+      token = new moodycamel::ProducerToken(floor_state->queue);
+      floor_state->pool.attach(cache);
+    }
     auditpipe::internal::SlotHeader* s;
-    while ((s = floor_state->pool.try_acquire()) == nullptr) std::this_thread::yield();
+    while ((s = floor_state->pool.try_acquire(cache)) == nullptr) std::this_thread::yield();
     floor_state->queue.enqueue(*token, s);
   });
+  floor_state->pool.detach(cache);
   delete token;
-  if (state.thread_index() == 0) {
-    floor_state.reset();
-    latencies.report(state);
-  }
+  if (state.thread_index() == 0) latencies.report(state);
 }
 
 std::shared_ptr<spdlog::async_logger> spdlog_logger;
@@ -352,11 +361,12 @@ void register_all() {
         std::pair{"auditpipe_durable", &BM_auditpipe_durable}, std::pair{"floor", &BM_floor},
         std::pair{"spdlog_async", &BM_spdlog_async}, std::pair{"naive", &BM_naive}}) {
     for (int threads : {1, 2, 4, 100}) {
-      benchmark::RegisterBenchmark(name, fn)
-          ->Threads(threads)
-          ->Iterations(total / threads)
-          ->UseRealTime()
-          ->Unit(benchmark::kNanosecond);
+      auto* b = benchmark::RegisterBenchmark(name, fn)
+                    ->Threads(threads)
+                    ->Iterations(total / threads)
+                    ->UseRealTime()
+                    ->Unit(benchmark::kNanosecond);
+      if (fn == &BM_floor) b->Setup(make_floor)->Teardown(drop_floor);
     }
   }
 }

@@ -103,7 +103,10 @@ struct Stats {
 
   // Gauges.
   std::uint64_t pool_capacity = 0;
-  std::uint64_t pool_in_use = 0;    // filling, queued or being written
+  std::uint64_t pool_in_use = 0;  // filling, queued or being written
+  // Free slots parked in producer threads' magazines (taken back whenever
+  // another thread would otherwise wait or drop).
+  std::uint64_t pool_cached = 0;
   std::uint64_t spill_bytes = 0;    // in the spill directory now
   std::uint64_t spill_records = 0;  // in the spill directory now, waiting to be written
 

@@ -118,6 +118,8 @@ std::string to_prometheus(const Stats& s, const MetricLabels& labels) {
           static_cast<double>(s.pool_capacity));
   w.gauge("auditpipe_pool_in_use_records", "Slots filling, queued or being written.",
           static_cast<double>(s.pool_in_use));
+  w.gauge("auditpipe_pool_cached_records", "Free slots parked in producer threads' magazines.",
+          static_cast<double>(s.pool_cached));
   w.gauge("auditpipe_spill_bytes", "Bytes in the spill directory.",
           static_cast<double>(s.spill_bytes));
   w.gauge("auditpipe_spill_records", "Records in the spill directory, waiting to be written.",

@@ -240,7 +240,9 @@ class Pipeline::Engine {
     s.spill_bytes = spill_ ? spill_->bytes() : 0;
     s.spill_records = on_disk();
     s.pool_capacity = intake_.capacity();
-    s.pool_in_use = intake_.in_use();
+    const auto census = intake_.census();
+    s.pool_in_use = census.in_use;
+    s.pool_cached = census.cached;
     return s;
   }
 

@@ -45,8 +45,8 @@ Intake::Intake(const TableDescriptor& table, const Options& options, Counters& c
       // towards the pool's capacity: at most ~10.5 bytes per slot per
       // producer source, allocated while warming up, never per record.
       queue_(options.capacity + 32 * (options.writers + 8)),
-      registry_(
-          std::make_shared<ProducerRegistry>(queue_, options.source_id_base, pool_.source_table())),
+      registry_(std::make_shared<ProducerRegistry>(queue_, pool_, options.source_id_base,
+                                                   pool_.source_table())),
       overflow_offset_(overflow_offset(table.record_align)) {}
 
 Intake::~Intake() {
@@ -212,6 +212,9 @@ std::size_t Intake::uncommitted() const {
 
 void Intake::begin_close() noexcept {
   closing_.store(true, std::memory_order_seq_cst);
+  // Also the barrier acquire() pairs with: a slot taken from a magazine
+  // before it is in use after it.
+  pool_.reclaim_all();
   pool_.wake_waiters();
 }
 

@@ -8,11 +8,12 @@
 //   commit()   stamps (source_id, seq), marks the slot committed, queues it;
 //   abandon()  gives an acquired record back unwritten.
 //
-// The common case (a free slot, then a commit) takes no lock, makes no
-// system call and allocates nothing: one pop from the pool's free list, one
-// store of the producer's seq, one moodycamel enqueue with the producer's
-// token, one relaxed load of the writer signal. Those two calls are inline
-// here for that reason; the slow paths live in intake.cpp.
+// The common case (a free slot, then a commit) takes no lock, executes no
+// locked instruction, makes no system call and allocates nothing: one pop
+// from the thread's own magazine of slots, one store of the producer's seq,
+// one moodycamel enqueue with the producer's token, one relaxed load of the
+// writer signal. Those two calls are inline here for that reason; the slow
+// paths live in intake.cpp.
 //
 // Writers take committed slots with take() and give them back with
 // release() once the sink stored them; the pipeline uses the rest (start,
@@ -58,13 +59,15 @@ class Intake {
   // Producers ----------------------------------------------------------------
 
   std::byte* acquire(Status* status) noexcept {
+    Producer* p = registry_->current();
     // Behind anyone already waiting: queue up rather than overtake them.
-    SlotHeader* s = pool_.waiters() == 0 ? pool_.try_acquire() : nullptr;
+    SlotHeader* s = pool_.waiters() == 0 ? pool_.try_acquire(p->cache) : nullptr;
     if (s == nullptr) [[unlikely]]
       return acquire_slow(status);
     // Checked after taking the slot (pairs with begin_close(), which sets
-    // the flag and then reads the pool): either this sees closing, or
-    // close() sees the slot in use and waits for it.
+    // the flag and then makes every thread pass a barrier before it reads
+    // the pool): either this sees closing, or close() sees the slot in use
+    // and waits for it.
     if (closing_.load(std::memory_order_seq_cst)) [[unlikely]] {
       pool_.release(&s, 1);
       *status = Status::closed;
@@ -165,6 +168,8 @@ class Intake {
 
   std::size_t capacity() const noexcept { return pool_.capacity(); }
   std::size_t in_use() const noexcept { return pool_.in_use(); }
+  RecordPool::Census census() const noexcept { return pool_.census(); }
+  std::uint64_t reclaimed() const noexcept { return pool_.reclaimed(); }
   std::uint64_t committed() const { return registry_->committed(); }
 
  private:

@@ -40,10 +40,12 @@ namespace {
 thread_local ThreadSources thread_sources;
 }  // namespace
 
-ProducerRegistry::ProducerRegistry(RecordQueue& queue, std::optional<std::int64_t> source_id_base,
+ProducerRegistry::ProducerRegistry(RecordQueue& queue, RecordPool& pool,
+                                   std::optional<std::int64_t> source_id_base,
                                    SourceTable* persisted)
     : id_(next_registry_id.fetch_add(1, std::memory_order_relaxed)),
       queue_(queue),
+      pool_(pool),
       source_id_base_(persisted        ? persisted->base
                       : source_id_base ? *source_id_base
                                        : random_source_id_base()),
@@ -53,7 +55,7 @@ ProducerRegistry::ProducerRegistry(RecordQueue& queue, std::optional<std::int64_
   const std::uint64_t n = persisted_->count->load(std::memory_order_acquire);
   for (std::uint64_t i = 0; i < n && i < persisted_->capacity; ++i) {
     PersistedSource& e = persisted_->entries[i];
-    producers_.push_back(std::make_unique<Producer>(queue_, e.source_id, &e.next_seq));
+    producers_.push_back(std::make_unique<Producer>(queue_, pool_, e.source_id, &e.next_seq));
     committed_before_ += static_cast<std::uint64_t>(e.next_seq.load(std::memory_order_relaxed));
   }
   for (auto it = producers_.rbegin(); it != producers_.rend(); ++it) idle_.push_back(it->get());
@@ -87,7 +89,7 @@ Producer* ProducerRegistry::attach() {
         // range of ids, so nothing collides with the persisted ones.
         id = random_source_id_base() + static_cast<std::int64_t>(index);
       }
-      producers_.push_back(std::make_unique<Producer>(queue_, id, seq));
+      producers_.push_back(std::make_unique<Producer>(queue_, pool_, id, seq));
       producer = producers_.back().get();
     }
   }
@@ -102,7 +104,11 @@ Producer* ProducerRegistry::attach() {
 
 void ProducerRegistry::detach(Producer* producer) {
   detail::MutexLock lock(mutex_);
-  if (alive_) idle_.push_back(producer);
+  if (!alive_) return;
+  // The exiting thread is the magazine's owner: its slots go back now
+  // rather than wait for a reclaim.
+  pool_.flush(producer->cache);
+  idle_.push_back(producer);
 }
 
 std::uint64_t ProducerRegistry::committed() const {

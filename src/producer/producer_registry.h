@@ -2,8 +2,9 @@
 //
 // A source is what a thread stamps its records with: a source_id and a
 // dense, increasing seq, plus its own moodycamel producer token (a token
-// makes an enqueue ~10 ns and keeps each thread's records in order). Giving
-// each thread its own source keeps the commit path free of shared counters.
+// makes an enqueue ~10 ns and keeps each thread's records in order) and its
+// own magazine of free pool slots. Giving each thread its own source keeps
+// the acquire and commit paths free of shared counters.
 //
 // A thread finds its source through a one-entry thread-local cache keyed by
 // the registry's never-reused id; only its first commit into a registry
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "auditpipe/detail/thread_annotations.h"
+#include "producer/record_pool.h"
 #include "producer/record_queue.h"
 
 namespace auditpipe::internal {
@@ -30,9 +32,18 @@ namespace auditpipe::internal {
 // and sources of different threads must not share a line.
 struct alignas(64) Producer {
   // `persisted`: the durable pool's entry for this source, or nullptr.
-  Producer(RecordQueue& queue, std::int64_t id, std::atomic<std::int64_t>* persisted)
-      : token(queue), source_id(id), next_seq(persisted ? persisted : &own_seq) {}
+  Producer(RecordQueue& queue, RecordPool& slots, std::int64_t id,
+           std::atomic<std::int64_t>* persisted)
+      : pool(slots), token(queue), source_id(id), next_seq(persisted ? persisted : &own_seq) {
+    pool.attach(cache);
+  }
+  ~Producer() { pool.detach(cache); }
+  Producer(const Producer&) = delete;
+  Producer& operator=(const Producer&) = delete;
 
+  // Free slots this thread takes without touching the pool's depot.
+  SlotCache cache;
+  RecordPool& pool;
   moodycamel::ProducerToken token;
   const std::int64_t source_id;
   // Next seq to stamp. Written only by the thread that owns the source;
@@ -52,7 +63,7 @@ class ProducerRegistry : public std::enable_shared_from_this<ProducerRegistry> {
  public:
   // Without a base, a random one is drawn. With a durable pool's source
   // table, its sources are continued and new ones recorded in it.
-  ProducerRegistry(RecordQueue& queue, std::optional<std::int64_t> source_id_base,
+  ProducerRegistry(RecordQueue& queue, RecordPool& pool, std::optional<std::int64_t> source_id_base,
                    SourceTable* persisted = nullptr);
 
   // The calling thread's source. Allocates only the first time a thread
@@ -85,6 +96,7 @@ class ProducerRegistry : public std::enable_shared_from_this<ProducerRegistry> {
 
   const std::uint64_t id_;
   RecordQueue& queue_;
+  RecordPool& pool_;
   std::int64_t source_id_base_;
   SourceTable* persisted_;
   mutable detail::Mutex mutex_;

@@ -1,7 +1,12 @@
 #include "producer/record_pool.h"
 
+#include <linux/membarrier.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -20,14 +25,33 @@ constexpr std::size_t align_up(std::size_t n, std::size_t a) {
   return (n + a - 1) / a * a;
 }
 
-constexpr std::uint64_t pack(std::uint32_t index, std::uint32_t pops) {
-  return (static_cast<std::uint64_t>(pops) << 32) | index;
+// Whether this process may use MEMBARRIER_CMD_PRIVATE_EXPEDITED (Linux
+// 4.14+, registered once per process). Without it magazine owners fence.
+bool membarrier_ready() {
+  static const bool ready = [] {
+    const long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    if (cmds < 0 || (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0 ||
+        (cmds & MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0) {
+      return false;
+    }
+    return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+  }();
+  return ready;
 }
-constexpr std::uint32_t index_of(std::uint64_t head) {
-  return static_cast<std::uint32_t>(head);
+
+// Every thread of the process passes a full barrier before this returns.
+void barrier_all_threads(bool fence) {
+  if (fence || syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+  }
 }
-constexpr std::uint32_t pops_of(std::uint64_t head) {
-  return static_cast<std::uint32_t>(head >> 32);
+
+// Magazines park at most 1/64 of the pool each (32 slots from a pool of
+// 2048 on): a hundred idle threads then hold at most a few percent of it,
+// and a magazine's refill, one mutex round trip, is shared by 32 acquires.
+std::uint32_t magazine_for(std::size_t capacity) {
+  const std::size_t m = std::min<std::size_t>(SlotCache::max_slots, capacity / 64);
+  return static_cast<std::uint32_t>(m < 2 ? 0 : m);
 }
 
 }  // namespace
@@ -52,7 +76,6 @@ RecordPool::RecordPool(std::size_t capacity, std::size_t record_size, std::size_
                 std::to_string(record_size) + " bytes is too large");
   }
   slab_bytes_ = capacity * stride_;
-  links_ = std::make_unique<std::atomic<std::uint32_t>[]>(capacity);
   bool existed = false;
   if (durable != nullptr) {
     file_ = std::make_unique<internal::PoolFile>(durable->path, durable->fingerprint, capacity,
@@ -72,9 +95,12 @@ RecordPool::RecordPool(std::size_t capacity, std::size_t record_size, std::size_
   // Touch every page now, so page faults never land on a producer and the
   // resident size is flat from the start. Slots of an earlier run that were
   // committed are kept for recovery; ones half-filled when it died are freed.
-  std::uint32_t first_free = none;
-  std::uint32_t last_free = none;
-  for (std::size_t i = 0; i < capacity; ++i) {
+  magazine_ = magazine_for(capacity);
+  fence_ = magazine_ != 0 && !membarrier_ready();
+  depot_ = std::make_unique<SlotHeader*[]>(capacity);
+  detail::MutexLock lock(mutex_);
+  // Pushed in reverse, so the first acquires take the lowest slots.
+  for (std::size_t i = capacity; i-- > 0;) {
     SlotHeader* s = slot(i);
     const bool committed = existed && s->state.load(std::memory_order_relaxed) ==
                                           static_cast<std::uint32_t>(SlotState::committed);
@@ -86,17 +112,11 @@ RecordPool::RecordPool(std::size_t capacity, std::size_t record_size, std::size_
     }
     s->state.store(static_cast<std::uint32_t>(SlotState::free), std::memory_order_relaxed);
     std::memcpy(record(s), prototype_, record_size_);
-    if (last_free == none) {
-      first_free = static_cast<std::uint32_t>(i);
-    } else {
-      links_[last_free].store(static_cast<std::uint32_t>(i), std::memory_order_relaxed);
-    }
-    last_free = static_cast<std::uint32_t>(i);
+    depot_[depot_size_++] = s;
   }
-  if (last_free != none) links_[last_free].store(none, std::memory_order_relaxed);
-  head_.store(pack(first_free, 0), std::memory_order_release);
-  // Recovered slots are in use until written: in_use() counts them.
-  released_.store(0u - static_cast<std::uint32_t>(recovered_.size()), std::memory_order_relaxed);
+  // Recovered slots are in use until written: neither in the depot nor
+  // in a magazine, census() counts them in use.
+  std::reverse(recovered_.begin(), recovered_.end());
 }
 
 std::vector<SlotHeader*> RecordPool::take_recovered() {
@@ -107,46 +127,125 @@ RecordPool::~RecordPool() {
   if (!file_) munmap(slab_, slab_bytes_);
 }
 
+void RecordPool::attach(SlotCache& cache) noexcept {
+  detail::MutexLock lock(mutex_);
+  cache.limit = magazine_;
+  cache.stride = static_cast<std::uint32_t>(stride_);
+  cache.prev = nullptr;
+  cache.next = caches_;
+  if (caches_ != nullptr) caches_->prev = &cache;
+  caches_ = &cache;
+}
+
+void RecordPool::detach(SlotCache& cache) noexcept {
+  detail::MutexLock lock(mutex_);
+  empty_locked(cache);
+  (cache.prev ? cache.prev->next : caches_) = cache.next;
+  if (cache.next != nullptr) cache.next->prev = cache.prev;
+  cache.prev = cache.next = nullptr;
+}
+
+void RecordPool::flush(SlotCache& cache) noexcept {
+  detail::MutexLock lock(mutex_);
+  empty_locked(cache);
+}
+
+// The magazine's slots to waiters and the depot. Under the mutex nobody
+// reclaims it; its owner is either the caller or not using it.
+void RecordPool::empty_locked(SlotCache& cache) noexcept {
+  SlotHeader* slots[SlotCache::max_slots];
+  const std::uint32_t n = cache.count.load(std::memory_order_acquire);
+  for (std::uint32_t i = 0; i < n; ++i) slots[i] = cache.slots[i].load(std::memory_order_relaxed);
+  cache.count.store(0, std::memory_order_relaxed);
+  give_locked(slots, n);
+}
+
+SlotHeader* RecordPool::pop_depot_locked() noexcept {
+  if (depot_size_ == 0) return nullptr;
+  handed_out_.store(handed_out_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  return depot_[--depot_size_];
+}
+
+SlotHeader* RecordPool::refill(SlotCache& cache) noexcept {
+  detail::MutexLock lock(mutex_, detail::MutexLock::Spinning{});
+  // Behind anyone already waiting: queue up rather than overtake them.
+  if (wait_head_ != nullptr) return nullptr;
+  if (depot_size_ == 0 && reclaim_locked(false) == 0) {
+    if (!exhausted_.load(std::memory_order_relaxed))
+      exhausted_.store(true, std::memory_order_relaxed);
+    return nullptr;
+  }
+  // The magazine is empty here: its owner is the caller, and a reclaim
+  // that made pop() fail finished before this thread got the mutex.
+  // Half of what is left at most, so one thread does not strand the last
+  // slots in its magazine while others find the depot empty.
+  const auto take =
+      static_cast<std::uint32_t>(std::min<std::size_t>(cache.limit, (depot_size_ - 1) / 2));
+  for (std::uint32_t i = 0; i < take; ++i) {
+    cache.slots[i].store(depot_[--depot_size_], std::memory_order_relaxed);
+  }
+  cache.count.store(take, std::memory_order_relaxed);
+  handed_out_.store(handed_out_.load(std::memory_order_relaxed) + take, std::memory_order_relaxed);
+  return pop_depot_locked();
+}
+
+std::size_t RecordPool::reclaim_locked(bool always) noexcept {
+  if (caches_ == nullptr) return 0;
+  if (!always) {
+    // A glance first: the barrier costs every running thread an
+    // interrupt. A slot given back in this same instant stays with its
+    // owner, who takes it on its next acquire.
+    bool any = false;
+    for (SlotCache* c = caches_; c != nullptr && !any; c = c->next) {
+      any = c->count.load(std::memory_order_relaxed) != 0;
+    }
+    if (!any) return 0;
+  }
+  for (SlotCache* c = caches_; c != nullptr; c = c->next) {
+    c->reclaim.store(1, std::memory_order_relaxed);
+  }
+  barrier_all_threads(fence_);
+  std::size_t taken = 0;
+  for (SlotCache* c = caches_; c != nullptr; c = c->next) {
+    // The owner is inside pop() or push(), a few instructions long.
+    while (c->busy.load(std::memory_order_acquire) != 0) sched_yield();
+    const std::uint32_t n = c->count.load(std::memory_order_relaxed);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      depot_[depot_size_++] = c->slots[i].load(std::memory_order_relaxed);
+    }
+    c->count.store(0, std::memory_order_relaxed);
+    c->reclaim.store(0, std::memory_order_release);
+    taken += n;
+  }
+  reclaimed_.fetch_add(taken, std::memory_order_relaxed);
+  return taken;
+}
+
+void RecordPool::reclaim_all() noexcept {
+  detail::MutexLock lock(mutex_);
+  reclaim_locked(true);
+  serve_waiters_locked();
+}
+
 SlotHeader* RecordPool::try_acquire() noexcept {
-  std::uint64_t head = head_.load(std::memory_order_seq_cst);
-  while (true) {
-    const std::uint32_t top = index_of(head);
-    if (top == none) {
-      if (!exhausted_.load(std::memory_order_relaxed))
-        exhausted_.store(true, std::memory_order_relaxed);
+  SlotHeader* s = nullptr;
+  {
+    detail::MutexLock lock(mutex_);
+    if (wait_head_ != nullptr) return nullptr;
+    if (depot_size_ == 0) reclaim_locked(false);
+    s = pop_depot_locked();
+    if (s == nullptr) {
+      exhausted_.store(true, std::memory_order_relaxed);
       return nullptr;
     }
-    SlotHeader* s = slot(top);
-    // May read a link that another thread is changing after popping this
-    // slot; the CAS then fails because the pop counter moved.
-    const std::uint32_t next = links_[top].load(std::memory_order_relaxed);
-    // seq_cst: Pipeline::close() relies on it (it sets its flag, then reads
-    // the pool; the acquirer pops, then reads the flag).
-    if (head_.compare_exchange_weak(head, pack(next, pops_of(head) + 1), std::memory_order_seq_cst,
-                                    std::memory_order_acquire)) {
-      s->state.store(static_cast<std::uint32_t>(SlotState::filling), std::memory_order_relaxed);
-      // The next acquire most likely takes the new top: start moving its
-      // lines here, for writing, while this record is filled.
-      if (next != none) {
-        const std::byte* n = reinterpret_cast<const std::byte*>(slot(next));
-        for (std::size_t off = 0; off < stride_; off += 64) __builtin_prefetch(n + off, 1, 3);
-      }
-      // Reset here, by the acquiring thread, not by the writer at release:
-      // a writer that wrote the record's lines would leave them dirty in its
-      // own cache for the next producer to fetch (measured: +60 ns/record).
-      // Always, even when the caller's mapping writes every column: the
-      // copy writes whole lines at once, and skipping it made the producer
-      // slower (bench/hot_path: p50 ~95 -> ~120 ns), its field stores then
-      // waiting on each line one by one.
-      std::memcpy(record(s), prototype_, record_size_);
-      return s;
-    }
   }
+  prepare(s);
+  return s;
 }
 
 SlotHeader* RecordPool::acquire_until(std::chrono::steady_clock::time_point deadline,
                                       const std::atomic<bool>& cancel) noexcept {
-  detail::MutexLock lock(wait_mutex_);
+  detail::MutexLock lock(mutex_);
   Waiter self;
   if (wait_tail_ != nullptr) {
     wait_tail_->next = &self;
@@ -154,13 +253,11 @@ SlotHeader* RecordPool::acquire_until(std::chrono::steady_clock::time_point dead
     wait_head_ = &self;
   }
   wait_tail_ = &self;
-  // seq_cst, like the free-list head's operations and release()'s load of
-  // waiters_: either release() sees this waiter and serves it, or this
-  // thread sees the slots it pushed and serves them.
-  waiters_.fetch_add(1, std::memory_order_seq_cst);
+  waiters_.fetch_add(1, std::memory_order_relaxed);
+  if (depot_size_ == 0) reclaim_locked(false);
   serve_waiters_locked();
   while (self.slot == nullptr && !cancel.load(std::memory_order_acquire)) {
-    if (self.cv.wait_until(wait_mutex_, deadline) == std::cv_status::timeout) break;
+    if (self.cv.wait_until(mutex_, deadline) == std::cv_status::timeout) break;
   }
   if (self.slot == nullptr) {
     // Timed out or cancelled: leave the queue.
@@ -177,9 +274,9 @@ SlotHeader* RecordPool::acquire_until(std::chrono::steady_clock::time_point dead
 }
 
 void RecordPool::serve_waiters_locked() noexcept {
-  while (wait_head_ != nullptr) {
-    SlotHeader* s = try_acquire();
-    if (s == nullptr) return;
+  while (wait_head_ != nullptr && depot_size_ != 0) {
+    SlotHeader* s = pop_depot_locked();
+    prepare(s);
     Waiter* w = wait_head_;
     wait_head_ = w->next;
     if (wait_head_ == nullptr) wait_tail_ = nullptr;
@@ -189,44 +286,43 @@ void RecordPool::serve_waiters_locked() noexcept {
   }
 }
 
-void RecordPool::push_free(SlotHeader* const* slots, std::size_t count) noexcept {
-  for (std::size_t i = 0; i + 1 < count; ++i) {
-    links_[slots[i]->index].store(slots[i + 1]->index, std::memory_order_relaxed);
-  }
-  SlotHeader* last = slots[count - 1];
-  std::uint64_t head = head_.load(std::memory_order_relaxed);
-  do {
-    links_[last->index].store(index_of(head), std::memory_order_relaxed);
-  } while (!head_.compare_exchange_weak(head, pack(slots[0]->index, pops_of(head)),
-                                        std::memory_order_seq_cst, std::memory_order_relaxed));
-  released_.fetch_add(static_cast<std::uint32_t>(count), std::memory_order_relaxed);
+void RecordPool::give_locked(SlotHeader* const* slots, std::size_t count) noexcept {
+  for (std::size_t i = 0; i < count; ++i) depot_[depot_size_++] = slots[i];
+  serve_waiters_locked();
+}
+
+void RecordPool::to_depot(SlotHeader* s) noexcept {
+  detail::MutexLock lock(mutex_, detail::MutexLock::Spinning{});
+  give_locked(&s, 1);
 }
 
 void RecordPool::release(SlotHeader* const* slots, std::size_t count) noexcept {
-  if (count == 0) return;
-  for (std::size_t i = 0; i < count; ++i) {
-    SlotHeader* s = slots[i];
-    // Only the thread releasing the slot changes it: no read-modify-write.
-    s->generation.store(s->generation.load(std::memory_order_relaxed) + 1,
-                        std::memory_order_relaxed);
-    s->state.store(static_cast<std::uint32_t>(SlotState::free), std::memory_order_release);
-  }
-  push_free(slots, count);
-  if (waiters_.load(std::memory_order_seq_cst) != 0) {
-    detail::MutexLock lock(wait_mutex_);
-    serve_waiters_locked();
+  for (std::size_t i = 0; i < count; ++i) mark_free(slots[i]);
+  // In pieces: a producer refilling its magazine meanwhile waits for one
+  // piece, not for a whole batch of thousands.
+  constexpr std::size_t piece = 256;
+  for (std::size_t done = 0; done < count; done += piece) {
+    detail::MutexLock lock(mutex_, detail::MutexLock::Spinning{});
+    give_locked(slots + done, std::min(piece, count - done));
   }
 }
 
 void RecordPool::wake_waiters() noexcept {
-  detail::MutexLock lock(wait_mutex_);
+  detail::MutexLock lock(mutex_);
   for (Waiter* w = wait_head_; w != nullptr; w = w->next) w->cv.notify_one();
 }
 
-std::size_t RecordPool::in_use() const noexcept {
-  const auto pops = pops_of(head_.load(std::memory_order_seq_cst));
-  const std::uint32_t used = pops - released_.load(std::memory_order_relaxed);
-  return used > capacity_ ? capacity_ : used;  // the two counters are read apart
+RecordPool::Census RecordPool::census() const noexcept {
+  detail::MutexLock lock(mutex_);
+  Census c;
+  c.in_depot = depot_size_;
+  for (const SlotCache* m = caches_; m != nullptr; m = m->next) {
+    c.cached += m->count.load(std::memory_order_relaxed);
+    ++c.magazines;
+  }
+  const std::size_t free = c.in_depot + c.cached;
+  c.in_use = free > capacity_ ? 0 : capacity_ - free;  // counts read while owners pop
+  return c;
 }
 
 }  // namespace auditpipe::internal
