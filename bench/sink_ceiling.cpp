@@ -1,0 +1,403 @@
+// sink_ceiling: auditpipe's PostgreSQL and SQLite sinks against the
+// hand-written client loops they have to match, the same rows
+// (bench/audit_event.h) into the same tables (the ones the sinks create),
+// runs interleaved (A B C A B C ...), medians:
+// auditpipe's two producers copy rows built beforehand into their records,
+// as the raw loops use rows built beforehand.
+//   PostgreSQL  auditpipe default (2 writers, COPY); a raw libpq COPY loop
+//               over 2 connections with its buffers built beforehand (the
+//               ceiling); the same formatting each buffer as it goes
+//   SQLite      auditpipe default (1 writer); a raw sqlite3 loop of a
+//               prepared INSERT ... ON CONFLICT DO NOTHING over rows built
+//               beforehand, one transaction per 5000 rows, the sink's WAL
+//               and synchronous=NORMAL
+// For each: rows/s, its ratio to the ceiling, client CPU microseconds per
+// row (this process's user + system time over the rows).
+//
+//   sink_ceiling <postgresql-url> <dir> [rows=400000] [runs=5] [only]
+// (`only`: run just the contenders whose name contains it, e.g. to profile.)
+// The SQLite file goes in <dir>.
+#include <auditpipe/auditpipe.h>
+#include <auditpipe/open.h>
+#include <auditpipe/sink/url.h>
+#include <libpq-fe.h>
+#include <spdlog/spdlog.h>
+#include <sqlite3.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "audit_event.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using bench::AuditEvent;
+
+constexpr long long rows_per_batch = 5000;
+
+double process_cpu() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+[[noreturn]] void die(const std::string& what) {
+  std::fprintf(stderr, "sink_ceiling: %s\n", what.c_str());
+  std::exit(1);
+}
+
+// --- PostgreSQL --------------------------------------------------------------
+
+std::string pg_conninfo;
+
+PGconn* pg_connect() {
+  PGconn* c = PQconnectdb(pg_conninfo.c_str());
+  if (PQstatus(c) != CONNECTION_OK) die(std::string("cannot connect: ") + PQerrorMessage(c));
+  return c;
+}
+
+void pg_exec(PGconn* c, const std::string& sql) {
+  PGresult* r = PQexec(c, sql.c_str());
+  if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK) {
+    die(sql.substr(0, 60) + ": " + PQerrorMessage(c));
+  }
+  PQclear(r);
+}
+
+long long pg_count(PGconn* c) {
+  PGresult* r = PQexec(c, "SELECT count(*) FROM bench_audit");
+  const long long n = PQresultStatus(r) == PGRES_TUPLES_OK ? std::atoll(PQgetvalue(r, 0, 0)) : -1;
+  PQclear(r);
+  return n;
+}
+
+// Row i in COPY's text format, the columns in the table's order; as the
+// sink writes it (timestamps in UTC with an explicit offset).
+void append_copy_row(std::string& out, const AuditEvent& e, long long source, long long seq) {
+  char at[40];
+  char* end = e.at.format(at);
+  out.append(at, end);
+  out += "+00\t";
+  auto num = [&](long long v) {
+    out += std::to_string(v);
+    out += '\t';
+  };
+  auto text = [&](std::string_view v) {
+    out += v;  // the generated rows hold no tab, newline or backslash
+    out += '\t';
+  };
+  num(e.tenant_id);
+  num(e.user_id);
+  text(e.action);
+  text(e.resource);
+  num(e.status);
+  num(e.latency_us);
+  text(e.client_ip);
+  text(e.request_id);
+  text(e.detail);
+  num(source);
+  out += std::to_string(seq);
+  out += '\n';
+}
+
+std::string copy_batch(long long begin, long long end, long long source) {
+  std::string data;
+  AuditEvent e;
+  for (long long i = begin; i < end; ++i) {
+    bench::fill_event(e, i);
+    append_copy_row(data, e, source, i);
+  }
+  return data;
+}
+
+void pg_copy(PGconn* c, const std::string& data) {
+  PGresult* r = PQexec(c,
+                       "COPY bench_audit (at,tenant_id,user_id,action,resource,status,latency_us,"
+                       "client_ip,request_id,detail,source_id,seq) FROM STDIN");
+  if (PQresultStatus(r) != PGRES_COPY_IN) die(std::string("COPY: ") + PQerrorMessage(c));
+  PQclear(r);
+  if (PQputCopyData(c, data.data(), static_cast<int>(data.size())) != 1 ||
+      PQputCopyEnd(c, nullptr) != 1) {
+    die(std::string("COPY data: ") + PQerrorMessage(c));
+  }
+  while (PGresult* res = PQgetResult(c)) {
+    if (PQresultStatus(res) != PGRES_COMMAND_OK) die(std::string("COPY: ") + PQerrorMessage(c));
+    PQclear(res);
+  }
+}
+
+// Batches of rows_per_batch rows, taken in turn by `connections` threads;
+// built before the clock starts when `prebuilt`.
+struct RawCopy {
+  long long rows;
+  unsigned connections;
+  bool prebuilt;
+  std::vector<std::vector<std::string>> built;  // per connection
+
+  void prepare() {
+    built.assign(connections, {});
+    if (!prebuilt) return;
+    for (unsigned c = 0; c < connections; ++c) {
+      for (long long b = c * rows_per_batch; b < rows; b += rows_per_batch * connections) {
+        built[c].push_back(copy_batch(b, std::min(rows, b + rows_per_batch), c + 1));
+      }
+    }
+  }
+  void run() {
+    std::vector<std::thread> threads;
+    for (unsigned c = 0; c < connections; ++c) {
+      threads.emplace_back([this, c] {
+        PGconn* conn = pg_connect();
+        std::size_t k = 0;
+        for (long long b = c * rows_per_batch; b < rows; b += rows_per_batch * connections, ++k) {
+          if (prebuilt) {
+            pg_copy(conn, built[c][k]);
+          } else {
+            pg_copy(conn, copy_batch(b, std::min(rows, b + rows_per_batch), c + 1));
+          }
+        }
+        PQfinish(conn);
+      });
+    }
+    for (auto& t : threads) t.join();
+  }
+};
+
+// --- SQLite ------------------------------------------------------------------
+
+sqlite3* sqlite_open(const std::string& path) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open(path.c_str(), &db) != SQLITE_OK) die("cannot open " + path);
+  sqlite3_exec(db, "PRAGMA journal_mode=WAL", nullptr, nullptr, nullptr);
+  sqlite3_exec(db, "PRAGMA synchronous=NORMAL", nullptr, nullptr, nullptr);
+  return db;
+}
+
+void sqlite_exec(sqlite3* db, const char* sql) {
+  char* message = nullptr;
+  if (sqlite3_exec(db, sql, nullptr, nullptr, &message) != SQLITE_OK) {
+    die(std::string(sql) + ": " + (message ? message : "?"));
+  }
+}
+
+long long sqlite_count(const std::string& path) {
+  sqlite3* db = sqlite_open(path);
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db, "SELECT count(*) FROM bench_audit", -1, &st, nullptr);
+  const long long n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return n;
+}
+
+struct RawSqlite {
+  std::string path;
+  long long rows;
+  std::vector<AuditEvent> events;
+
+  void prepare() {
+    events.resize(static_cast<std::size_t>(rows));
+    for (long long i = 0; i < rows; ++i) bench::fill_event(events[static_cast<std::size_t>(i)], i);
+  }
+  void run() {
+    sqlite3* db = sqlite_open(path);
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db,
+                           "INSERT INTO bench_audit (at,tenant_id,user_id,action,resource,status,"
+                           "latency_us,client_ip,request_id,detail,source_id,seq) VALUES "
+                           "(?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
+                           -1, &st, nullptr) != SQLITE_OK) {
+      die(std::string("prepare: ") + sqlite3_errmsg(db));
+    }
+    auto text = [&](int i, std::string_view v) {
+      sqlite3_bind_text(st, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
+    };
+    for (long long b = 0; b < rows; b += rows_per_batch) {
+      sqlite_exec(db, "BEGIN");
+      for (long long i = b; i < std::min(rows, b + rows_per_batch); ++i) {
+        const AuditEvent& e = events[static_cast<std::size_t>(i)];
+        sqlite3_bind_int64(st, 1, e.at.micros);
+        sqlite3_bind_int64(st, 2, e.tenant_id);
+        sqlite3_bind_int64(st, 3, e.user_id);
+        text(4, e.action);
+        text(5, e.resource);
+        sqlite3_bind_int64(st, 6, e.status);
+        sqlite3_bind_int64(st, 7, e.latency_us);
+        text(8, e.client_ip);
+        text(9, e.request_id);
+        text(10, e.detail);
+        sqlite3_bind_int64(st, 11, 1);
+        sqlite3_bind_int64(st, 12, i);
+        if (sqlite3_step(st) != SQLITE_DONE) die(std::string("insert: ") + sqlite3_errmsg(db));
+        sqlite3_reset(st);
+      }
+      sqlite_exec(db, "COMMIT");
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+  }
+};
+
+// --- auditpipe ---------------------------------------------------------------
+
+// Two producers commit rows built beforehand (a copy each), like the raw
+// loops' rows: what is measured is the pipeline and the sink.
+std::vector<AuditEvent> built_events;
+
+void build_events(long long rows) {
+  if (built_events.size() == static_cast<std::size_t>(rows)) return;
+  built_events.resize(static_cast<std::size_t>(rows));
+  for (long long i = 0; i < rows; ++i)
+    bench::fill_event(built_events[static_cast<std::size_t>(i)], i);
+}
+
+void auditpipe_run(const std::string& url, long long rows) {
+  auditpipe::Logger<AuditEvent> logger(auditpipe::open(url));
+  std::vector<std::thread> producers;
+  for (int p = 0; p < 2; ++p) {
+    producers.emplace_back([&, p] {
+      for (long long i = p; i < rows; i += 2) {
+        auto h = logger.acquire();
+        if (!h) continue;
+        *h = built_events[static_cast<std::size_t>(i)];
+        (void)h.commit();
+      }
+    });
+  }
+  for (auto& t : producers) t.join();
+  const auto report = logger.close(std::chrono::minutes(10));
+  if (!report.drained || report.stats.written != static_cast<std::uint64_t>(rows)) {
+    die("auditpipe did not write every row");
+  }
+}
+
+// --- the runs ----------------------------------------------------------------
+
+struct Contender {
+  std::string group;  // whose ceiling it is measured against
+  std::string name;
+  bool ceiling;
+  std::function<void()> reset;    // an empty table, not timed
+  std::function<void()> prepare;  // not timed
+  std::function<void()> run;
+  std::function<long long()> stored;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: sink_ceiling <postgresql-url> <dir> [rows] [runs]\n");
+    return 2;
+  }
+  const std::string pg_url = argv[1];
+  const std::filesystem::path dir = argv[2];
+  const long long rows = argc > 3 ? std::atoll(argv[3]) : 400000;
+  const int runs = argc > 4 ? std::atoi(argv[4]) : 5;
+  const std::string only = argc > 5 ? argv[5] : "";
+  std::filesystem::create_directories(dir);
+  auditpipe::diagnostics()->set_level(spdlog::level::warn);
+  {
+    const auditpipe::Url u = auditpipe::parse_url(pg_url);
+    const auto& h = u.hosts.at(0);
+    pg_conninfo = "host=" + h.host + " port=" + std::to_string(h.port.value_or(5432)) +
+                  " user=" + u.user + " dbname=" + u.path;
+    if (u.password) pg_conninfo += " password=" + *u.password;
+  }
+  const std::string sqlite_path = (dir / "sink_ceiling.sqlite").string();
+  const std::string sqlite_url = "sqlite://" + sqlite_path;
+
+  // The tables as the sinks create them.
+  auto pg_fresh = [&] {
+    PGconn* c = pg_connect();
+    pg_exec(c, "DROP TABLE IF EXISTS bench_audit");
+    PQfinish(c);
+    auditpipe::Logger<AuditEvent>(auditpipe::open(pg_url)).close();
+  };
+  auto pg_stored = [] {
+    PGconn* c = pg_connect();
+    const long long n = pg_count(c);
+    PQfinish(c);
+    return n;
+  };
+  auto sqlite_fresh = [&] {
+    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(sqlite_path + suffix);
+    auditpipe::Logger<AuditEvent>(auditpipe::open(sqlite_url)).close();
+  };
+  auto sqlite_stored = [&] { return sqlite_count(sqlite_path); };
+
+  RawCopy copy_prebuilt{rows, 2, true, {}};
+  RawCopy copy_as_it_goes{rows, 2, false, {}};
+  RawSqlite raw_sqlite{sqlite_path, rows, {}};
+  std::vector<Contender> contenders = {
+      {"postgresql", "auditpipe default (2 writers, COPY)", false, pg_fresh,
+       [&] { build_events(rows); }, [&] { auditpipe_run(pg_url, rows); }, pg_stored},
+      {"postgresql", "raw COPY, 2 connections, rows built beforehand", true, pg_fresh,
+       [&] { copy_prebuilt.prepare(); }, [&] { copy_prebuilt.run(); }, pg_stored},
+      {"postgresql", "raw COPY, 2 connections, formatting as it goes", false, pg_fresh,
+       [&] { copy_as_it_goes.prepare(); }, [&] { copy_as_it_goes.run(); }, pg_stored},
+      {"sqlite", "auditpipe default (1 writer)", false, sqlite_fresh, [&] { build_events(rows); },
+       [&] { auditpipe_run(sqlite_url, rows); }, sqlite_stored},
+      {"sqlite", "raw sqlite3 prepared INSERT, rows built beforehand", true, sqlite_fresh,
+       [&] { raw_sqlite.prepare(); }, [&] { raw_sqlite.run(); }, sqlite_stored},
+  };
+
+  if (!only.empty()) {
+    std::erase_if(contenders,
+                  [&](const Contender& c) { return c.name.find(only) == std::string::npos; });
+  }
+  std::map<std::string, std::vector<double>> rate, cpu;
+  std::printf("sink_ceiling: %lld rows, %d runs\n", rows, runs);
+  for (int run = 1; run <= runs; ++run) {
+    for (const Contender& c : contenders) {
+      c.reset();
+      c.prepare();
+      const double cpu0 = process_cpu();
+      const auto t0 = Clock::now();
+      c.run();
+      const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+      const double cpu_s = process_cpu() - cpu0;
+      if (const long long n = c.stored(); n != rows) {
+        die(c.name + ": stored " + std::to_string(n) + " of " + std::to_string(rows));
+      }
+      rate[c.name].push_back(static_cast<double>(rows) / seconds);
+      cpu[c.name].push_back(cpu_s * 1e6 / static_cast<double>(rows));
+      std::printf("  run %d  %-52s %10.0f rows/s  %6.2f us cpu/row\n", run, c.name.c_str(),
+                  rate[c.name].back(), cpu[c.name].back());
+      std::fflush(stdout);
+    }
+  }
+  std::printf("\n%-12s %-52s %12s %10s %12s %10s\n", "database", "contender", "rows/s",
+              "vs ceiling", "cpu us/row", "vs ceiling");
+  for (const Contender& c : contenders) {
+    const Contender* top = nullptr;
+    for (const Contender& d : contenders) {
+      if (d.group == c.group && d.ceiling) top = &d;
+    }
+    // Without its ceiling in this run (`only`), no ratio.
+    const double top_rate = top ? median(rate[top->name]) : NAN;
+    const double top_cpu = top ? median(cpu[top->name]) : NAN;
+    std::printf("%-12s %-52s %12.0f %10.3f %12.2f %10.3f\n", c.group.c_str(), c.name.c_str(),
+                median(rate[c.name]), median(rate[c.name]) / top_rate, median(cpu[c.name]),
+                median(cpu[c.name]) / top_cpu);
+  }
+  return 0;
+}
