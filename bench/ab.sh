@@ -68,7 +68,7 @@ for i in $(seq 1 "$runs"); do
     "build/ab-$side/bench/alloc" --benchmark_filter="$alloc_filter" \
       --benchmark_out="$out/alloc_$side$i.json" --benchmark_out_format=json >/dev/null
     if [ "$scale" != 0 ]; then
-      "build/ab-$side/bench/ingest" "$url" "$out/ingest_$side$i" "$scale" >"$out/ingest_$side$i.txt"
+      "build/ab-$side/bench/ingest" "$url" "$out/ingest_$side$i" "$scale" 1 >"$out/ingest_$side$i.txt"
     fi
   done
   for malloc in jemalloc mimalloc; do
@@ -104,7 +104,7 @@ alloc() { awk -F'"' '/"name"/ { name = $4 } /"real_time"/ { split($0, a, ": "); 
 pick_alloc() {  # pick_alloc <side> <name>: median ns over the runs, or - if absent
   local v
   v=$(for i in $(seq 1 "$runs"); do alloc "$out/alloc_$1$i.json"; done | awk -v n="$2" '$1 == n { print $2 }')
-  if [ -z "$v" ]; then echo -; else echo "$v" | median; fi
+  if [ -z "$v" ]; then echo -; else printf '%.1f' "$(echo "$v" | median)"; fi
 }
 echo
 echo "alloc (ns per acquire + release, or allocate + free, per thread), median of $runs runs"

@@ -12,8 +12,10 @@
 // per-row autocommit, client and server CPU seconds, and for auditpipe the
 // time from commit to row visible (p50/p99, sampled).
 //
-//   ingest <mysql-url> <results-dir> [scale=1.0]
-// Writes <results-dir>/ingest.csv and prints a table.
+//   ingest <mysql-url> <results-dir> [scale=1.0] [runs=3]
+// Every contender runs `runs` times, interleaved; the table shows, for
+// each, the run with the median rate. Writes <results-dir>/ingest.csv and
+// prints the table.
 #include <auditpipe/auditpipe.h>
 #include <auditpipe/open.h>
 #include <auditpipe/sink/sink.h>
@@ -476,13 +478,14 @@ Result auditpipe_run(const std::string& name, const std::string& url, auditpipe:
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: ingest <mysql-url> <results-dir> [scale]\n");
+    std::fprintf(stderr, "usage: ingest <mysql-url> <results-dir> [scale] [runs]\n");
     return 2;
   }
   server_url = argv[1];
   server = auditpipe::parse_url(server_url);
   const std::filesystem::path out = argv[2];
   const double scale = argc > 3 ? std::atof(argv[3]) : 1.0;
+  const int reps = std::max(1, argc > 4 ? std::atoi(argv[4]) : 3);
   auto rows = [&](long long n) {
     return std::max(100LL, static_cast<long long>(static_cast<double>(n) * scale));
   };
@@ -490,54 +493,78 @@ int main(int argc, char** argv) {
   auditpipe::diagnostics()->set_level(spdlog::level::warn);
   const std::string url = server_url + (server_url.find('?') == std::string::npos ? "?" : "&");
 
-  std::vector<Result> results;
-  std::printf("ingest into %s (scale %.2f)\n", server.redacted().c_str(), scale);
-  results.push_back(
-      auditpipe_run("auditpipe default", server_url, auditpipe::Options{}, rows(400000), true));
+  // Every contender runs `reps` times, in turn (A B C ... A B C ...), and
+  // the run with the median rate stands for it.
+  struct Contender {
+    std::string name;
+    std::function<Result()> run;
+  };
+  std::vector<Contender> contenders;
+  auto add = [&](std::string name, std::function<Result()> run) {
+    contenders.push_back({std::move(name), std::move(run)});
+  };
+  add("auditpipe default", [&] {
+    return auditpipe_run("auditpipe default", server_url, auditpipe::Options{}, rows(400000), true);
+  });
   for (const char* path : {"bulk", "load_data", "text"}) {
-    auditpipe::Options o;
-    o.writers = 2;
-    o.batch_size = 5000;
-    o.write_latency_target = std::chrono::milliseconds(0);  // every batch 5000
-    results.push_back(auditpipe_run(std::string("auditpipe ") + path + ", 2 writers, batch 5000",
-                                    url + "write_path=" + path, o, rows(400000), true));
+    const std::string name = std::string("auditpipe ") + path + ", 2 writers, batch 5000";
+    add(name, [&, name, path] {
+      auditpipe::Options o;
+      o.writers = 2;
+      o.batch_size = 5000;
+      o.write_latency_target = std::chrono::milliseconds(0);  // every batch 5000
+      return auditpipe_run(name, url + "write_path=" + path, o, rows(400000), true);
+    });
   }
   const long long conn_rows = rows(1000), autocommit_rows = rows(10000), dbcp_rows = rows(4000);
-  results.push_back(measure("new connection per row", conn_rows, [&] {
-    connection_per_row(conn_rows);
-    return 0LL;
-  }));
-  results.push_back(measure("per-row autocommit INSERT", autocommit_rows, [&] {
-    per_row(autocommit_rows, false);
-    return 0LL;
-  }));
-  results.push_back(measure("per-row DBCP autocommit=false sequence", dbcp_rows, [&] {
-    per_row(dbcp_rows, true);
-    return 0LL;
-  }));
+  add("new connection per row", [&] {
+    return measure("new connection per row", conn_rows, [&] {
+      connection_per_row(conn_rows);
+      return 0LL;
+    });
+  });
+  add("per-row autocommit INSERT", [&] {
+    return measure("per-row autocommit INSERT", autocommit_rows, [&] {
+      per_row(autocommit_rows, false);
+      return 0LL;
+    });
+  });
+  add("per-row DBCP autocommit=false sequence", [&] {
+    return measure("per-row DBCP autocommit=false sequence", dbcp_rows, [&] {
+      per_row(dbcp_rows, true);
+      return 0LL;
+    });
+  });
   const long long prepared_rows = rows(100000);
-  results.push_back(measure("prepared rows, 1000 per transaction", prepared_rows, [&] {
-    prepared_in_transactions(prepared_rows);
-    return 0LL;
-  }));
+  add("prepared rows, 1000 per transaction", [&] {
+    return measure("prepared rows, 1000 per transaction", prepared_rows, [&] {
+      prepared_in_transactions(prepared_rows);
+      return 0LL;
+    });
+  });
   const long long bulk_rows = rows(400000);
   for (unsigned c : {1u, 2u}) {
-    results.push_back(
-        measure("raw LOAD DATA LOCAL, " + std::to_string(c) + " conn", bulk_rows, [&] {
-          load_data(bulk_rows, c, 50000);
-          return 0LL;
-        }));
-    results.push_back(measure("raw array binding, " + std::to_string(c) + " conn", bulk_rows, [&] {
-      raw_array_binding(bulk_rows, c, 5000);
-      return 0LL;
-    }));
+    const std::string load_name = "raw LOAD DATA LOCAL, " + std::to_string(c) + " conn";
+    add(load_name, [&, c, load_name] {
+      return measure(load_name, bulk_rows, [&] {
+        load_data(bulk_rows, c, 50000);
+        return 0LL;
+      });
+    });
+    const std::string bind_name = "raw array binding, " + std::to_string(c) + " conn";
+    add(bind_name, [&, c, bind_name] {
+      return measure(bind_name, bulk_rows, [&] {
+        raw_array_binding(bulk_rows, c, 5000);
+        return 0LL;
+      });
+    });
   }
-  {
+  add("auditpipe into SQLite", [&] {
     const std::filesystem::path db = out / "ingest.sqlite";
-    std::filesystem::remove(db);
+    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(db.string() + suffix);
     auditpipe::Options o;
     const long long n = rows(400000);
-    results.push_back(measure("auditpipe into SQLite", n, [&] {
+    Result r = measure("auditpipe into SQLite", n, [&] {
       auditpipe::Logger<AuditEvent> logger(auditpipe::open("sqlite://" + db.string()), o);
       std::vector<std::thread> producers;
       for (int p = 0; p < 2; ++p) {
@@ -553,8 +580,24 @@ int main(int argc, char** argv) {
       for (auto& t : producers) t.join();
       logger.close(std::chrono::minutes(10));
       return 0LL;
-    }));
-    std::filesystem::remove(db);
+    });
+    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(db.string() + suffix);
+    return r;
+  });
+
+  std::printf("ingest into %s (scale %.2f, %d runs each)\n", server.redacted().c_str(), scale,
+              reps);
+  std::map<std::string, std::vector<Result>> runs;
+  for (int rep = 1; rep <= reps; ++rep) {
+    std::printf(" run %d\n", rep);
+    for (const Contender& c : contenders) runs[c.name].push_back(c.run());
+  }
+  std::vector<Result> results;
+  for (const Contender& c : contenders) {
+    std::vector<Result>& v = runs[c.name];
+    std::sort(v.begin(), v.end(),
+              [](const Result& a, const Result& b) { return a.rows_per_s() < b.rows_per_s(); });
+    results.push_back(v[v.size() / 2]);
   }
 
   auto best = [&](const std::string& prefix) {

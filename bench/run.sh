@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every benchmark in one run: builds Release, starts a throwaway MariaDB,
 # runs hot_path, alloc, the MySQL/PostgreSQL write-path sweep, ingest,
-# stall, overload and spill_drain, and writes CSV (and Google Benchmark JSON) plus PNG charts under
+# sink_ceiling, stall, overload and spill_drain, and writes CSV (and Google Benchmark JSON) plus PNG charts under
 # results/<time>/ (results/latest points at it).
 #
 #   bench/run.sh            # full size (about 10 minutes on 2 cores)
@@ -72,6 +72,10 @@ rows=$(awk -v s=$scale 'BEGIN {printf "%d", 300000 * s}')
 "$build/bench/write_paths" "$postgres_url" "$rows" | tee "$results/write_paths_postgresql.txt"
 echo "=== ingest" >&2
 "$build/bench/ingest" "$mysql_url" "$results" "$scale" | tee "$results/ingest.txt"
+echo "=== sink_ceiling" >&2
+ceiling_rows=$(awk -v s=$scale 'BEGIN {printf "%d", 400000 * s}')
+"$build/bench/sink_ceiling" "$postgres_url" "$results" "$ceiling_rows" $((reps + 2)) \
+  | tee "$results/sink_ceiling.txt"
 echo "=== stall" >&2
 "$build/bench/stall" "$mysql_url" "$results" "$records" 5 | tee "$results/stall.txt"
 echo "=== overload" >&2

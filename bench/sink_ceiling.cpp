@@ -6,7 +6,8 @@
 // as the raw loops use rows built beforehand.
 //   PostgreSQL  auditpipe default (2 writers, COPY); a raw libpq COPY loop
 //               over 2 connections with its buffers built beforehand (the
-//               ceiling); the same formatting each buffer as it goes
+//               ceiling); the same formatting each buffer as it goes; the
+//               same rows in COPY's binary format, built beforehand
 //   SQLite      auditpipe default (1 writer); a raw sqlite3 loop of a
 //               prepared INSERT ... ON CONFLICT DO NOTHING over rows built
 //               beforehand, one transaction per 5000 rows, the sink's WAL
@@ -122,10 +123,53 @@ std::string copy_batch(long long begin, long long end, long long source) {
   return data;
 }
 
-void pg_copy(PGconn* c, const std::string& data) {
-  PGresult* r = PQexec(c,
-                       "COPY bench_audit (at,tenant_id,user_id,action,resource,status,latency_us,"
-                       "client_ip,request_id,detail,source_id,seq) FROM STDIN");
+// The same rows in COPY's binary format (the table's types: timestamptz,
+// bigint, bigint, text, text, integer, bigint, text, text, text, bigint,
+// bigint).
+void put_be(std::string& out, std::uint64_t v, int bytes) {
+  for (int i = bytes - 1; i >= 0; --i) out += static_cast<char>((v >> (8 * i)) & 0xFF);
+}
+std::string binary_copy_batch(long long begin, long long end, long long source) {
+  std::string data("PGCOPY\n\377\r\n\0", 11);
+  put_be(data, 0, 4);  // flags
+  put_be(data, 0, 4);  // header extension
+  AuditEvent e;
+  auto int8 = [&](long long v) {
+    put_be(data, 8, 4);
+    put_be(data, static_cast<std::uint64_t>(v), 8);
+  };
+  auto text = [&](std::string_view v) {
+    put_be(data, v.size(), 4);
+    data += v;
+  };
+  for (long long i = begin; i < end; ++i) {
+    bench::fill_event(e, i);
+    put_be(data, 12, 2);
+    int8(e.at.micros - 946'684'800'000'000);  // PostgreSQL counts from 2000-01-01
+    int8(e.tenant_id);
+    int8(e.user_id);
+    text(e.action);
+    text(e.resource);
+    put_be(data, 4, 4);
+    put_be(data, static_cast<std::uint32_t>(e.status), 4);
+    int8(e.latency_us);
+    text(e.client_ip);
+    text(e.request_id);
+    text(e.detail);
+    int8(source);
+    int8(i);
+  }
+  put_be(data, 0xFFFF, 2);  // trailer
+  return data;
+}
+
+void pg_copy(PGconn* c, const std::string& data, bool binary = false) {
+  PGresult* r = PQexec(c, binary ? "COPY bench_audit (at,tenant_id,user_id,action,resource,status,"
+                                   "latency_us,client_ip,request_id,detail,source_id,seq) FROM "
+                                   "STDIN (FORMAT binary)"
+                                 : "COPY bench_audit (at,tenant_id,user_id,action,resource,status,"
+                                   "latency_us,client_ip,request_id,detail,source_id,seq) FROM "
+                                   "STDIN");
   if (PQresultStatus(r) != PGRES_COPY_IN) die(std::string("COPY: ") + PQerrorMessage(c));
   PQclear(r);
   if (PQputCopyData(c, data.data(), static_cast<int>(data.size())) != 1 ||
@@ -144,14 +188,20 @@ struct RawCopy {
   long long rows;
   unsigned connections;
   bool prebuilt;
+  bool binary = false;
   std::vector<std::vector<std::string>> built;  // per connection
+
+  std::string batch(long long b, long long source) const {
+    const long long end = std::min(rows, b + rows_per_batch);
+    return binary ? binary_copy_batch(b, end, source) : copy_batch(b, end, source);
+  }
 
   void prepare() {
     built.assign(connections, {});
     if (!prebuilt) return;
     for (unsigned c = 0; c < connections; ++c) {
       for (long long b = c * rows_per_batch; b < rows; b += rows_per_batch * connections) {
-        built[c].push_back(copy_batch(b, std::min(rows, b + rows_per_batch), c + 1));
+        built[c].push_back(batch(b, c + 1));
       }
     }
   }
@@ -163,9 +213,9 @@ struct RawCopy {
         std::size_t k = 0;
         for (long long b = c * rows_per_batch; b < rows; b += rows_per_batch * connections, ++k) {
           if (prebuilt) {
-            pg_copy(conn, built[c][k]);
+            pg_copy(conn, built[c][k], binary);
           } else {
-            pg_copy(conn, copy_batch(b, std::min(rows, b + rows_per_batch), c + 1));
+            pg_copy(conn, batch(b, c + 1), binary);
           }
         }
         PQfinish(conn);
@@ -344,8 +394,9 @@ int main(int argc, char** argv) {
   };
   auto sqlite_stored = [&] { return sqlite_count(sqlite_path); };
 
-  RawCopy copy_prebuilt{rows, 2, true, {}};
-  RawCopy copy_as_it_goes{rows, 2, false, {}};
+  RawCopy copy_prebuilt{rows, 2, true, false, {}};
+  RawCopy copy_as_it_goes{rows, 2, false, false, {}};
+  RawCopy binary_prebuilt{rows, 2, true, true, {}};
   RawSqlite raw_sqlite{sqlite_path, rows, {}};
   std::vector<Contender> contenders = {
       {"postgresql", "auditpipe default (2 writers, COPY)", false, pg_fresh,
@@ -354,6 +405,8 @@ int main(int argc, char** argv) {
        [&] { copy_prebuilt.prepare(); }, [&] { copy_prebuilt.run(); }, pg_stored},
       {"postgresql", "raw COPY, 2 connections, formatting as it goes", false, pg_fresh,
        [&] { copy_as_it_goes.prepare(); }, [&] { copy_as_it_goes.run(); }, pg_stored},
+      {"postgresql", "raw binary COPY, 2 connections, built beforehand", false, pg_fresh,
+       [&] { binary_prebuilt.prepare(); }, [&] { binary_prebuilt.run(); }, pg_stored},
       {"sqlite", "auditpipe default (1 writer)", false, sqlite_fresh, [&] { build_events(rows); },
        [&] { auditpipe_run(sqlite_url, rows); }, sqlite_stored},
       {"sqlite", "raw sqlite3 prepared INSERT, rows built beforehand", true, sqlite_fresh,

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <string>
 #include <thread>
@@ -415,6 +416,110 @@ TEST(PostgresqlSink, PasswordAndDatabaseNameArriveAsTheyAre) {
   EXPECT_EQ(e, "");
   admin.exec("DROP DATABASE IF EXISTS " + ident(database) + " WITH (FORCE)");
   admin.exec("DROP ROLE auditpipe_spaces");
+}
+
+// COPY goes in the binary format, which must match each server column's
+// type exactly: a table created beforehand with wider integers, a
+// timestamp without time zone and VARCHAR gets every value as written.
+TEST(PostgresqlSink, BinaryCopyWritesIntoWiderAndEquivalentColumnTypes) {
+  PostgresqlProbe probe;
+  drop_table();
+  probe.exec(
+      "CREATE TABLE audit_log (at TIMESTAMP WITHOUT TIME ZONE, message_id BIGINT, status BIGINT, "
+      "channel BIGINT, latency_ms DOUBLE PRECISION, delivered BOOLEAN, sender VARCHAR(64), "
+      "receiver TEXT, payload VARCHAR(200), source_id BIGINT, seq BIGINT, PRIMARY KEY (source_id, "
+      "seq))");
+  constexpr int n = 50;
+  {
+    auditpipe::Logger<AuditRow> logger(auditpipe::postgresql::open(url_with("write_path=copy")));
+    for (int i = 0; i < n; ++i) {
+      auto r = logger.acquire();
+      r->at = auditpipe::timestamp{1'700'000'000'000'000 + i};
+      r->message_id = -1'000'000'000'000LL * i;
+      r->status = i % 2 ? -2'000'000'000 : 2'000'000'000;
+      r->channel = static_cast<std::uint16_t>(65535 - i);
+      r->latency_ms = 0.25 * i;
+      r->delivered = i % 3 == 0;
+      r->sender = "s\\t\tab " + std::to_string(i);  // backslashes and a tab, unescaped
+      r->receiver = "r\xc3\xa9" + std::to_string(i);
+      r->payload = std::string(static_cast<std::size_t>(i), 'p');
+      ASSERT_EQ(r.commit(), Status::ok);
+    }
+    const auto report = logger.close();
+    EXPECT_EQ(report.stats.written, static_cast<std::uint64_t>(n));
+    EXPECT_EQ(report.stats.rejected_by_sink, 0u);
+  }
+  const auto rows = probe.rows(
+      "SELECT (extract(epoch FROM at) * 1000000)::bigint, message_id, status, channel, "
+      "latency_ms, delivered, sender, receiver, payload FROM audit_log ORDER BY seq");
+  ASSERT_EQ(rows.size(), static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    const auto& r = rows[static_cast<std::size_t>(i)];
+    SCOPED_TRACE("row " + std::to_string(i));
+    EXPECT_EQ(*r[0], std::to_string(1'700'000'000'000'000 + i));
+    EXPECT_EQ(*r[1], std::to_string(-1'000'000'000'000LL * i));
+    EXPECT_EQ(*r[2], i % 2 ? "-2000000000" : "2000000000");
+    EXPECT_EQ(*r[3], std::to_string(65535 - i));
+    EXPECT_EQ(std::stod(*r[4]), 0.25 * i);
+    EXPECT_EQ(*r[5], i % 3 == 0 ? "t" : "f");
+    EXPECT_EQ(*r[6], "s\\t\tab " + std::to_string(i));
+    EXPECT_EQ(*r[7], "r\xc3\xa9" + std::to_string(i));
+    EXPECT_EQ(*r[8], std::string(static_cast<std::size_t>(i), 'p'));
+  }
+}
+
+// A column's type changed by ALTER TABLE while the logger runs: the binary
+// COPY that no longer matches fails on the server, the connection reads
+// the column types again and the batch goes once more; nothing is lost or
+// refused.
+TEST(PostgresqlSink, AColumnTypeChangedWhileRunningIsReadAgainAndTheBatchSentOnce) {
+  const char* dir = std::getenv("AUDITPIPE_POSTGRES_DIR");
+  const std::string log_path =
+      std::string(dir && *dir ? dir : AUDITPIPE_SOURCE_DIR "/build/postgres") + "/server.log";
+  ASSERT_TRUE(std::ifstream(log_path).is_open()) << "no server log at " << log_path;
+  auto binary_value_errors = [&] {
+    std::ifstream log(log_path);
+    std::string line;
+    int n = 0;
+    // What the server says of 4 bytes sent for a BIGINT.
+    while (std::getline(log, line)) {
+      n += line.find("insufficient data left in message") != std::string::npos;
+    }
+    return n;
+  };
+  drop_table();
+  PostgresqlProbe probe;
+  constexpr int before = 200, after = 200;
+  // One writer on one connection, opened before the ALTER.
+  auditpipe::Options o;
+  o.writers = 1;
+  auditpipe::Logger<AuditRow> logger(
+      auditpipe::postgresql::open(url_with("write_path=copy&pool_size=1&min_idle=1")), o);
+  auto log_range = [&](int from, int to) {
+    for (int i = from; i < to; ++i) {
+      auto r = logger.acquire();
+      r->message_id = i;
+      r->status = i;
+      r->payload = "altered";
+      ASSERT_EQ(r.commit(), Status::ok);
+    }
+  };
+  log_range(0, before);
+  ASSERT_TRUE(logger.flush(std::chrono::seconds(30)));
+  const int errors_before = binary_value_errors();
+  probe.exec("ALTER TABLE audit_log ALTER COLUMN status TYPE BIGINT");
+  log_range(before, before + after);
+  ASSERT_TRUE(logger.flush(std::chrono::seconds(30)));
+  const auto report = logger.close();
+  EXPECT_EQ(report.stats.written, static_cast<std::uint64_t>(before + after));
+  EXPECT_EQ(report.stats.rejected_by_sink, 0u);
+  EXPECT_EQ(report.stats.retries, 0u) << "the batch was retried, not sent again at once";
+  EXPECT_GT(binary_value_errors(), errors_before)
+      << "no binary COPY met the changed column: the test proved nothing";
+  const auto rows = probe.rows("SELECT count(*), sum(status) FROM audit_log");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(*rows[0][0], std::to_string(before + after));
+  EXPECT_EQ(*rows[0][1], std::to_string((before + after - 1) * (before + after) / 2));
 }
 
 // An existing column of a type that cannot hold the record's values is

@@ -25,6 +25,7 @@
 
 #include "auditpipe/postgresql/postgresql_sink.h"
 #include "auditpipe/sink/sql_sink.h"
+#include "binary_copy.h"
 
 namespace auditpipe::postgresql {
 
@@ -86,6 +87,9 @@ class PostgresqlConnection : public SqlConnection {
   PGconn* native() noexcept { return conn_; }
   bool broken() const noexcept { return PQstatus(conn_) != CONNECTION_OK; }
 
+  // The wire type of each of the table's columns on this connection's
+  // server, for binary COPY; empty: COPY's text format.
+  std::vector<WireType> binary_columns;
   // Reused per connection by the write paths.
   std::string copy_data;
   std::string param_data;

@@ -1,10 +1,13 @@
-// The PostgreSQL sink on the SQL sink skeleton: COPY by default, INSERT
+// The PostgreSQL sink on the SQL sink skeleton: COPY by default (its binary
+// format where the server's column types allow, binary_copy.h), INSERT
 // ... ON CONFLICT for a batch whose rows may be there already, both through
 // libpq on the pooled connection; SQLSTATEs sorted for the skeleton.
 #include "auditpipe/postgresql/postgresql_sink.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -153,6 +156,40 @@ class PostgresqlSinkImpl final : public PostgresqlSink {
   void table_ready(SqlConnection&) override {
     path_ = config_.write_path == WritePath::insert ? WritePath::insert : WritePath::copy;
     copy_sql_ = "COPY " + table_text().table + " (" + table_text().columns + ") FROM STDIN";
+    binary_copy_sql_ = copy_sql_ + " (FORMAT binary)";
+  }
+
+  // The table's column types on this connection's server, for binary COPY
+  // (each server of a host list may have its own table).
+  void prepare_writes(SqlConnection& connection) override {
+    auto& c = static_cast<PostgresqlConnection&>(connection);
+    c.binary_columns.clear();
+    if (path_ != WritePath::copy) return;
+    std::map<std::string, std::uint32_t> oids;
+    for (const auto& row : c.catalog_rows(
+             "SELECT lower(attname), atttypid::bigint FROM pg_attribute WHERE attrelid = "
+             "to_regclass(quote_ident($1)) AND attnum > 0 AND NOT attisdropped",
+             std::string(table().name))) {
+      if (row.size() == 2) oids[row[0]] = static_cast<std::uint32_t>(std::stoul(row[1]));
+    }
+    std::vector<WireType> wire;
+    for (const Column& col : table().columns) {
+      const auto it = oids.find(lowercase(col.name));
+      const auto w = it == oids.end() ? std::nullopt : wire_type(col.type, it->second);
+      if (!w) return;  // a type without a binary form here: text
+      wire.push_back(*w);
+    }
+    for (const std::string_view key : {source_id_column, seq_column}) {
+      const auto it = oids.find(std::string(key));
+      if (it == oids.end() || wire_type(ColumnType::int64, it->second) != WireType::int8) return;
+    }
+    c.binary_columns = std::move(wire);
+  }
+
+  static std::string lowercase(std::string_view s) {
+    std::string out(s);
+    for (char& ch : out) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return out;
   }
 
   std::optional<WriteFailure> write_batch(SqlConnection& connection, const Batch& batch) override {
@@ -173,6 +210,18 @@ class PostgresqlSinkImpl final : public PostgresqlSink {
   std::optional<PostgresqlError> copy_batch(PostgresqlConnection& c, const Batch& batch) {
     std::string& data = c.copy_data;
     data.clear();
+    if (!c.binary_columns.empty() && append_binary_copy(data, batch, c.binary_columns)) {
+      auto e = send_copy(c, binary_copy_sql_);
+      // A column's type changed under this connection (ALTER TABLE): the
+      // server finds the binary values malformed (22P03) or too short
+      // (08P01). Read the types again and send this batch once more.
+      if (!e || c.broken() || (e->sqlstate != "22P03" && e->sqlstate != "08P01")) return e;
+      prepare_writes(c);
+      data.clear();
+      if (!c.binary_columns.empty() && append_binary_copy(data, batch, c.binary_columns)) {
+        return send_copy(c, binary_copy_sql_);
+      }
+    }
     for (const RecordRef& r : batch.records) {
       for (const Column& col : batch.table.columns) {
         if (col.type == ColumnType::text) {
@@ -189,7 +238,13 @@ class PostgresqlSinkImpl final : public PostgresqlSink {
       append_number(data, r.seq);
       data += '\n';
     }
-    PGresult* r = PQexec(c.native(), copy_sql_.c_str());
+    return send_copy(c, copy_sql_);
+  }
+
+  // Runs `sql` (a COPY ... FROM STDIN) with c.copy_data as its input.
+  static std::optional<PostgresqlError> send_copy(PostgresqlConnection& c, const std::string& sql) {
+    const std::string& data = c.copy_data;
+    PGresult* r = PQexec(c.native(), sql.c_str());
     if (PQresultStatus(r) != PGRES_COPY_IN) {
       auto e = error_of(r, c.native());
       PQclear(r);
@@ -260,6 +315,7 @@ class PostgresqlSinkImpl final : public PostgresqlSink {
 
   const PostgresqlConfig config_;
   std::string copy_sql_;
+  std::string binary_copy_sql_;
 };
 
 }  // namespace
