@@ -23,11 +23,9 @@ void SqliteConnection::execute_ddl(const std::string& sql) {
 }
 
 void SqliteConnection::cancel_io() noexcept {
-  // The backend (and its handle) is fixed from open to close, and the
-  // skeleton never calls this on a connection being closed.
-  if (auto* backend = static_cast<::soci::sqlite3_session_backend*>(session.get_backend())) {
-    if (backend->conn_ != nullptr) sqlite3_interrupt(backend->conn_);
-  }
+  // The handle is fixed from open to close, and the skeleton never calls
+  // this on a connection being closed.
+  if (handle != nullptr) sqlite3_interrupt(handle);
 }
 
 }  // namespace auditpipe::sqlite

@@ -1,11 +1,15 @@
 // SqliteConnection: the SQLite sink's one connection, a SOCI session on
-// the file with the prepared insert and the vectors bound to it. Private
+// the file (the catalog queries and DDL go through it) and the insert
+// prepared on its sqlite3 handle, which writes bind to directly. Private
 // to the sink; the skeleton holds it and lends it to one write at a time,
 // and cancel_io() interrupts the statement running on it
 // (sqlite3_interrupt, which SQLite allows from any thread).
 #pragma once
 
 #include <soci/soci.h>
+// SOCI includes sqlite3.h inside its namespace sqlite_api: the C API is
+// named from there (its functions are found by their arguments' namespace).
+#include <soci/sqlite3/soci-sqlite3.h>
 
 #include <memory>
 #include <string>
@@ -19,7 +23,7 @@ namespace auditpipe::sqlite {
 class SqliteConnection final : public SqlConnection {
  public:
   ~SqliteConnection() override {
-    insert.reset();
+    sqlite_api::sqlite3_finalize(insert);  // before the session closes its handle
     try {
       session.close();
     } catch (...) {
@@ -36,21 +40,10 @@ class SqliteConnection final : public SqlConnection {
   std::string server() const override { return path; }
   void cancel_io() noexcept override;
 
-  // One bound vector per column, in column order; SOCI keeps pointers to
-  // them, so they are created once and never moved.
-  struct Bound {
-    const Column* column;
-    std::vector<long long> integers;
-    std::vector<double> reals;
-    std::vector<std::string> texts;
-  };
-
   ::soci::session session;
-  std::string path;  // the file, for messages
-  std::vector<Bound> bound;
-  std::vector<long long> source_ids;
-  std::vector<long long> seqs;
-  std::unique_ptr<::soci::statement> insert;  // destroyed before the session closes
+  sqlite_api::sqlite3* handle = nullptr;  // the session's, set once it is open
+  std::string path;                       // the file, for messages
+  sqlite_api::sqlite3_stmt* insert = nullptr;
 };
 
 }  // namespace auditpipe::sqlite
