@@ -4,8 +4,11 @@
 # sink_ceiling, stall, overload and spill_drain, and writes CSV (and Google Benchmark JSON) plus PNG charts under
 # results/<time>/ (results/latest points at it).
 #
-#   bench/run.sh            # full size (about 10 minutes on 2 cores)
-#   bench/run.sh --quick    # smaller runs, for trying the script out
+#   bench/run.sh                    # full size (about 40 minutes on 2 cores)
+#   bench/run.sh --quick            # smaller runs, for trying the script out
+#   bench/run.sh --baseline REV     # also hot_path and alloc of commit REV, in
+#                                   # turn with this tree's (bench/ab.sh), for
+#                                   # before/after tables: results/<time>/ab.txt
 #
 # The machine is shared and noisy: compare within one run (ratios), and
 # look at medians; Google Benchmark suites repeat 3 times.
@@ -13,7 +16,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 quick=0
-[ "${1:-}" = "--quick" ] && quick=1
+baseline=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) quick=1 ;;
+    --baseline) baseline=${2:?--baseline needs a commit}; shift ;;
+    *) echo "usage: bench/run.sh [--quick] [--baseline REV]" >&2; exit 2 ;;
+  esac
+  shift
+done
 ./scripts/deps.sh
 if ! command -v gnuplot >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gnuplot-nox >/dev/null
@@ -83,6 +94,11 @@ overload_records=$(awk -v s=$scale 'BEGIN {printf "%d", 2000000 * s}')
 "$build/bench/overload" "$mysql_url" "$overload_records" 5 indexed | tee "$results/overload.txt"
 echo "=== spill_drain" >&2
 "$build/bench/spill_drain" "$mysql_url" 10 | tee "$results/spill_drain.txt"
+
+if [ -n "$baseline" ]; then
+  echo "=== before/after: $baseline and this tree" >&2
+  bench/ab.sh "$baseline" "$reps" 0 | tee "$results/ab.txt"
+fi
 
 # CSV for the charts, from what the programs wrote.
 for t in 1 2; do
