@@ -57,7 +57,7 @@ std::uint32_t magazine_for(std::size_t capacity) {
 }  // namespace
 
 RecordPool::RecordPool(std::size_t capacity, std::size_t record_size, std::size_t record_align,
-                       const std::byte* prototype, const DurableStorage* durable)
+                       const std::byte* prototype, const DurableStorage* durable, Barrier barrier)
     : capacity_(capacity), record_size_(record_size), prototype_(prototype) {
   if (capacity == 0 || capacity > max_capacity) {
     throw error("auditpipe: pool capacity must be between 1 and " + std::to_string(max_capacity) +
@@ -96,7 +96,7 @@ RecordPool::RecordPool(std::size_t capacity, std::size_t record_size, std::size_
   // resident size is flat from the start. Slots of an earlier run that were
   // committed are kept for recovery; ones half-filled when it died are freed.
   magazine_ = magazine_for(capacity);
-  fence_ = magazine_ != 0 && !membarrier_ready();
+  fence_ = magazine_ != 0 && (barrier == Barrier::fence || !membarrier_ready());
   depot_ = std::make_unique<SlotHeader*[]>(capacity);
   detail::MutexLock lock(mutex_);
   // Pushed in reverse, so the first acquires take the lowest slots.

@@ -91,8 +91,14 @@ class RecordPool {
 
   // Throws auditpipe::error if the slab cannot be allocated or the sizes are
   // unusable, or a durable file cannot be used.
+  // How magazine owners are ordered against reclaimers: by membarrier
+  // where the kernel has it (automatic), else, or when asked (fence), by a
+  // fence in every pop and push.
+  enum class Barrier { automatic, fence };
+
   RecordPool(std::size_t capacity, std::size_t record_size, std::size_t record_align,
-             const std::byte* prototype, const DurableStorage* durable = nullptr);
+             const std::byte* prototype, const DurableStorage* durable = nullptr,
+             Barrier barrier = Barrier::automatic);
   ~RecordPool();
   RecordPool(const RecordPool&) = delete;
   RecordPool& operator=(const RecordPool&) = delete;
@@ -188,6 +194,8 @@ class RecordPool {
   std::uint64_t reclaimed() const noexcept { return reclaimed_.load(std::memory_order_relaxed); }
   // Slots a magazine parks at most (0: magazines off).
   std::uint32_t magazine_size() const noexcept { return magazine_; }
+  // Whether owners fence (no membarrier here, or Barrier::fence).
+  bool fences() const noexcept { return fence_; }
   // Acquirers currently waiting in acquire_until(). While it is non-zero,
   // new acquirers should queue behind them rather than call try_acquire().
   std::uint32_t waiters() const noexcept { return waiters_.load(std::memory_order_relaxed); }

@@ -31,9 +31,9 @@ using testing_support::CollectingSink;
 // Large enough for full magazines (1/64 of the pool, at most 32 slots).
 constexpr std::size_t capacity = 4096;
 
-RecordPool make_pool() {
+RecordPool make_pool(RecordPool::Barrier barrier = RecordPool::Barrier::automatic) {
   return RecordPool(capacity, sizeof(AuditRow), alignof(AuditRow),
-                    auditpipe::descriptor_of<AuditRow>().prototype);
+                    auditpipe::descriptor_of<AuditRow>().prototype, nullptr, barrier);
 }
 
 void expect_accounted(const RecordPool& pool) {
@@ -69,8 +69,13 @@ TEST(SlotCache, AThreadTakesSlotsFromItsMagazineAndTheDepotFillsItAMagazineAtATi
 
 // Another thread's magazine is full and that thread sits idle: a blocked
 // acquirer must not wait for a writer while those slots exist.
-TEST(SlotCache, ABlockedAcquirerIsServedFromAnIdleThreadsMagazine) {
-  RecordPool pool = make_pool();
+class SlotCacheBarrier : public ::testing::TestWithParam<RecordPool::Barrier> {};
+
+TEST_P(SlotCacheBarrier, ABlockedAcquirerIsServedFromAnIdleThreadsMagazine) {
+  RecordPool pool = make_pool(GetParam());
+  if (GetParam() == RecordPool::Barrier::fence) {
+    EXPECT_TRUE(pool.fences());
+  }
   std::latch parked(1), done(1);
   std::thread idle([&] {
     SlotCache cache;
@@ -133,9 +138,9 @@ TEST(SlotCache, AThreadExitingWithAFullMagazineReturnsItsSlots) {
 // 100 threads take every slot they can and keep them. The pool hands out
 // exactly its capacity, no slot twice, and at every moment the depot, the
 // magazines and the slots in use add up to the capacity.
-TEST(SlotCache, HundredThreadsFillingThePoolGetExactlyItsCapacity) {
+TEST_P(SlotCacheBarrier, HundredThreadsFillingThePoolGetExactlyItsCapacity) {
   constexpr int threads = 100;
-  RecordPool pool = make_pool();
+  RecordPool pool = make_pool(GetParam());
   std::vector<std::atomic<int>> owner(capacity);
   for (auto& o : owner) o.store(-1);
   std::atomic<int> double_handouts{0};
@@ -186,6 +191,16 @@ TEST(SlotCache, HundredThreadsFillingThePoolGetExactlyItsCapacity) {
   EXPECT_EQ(c.in_depot, capacity);
   EXPECT_EQ(c.in_use, 0u);
 }
+
+// Both ways of ordering owners against reclaimers: the kernel's membarrier
+// (where it has one) and the fence used where it has not.
+INSTANTIATE_TEST_SUITE_P(Barriers, SlotCacheBarrier,
+                         ::testing::Values(RecordPool::Barrier::automatic,
+                                           RecordPool::Barrier::fence),
+                         [](const auto& barrier) {
+                           return barrier.param == RecordPool::Barrier::fence ? "fence"
+                                                                              : "membarrier";
+                         });
 
 // close() with slots parked in 100 threads that logged and then sat idle:
 // it drains without waiting for them, reports nothing held, and a
