@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "audit_event.h"
+#include "log_rows.h"
 
 namespace {
 
@@ -448,18 +449,7 @@ Result auditpipe_run(const std::string& name, const std::string& url, auditpipe:
         mysql_close(m);
       });
     }
-    std::vector<std::thread> producers;
-    for (int p = 0; p < 2; ++p) {
-      producers.emplace_back([&, p] {
-        for (long long i = p; i < rows; i += 2) {
-          auto h = logger.acquire();
-          if (!h) continue;
-          bench::fill_event(*h, i);
-          (void)h.commit();
-        }
-      });
-    }
-    for (auto& t : producers) t.join();
+    bench::log_rows(logger, rows, 2, bench::fill_event);
     done = true;
     if (probe.joinable()) probe.join();
     logger.close(std::chrono::minutes(10));
@@ -566,18 +556,7 @@ int main(int argc, char** argv) {
     const long long n = rows(400000);
     Result r = measure("auditpipe into SQLite", n, [&] {
       auditpipe::Logger<AuditEvent> logger(auditpipe::open("sqlite://" + db.string()), o);
-      std::vector<std::thread> producers;
-      for (int p = 0; p < 2; ++p) {
-        producers.emplace_back([&, p] {
-          for (long long i = p; i < n; i += 2) {
-            auto h = logger.acquire();
-            if (!h) continue;
-            bench::fill_event(*h, i);
-            (void)h.commit();
-          }
-        });
-      }
-      for (auto& t : producers) t.join();
+      bench::log_rows(logger, n, 2, bench::fill_event);
       logger.close(std::chrono::minutes(10));
       return 0LL;
     });

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "audit_event.h"
+#include "log_rows.h"
 
 namespace {
 
@@ -315,18 +316,9 @@ void build_events(long long rows) {
 
 void auditpipe_run(const std::string& url, long long rows) {
   auditpipe::Logger<AuditEvent> logger(auditpipe::open(url));
-  std::vector<std::thread> producers;
-  for (int p = 0; p < 2; ++p) {
-    producers.emplace_back([&, p] {
-      for (long long i = p; i < rows; i += 2) {
-        auto h = logger.acquire();
-        if (!h) continue;
-        *h = built_events[static_cast<std::size_t>(i)];
-        (void)h.commit();
-      }
-    });
-  }
-  for (auto& t : producers) t.join();
+  bench::log_rows(logger, rows, 2, [](AuditEvent& e, long long i) {
+    e = built_events[static_cast<std::size_t>(i)];
+  });
   const auto report = logger.close(std::chrono::minutes(10));
   if (!report.drained || report.stats.written != static_cast<std::uint64_t>(rows)) {
     die("auditpipe did not write every row");
