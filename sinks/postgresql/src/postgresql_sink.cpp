@@ -11,7 +11,10 @@
 #include <string>
 #include <vector>
 
+#include <spdlog/spdlog.h>
 #include "auditpipe/detail/text_escape.h"
+
+#include "auditpipe/diagnostics.h"
 #include "auditpipe/timestamp.h"
 #include "postgresql_connection.h"
 #include "postgresql_dialect.h"
@@ -216,6 +219,9 @@ class PostgresqlSinkImpl final : public PostgresqlSink {
       // server finds the binary values malformed (22P03) or too short
       // (08P01). Read the types again and send this batch once more.
       if (!e || c.broken() || (e->sqlstate != "22P03" && e->sqlstate != "08P01")) return e;
+      diagnostics()->warn(
+          "auditpipe: {} refused a binary COPY into {} ({}): reading its column types again",
+          c.server(), table_text().table, e->describe());
       prepare_writes(c);
       data.clear();
       if (!c.binary_columns.empty() && append_binary_copy(data, batch, c.binary_columns)) {

@@ -1,10 +1,12 @@
-// The PostgreSQL sink: a SOCI session per pooled connection, with libpq
-// underneath for COPY, INSERT and the catalog.
+// The PostgreSQL sink: libpq connections in the SQL skeleton's pool, for
+// COPY, INSERT and the catalog.
 //
 //   auto sink = auditpipe::postgresql::open("postgresql://audit:secret@db:5432/audit");
 //
 // Each batch is one statement, so one transaction: by default a COPY of
-// the batch straight into the table (measured fastest); a batch retried
+// the batch straight into the table in COPY's binary format, encoded by the
+// column types each connection reads from the server (text where a type
+// has no binary form; measured fastest); a batch retried
 // after an ambiguous failure, whose rows may already be there, is written
 // with INSERT ... ON CONFLICT (source_id, seq) DO NOTHING instead, so only
 // repeats of that key are skipped and any other conflict is an error.
@@ -38,7 +40,7 @@ namespace auditpipe::postgresql {
 
 enum class WritePath {
   automatic,  // copy
-  copy,       // COPY ... FROM STDIN, the batch in COPY's text format
+  copy,       // COPY ... FROM STDIN, the batch in COPY's binary (or text) format
   insert,     // a multi-row INSERT ... ON CONFLICT DO NOTHING, parameters bound as text
 };
 
