@@ -233,7 +233,9 @@ class Pipeline::Engine {
     counters_.copy_to(s, spill_pending, options_.health_down_after, [&] {
       // Committed records not stored yet (queued, or held by a writer), or
       // spilled ones.
-      return spill_pending || intake_.committed_count() != 0;
+      // (A queued record is committed: the queue's size spares the scan
+      // of every slot, one cache miss each, in the common case.)
+      return spill_pending || intake_.queued() != 0 || intake_.committed_count() != 0;
     });
     s.committed = intake_.committed();
     s.connection_pool = sink_->connection_pool_stats();
@@ -301,7 +303,13 @@ class Pipeline::Engine {
     const clock::time_point grace_end = clock::now() + uncommitted_grace;
     while (intake_.in_use() != 0 || on_disk() != 0) {
       const auto now = clock::now();
-      if (now >= grace_end && intake_.committed_count() == 0 && on_disk() == 0) break;
+      // Only records being filled left? Scanning every slot costs a cache
+      // miss each (~6 ms for 65,536 slots here, every 10 ms, on the cores
+      // the writers need), so only once nothing is queued.
+      if (now >= grace_end && intake_.queued() == 0 && intake_.committed_count() == 0 &&
+          on_disk() == 0) {
+        break;
+      }
       if (now >= deadline) return false;
       control_.wait_progress(std::min(deadline, now + std::chrono::milliseconds(10)));
     }
