@@ -166,27 +166,34 @@ SlotHeader* RecordPool::pop_depot_locked() noexcept {
   return depot_[--depot_size_];
 }
 
-SlotHeader* RecordPool::refill(SlotCache& cache) noexcept {
-  detail::MutexLock lock(mutex_, detail::MutexLock::Spinning{});
-  // Behind anyone already waiting: queue up rather than overtake them.
+// The depot's top slot, after taking back what the magazines hold if it is
+// empty; nullptr if acquirers are waiting (queue behind them) or no slot is
+// free (then marked exhausted).
+SlotHeader* RecordPool::first_free_locked() noexcept {
   if (wait_head_ != nullptr) return nullptr;
   if (depot_size_ == 0 && reclaim_locked(false) == 0) {
     if (!exhausted_.load(std::memory_order_relaxed))
       exhausted_.store(true, std::memory_order_relaxed);
     return nullptr;
   }
+  return pop_depot_locked();
+}
+
+SlotHeader* RecordPool::refill(SlotCache& cache) noexcept {
+  detail::MutexLock lock(mutex_, detail::MutexLock::Spinning{});
+  SlotHeader* s = first_free_locked();
+  if (s == nullptr) return nullptr;
   // The magazine is empty here: its owner is the caller, and a reclaim
   // that made pop() fail finished before this thread got the mutex.
   // Half of what is left at most, so one thread does not strand the last
   // slots in its magazine while others find the depot empty.
-  const auto take =
-      static_cast<std::uint32_t>(std::min<std::size_t>(cache.limit, (depot_size_ - 1) / 2));
+  const auto take = static_cast<std::uint32_t>(std::min<std::size_t>(cache.limit, depot_size_ / 2));
   for (std::uint32_t i = 0; i < take; ++i) {
     cache.slots[i].store(depot_[--depot_size_], std::memory_order_relaxed);
   }
   cache.count.store(take, std::memory_order_relaxed);
   handed_out_.store(handed_out_.load(std::memory_order_relaxed) + take, std::memory_order_relaxed);
-  return pop_depot_locked();
+  return s;
 }
 
 std::size_t RecordPool::reclaim_locked(bool always) noexcept {
@@ -231,15 +238,9 @@ SlotHeader* RecordPool::try_acquire() noexcept {
   SlotHeader* s = nullptr;
   {
     detail::MutexLock lock(mutex_);
-    if (wait_head_ != nullptr) return nullptr;
-    if (depot_size_ == 0) reclaim_locked(false);
-    s = pop_depot_locked();
-    if (s == nullptr) {
-      exhausted_.store(true, std::memory_order_relaxed);
-      return nullptr;
-    }
+    s = first_free_locked();
   }
-  prepare(s);
+  if (s != nullptr) prepare(s);
   return s;
 }
 

@@ -237,6 +237,7 @@ class RecordPool {
   std::size_t reclaim_locked(bool always) noexcept AUDITPIPE_REQUIRES(mutex_);
   void empty_locked(SlotCache& cache) noexcept AUDITPIPE_REQUIRES(mutex_);
   SlotHeader* pop_depot_locked() noexcept AUDITPIPE_REQUIRES(mutex_);
+  SlotHeader* first_free_locked() noexcept AUDITPIPE_REQUIRES(mutex_);
 
   std::size_t capacity_;
   std::size_t record_size_;

@@ -5,7 +5,6 @@
 #include "auditpipe/postgresql/postgresql_sink.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <map>
 #include <string>
@@ -163,21 +162,22 @@ class PostgresqlSinkImpl final : public PostgresqlSink {
   }
 
   // The table's column types on this connection's server, for binary COPY
-  // (each server of a host list may have its own table).
+  // (each server of a host list may have its own table), by the exact
+  // names COPY's quoted column list resolves to.
   void prepare_writes(SqlConnection& connection) override {
     auto& c = static_cast<PostgresqlConnection&>(connection);
     c.binary_columns.clear();
     if (path_ != WritePath::copy) return;
     std::map<std::string, std::uint32_t> oids;
-    for (const auto& row : c.catalog_rows(
-             "SELECT lower(attname), atttypid::bigint FROM pg_attribute WHERE attrelid = "
-             "to_regclass(quote_ident($1)) AND attnum > 0 AND NOT attisdropped",
-             std::string(table().name))) {
+    for (const auto& row :
+         c.catalog_rows("SELECT attname, atttypid::bigint FROM pg_attribute WHERE attrelid = "
+                        "to_regclass(quote_ident($1)) AND attnum > 0 AND NOT attisdropped",
+                        std::string(table().name))) {
       if (row.size() == 2) oids[row[0]] = static_cast<std::uint32_t>(std::stoul(row[1]));
     }
     std::vector<WireType> wire;
     for (const Column& col : table().columns) {
-      const auto it = oids.find(lowercase(col.name));
+      const auto it = oids.find(std::string(col.name));
       const auto w = it == oids.end() ? std::nullopt : wire_type(col.type, it->second);
       if (!w) return;  // a type without a binary form here: text
       wire.push_back(*w);
@@ -187,12 +187,6 @@ class PostgresqlSinkImpl final : public PostgresqlSink {
       if (it == oids.end() || wire_type(ColumnType::int64, it->second) != WireType::int8) return;
     }
     c.binary_columns = std::move(wire);
-  }
-
-  static std::string lowercase(std::string_view s) {
-    std::string out(s);
-    for (char& ch : out) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    return out;
   }
 
   std::optional<WriteFailure> write_batch(SqlConnection& connection, const Batch& batch) override {
@@ -213,21 +207,24 @@ class PostgresqlSinkImpl final : public PostgresqlSink {
   std::optional<PostgresqlError> copy_batch(PostgresqlConnection& c, const Batch& batch) {
     std::string& data = c.copy_data;
     data.clear();
-    if (!c.binary_columns.empty() && append_binary_copy(data, batch, c.binary_columns)) {
+    // Binary while this connection's column types allow it; a second try
+    // after reading them again, when the server found the values malformed.
+    for (int attempt = 0; attempt < 2 && !c.binary_columns.empty(); ++attempt) {
+      data.clear();
+      if (!append_binary_copy(data, batch, c.binary_columns)) break;
       auto e = send_copy(c, binary_copy_sql_);
       // A column's type changed under this connection (ALTER TABLE): the
       // server finds the binary values malformed (22P03) or too short
-      // (08P01). Read the types again and send this batch once more.
-      if (!e || c.broken() || (e->sqlstate != "22P03" && e->sqlstate != "08P01")) return e;
+      // (08P01).
+      if (attempt == 1 || !e || c.broken() || (e->sqlstate != "22P03" && e->sqlstate != "08P01")) {
+        return e;
+      }
       diagnostics()->warn(
           "auditpipe: {} refused a binary COPY into {} ({}): reading its column types again",
           c.server(), table_text().table, e->describe());
       prepare_writes(c);
-      data.clear();
-      if (!c.binary_columns.empty() && append_binary_copy(data, batch, c.binary_columns)) {
-        return send_copy(c, binary_copy_sql_);
-      }
     }
+    data.clear();
     for (const RecordRef& r : batch.records) {
       for (const Column& col : batch.table.columns) {
         if (col.type == ColumnType::text) {
