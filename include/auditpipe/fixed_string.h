@@ -53,6 +53,29 @@ constexpr std::size_t utf8_prefix_length(std::string_view text, std::size_t limi
   return limit;  // not valid UTF-8 around the limit: cut where it falls
 }
 
+namespace detail {
+// Copies n bytes (n not known at compile time, but small): 16-byte blocks,
+// the last one overlapping, so every length is a few vector moves. A plain
+// memcpy of a length the compiler knows is at most N is expanded inline
+// into `rep movs`, whose start-up cost is most of a short copy's
+// (bench/hot_path: the payload's copy was the largest single cost of
+// log()).
+inline void copy_text(char* dst, const char* src, std::size_t n) noexcept {
+  if (n >= 16) {
+    for (std::size_t i = 0; i + 16 < n; i += 16) std::memcpy(dst + i, src + i, 16);
+    std::memcpy(dst + n - 16, src + n - 16, 16);
+  } else if (n >= 8) {
+    std::memcpy(dst, src, 8);
+    std::memcpy(dst + n - 8, src + n - 8, 8);
+  } else if (n >= 4) {
+    std::memcpy(dst, src, 4);
+    std::memcpy(dst + n - 4, src + n - 4, 4);
+  } else {
+    for (std::size_t i = 0; i < n; ++i) dst[i] = src[i];
+  }
+}
+}  // namespace detail
+
 template <std::size_t N>
 class fixed_string {
   static_assert(N > 0, "auditpipe::fixed_string<N> needs N > 0");
@@ -71,8 +94,8 @@ class fixed_string {
     const std::size_t n = utf8_prefix_length(text, N);
     if (std::is_constant_evaluated()) {
       for (std::size_t i = 0; i < n; ++i) data_[i] = text[i];
-    } else if (n != 0) {
-      std::memcpy(data_, text.data(), n);
+    } else {
+      detail::copy_text(data_, text.data(), n);
     }
     size_ = static_cast<std::uint32_t>(n);
     flags_ = n < text.size() ? text_flags::truncated : 0u;

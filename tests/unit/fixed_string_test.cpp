@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <memory>
 #include <string>
 #include <type_traits>
 
@@ -54,6 +56,27 @@ TEST(FixedString, CutIsAlwaysAValidBoundaryForEveryLimit) {
     }
     // No character that fits is dropped: at most 3 bytes are given up.
     EXPECT_GE(cut + 3, limit);
+  }
+}
+
+TEST(FixedString, CopiesEveryLengthExactlyAndNothingBeyondIt) {
+  // Each length through the short-copy paths (under 4, 4-7, 8-15, whole and
+  // partial 16-byte blocks, up to the capacity and past it). The source is
+  // a heap buffer of exactly that length, so a read past it is an ASan
+  // error; the bytes after the copied ones must keep what was there.
+  constexpr std::size_t cap = 70;
+  for (std::size_t len = 0; len <= cap + 3; ++len) {
+    const auto source = std::make_unique<char[]>(len + 1);
+    for (std::size_t i = 0; i < len; ++i) source[i] = static_cast<char>('a' + (i * 7 + len) % 26);
+    fixed_string<cap> s;
+    s.assign(std::string_view(std::string(cap, '#')));
+    s.assign(std::string_view(source.get(), len));
+    const std::size_t kept = std::min(len, cap);
+    ASSERT_EQ(s.size(), kept) << "length " << len;
+    EXPECT_EQ(s.view(), std::string_view(source.get(), kept)) << "length " << len;
+    EXPECT_EQ(s.truncated(), len > cap) << "length " << len;
+    const std::string_view tail(s.data() + kept, cap - kept);
+    EXPECT_EQ(tail.find_first_not_of('#'), std::string_view::npos) << "length " << len;
   }
 }
 
