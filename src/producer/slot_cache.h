@@ -93,7 +93,20 @@ struct alignas(64) SlotCache {
   }
   void prefetch(const SlotHeader* s) const noexcept {
     const auto* p = reinterpret_cast<const char*>(s);
-    for (std::uint32_t off = 0; off < stride; off += 64) __builtin_prefetch(p + off, 1, 3);
+    for (std::uint32_t off = 0; off < stride; off += 64) prefetch_for_write(p + off);
+  }
+  // The lines were last read (or written) by a writer on another core. A
+  // plain prefetch would bring them in shared, and each store of the fill
+  // would still wait for the other copies to be invalidated; PREFETCHW asks
+  // for them exclusive. x86-64 compilers emit it for __builtin_prefetch only
+  // when told the target has it, which every x86-64 processor of the last
+  // decade does (and older ones execute the encoding as a no-op).
+  static void prefetch_for_write(const char* p) noexcept {
+#if defined(__x86_64__)
+    asm volatile("prefetchw %0" : : "m"(*p));
+#else
+    __builtin_prefetch(p, 1, 3);
+#endif
   }
 };
 
