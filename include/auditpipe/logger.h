@@ -123,10 +123,10 @@ class Logger {
   template <class Source, class... Fields>
   Status log(const Source& source, const Mapping<Fields...>& mapping) noexcept {
     Status status = Status::ok;
-    std::byte* bytes = pipeline_.acquire(&status);
-    if (bytes == nullptr) return status;
-    mapping.apply(source, *std::launder(reinterpret_cast<Record*>(bytes)));
-    return pipeline_.commit(bytes);
+    const Pipeline::Claim claim = pipeline_.claim(&status);
+    if (claim.record == nullptr) return status;
+    mapping.apply(source, *std::launder(reinterpret_cast<Record*>(claim.record)));
+    return pipeline_.commit(claim);
   }
 
   // Waits up to `timeout` for every record committed before the call to be

@@ -27,6 +27,9 @@
 namespace auditpipe {
 
 class Sink;  // auditpipe/sink/sink.h: where batches go
+namespace internal {
+struct Producer;  // a thread's record source (opaque here)
+}  // namespace internal
 
 class Pipeline {
  public:
@@ -53,6 +56,18 @@ class Pipeline {
   Status commit(std::byte* record) noexcept;
   // Gives back an acquired record without writing it.
   void abandon(std::byte* record) noexcept;
+
+  // acquire() and commit() for a caller that does both on one thread in
+  // one call (Logger::log): the thread's record source found by the
+  // acquire travels to the commit, which then does not look it up again.
+  // A Claim must not cross threads; a record that may (Logger::Handle)
+  // goes through acquire()/commit().
+  struct Claim {
+    std::byte* record;
+    internal::Producer* source;
+  };
+  Claim claim(Status* status) noexcept;
+  Status commit(const Claim& claim) noexcept;
 
   // The engine a record came from, for holders of records (Logger::Handle)
   // that may outlive this Pipeline; commit/abandon through it stay valid

@@ -388,6 +388,14 @@ Status Pipeline::commit(std::byte* record) noexcept {
 void Pipeline::abandon(std::byte* record) noexcept {
   engine_->intake().abandon(record);
 }
+Pipeline::Claim Pipeline::claim(Status* status) noexcept {
+  Claim c{nullptr, nullptr};
+  c.record = engine_->intake().acquire(status, c.source);
+  return c;
+}
+Status Pipeline::commit(const Claim& claim) noexcept {
+  return engine_->intake().commit(claim.record, claim.source);
+}
 Status Pipeline::commit(Engine* engine, std::byte* record) noexcept {
   return Engine::give_back(engine, [record](Intake& intake) { return intake.commit(record); });
 }

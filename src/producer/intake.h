@@ -59,7 +59,13 @@ class Intake {
   // Producers ----------------------------------------------------------------
 
   std::byte* acquire(Status* status) noexcept {
-    Producer* p = registry_->current();
+    Producer* p = nullptr;
+    return acquire(status, p);
+  }
+  // The same, leaving the calling thread's source in `p` for a commit on
+  // this thread (commit(record, p)), which then need not look it up.
+  std::byte* acquire(Status* status, Producer*& p) noexcept {
+    p = registry_->current();
     // Behind anyone already waiting: queue up rather than overtake them.
     SlotHeader* s = pool_.waiters() == 0 ? pool_.try_acquire(p->cache) : nullptr;
     if (s == nullptr) [[unlikely]]
@@ -76,7 +82,10 @@ class Intake {
     return pool_.record(s);
   }
 
-  Status commit(std::byte* record) noexcept {
+  Status commit(std::byte* record) noexcept { return commit(record, nullptr); }
+  // `p`: the calling thread's source, from acquire(status, p) on this
+  // thread; nullptr to look it up.
+  Status commit(std::byte* record, Producer* p) noexcept {
     if (!pool_.contains(record)) [[unlikely]]
       return commit_outside_pool(record);
     SlotHeader* s = pool_.slot_of(record);
@@ -85,7 +94,7 @@ class Intake {
       counters_.abandoned.fetch_add(1, std::memory_order_relaxed);
       return Status::closed;
     }
-    Producer* p = registry_->current();
+    if (p == nullptr) p = registry_->current();
     const std::int64_t seq = p->next_seq->load(std::memory_order_relaxed);
     s->source_id = p->source_id;
     s->seq = seq;
