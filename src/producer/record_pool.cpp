@@ -20,6 +20,7 @@ namespace auditpipe::internal {
 namespace {
 
 constexpr std::size_t cache_line = 64;
+constexpr std::size_t huge_page = std::size_t{2} << 20;
 
 constexpr std::size_t align_up(std::size_t n, std::size_t a) {
   return (n + a - 1) / a * a;
@@ -84,13 +85,24 @@ RecordPool::RecordPool(std::size_t capacity, std::size_t record_size, std::size_
     existed = file_->existed();
     sources_ = file_->sources();
   } else {
-    void* p =
-        mmap(nullptr, slab_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    // Mapped with room to start on a huge-page boundary, and offered to
+    // the kernel for transparent huge pages: a pool of tens of megabytes
+    // then costs a few dozen page faults at start instead of thousands,
+    // and the producers' and writers' accesses across it a few TLB
+    // entries instead of one per 4 KiB. Where THP is off, nothing changes.
+    map_bytes_ = slab_bytes_ >= huge_page ? slab_bytes_ + huge_page : slab_bytes_;
+    void* p = mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
       throw error("auditpipe: cannot allocate the record pool (" + std::to_string(slab_bytes_) +
                   " bytes): " + std::strerror(errno));
     }
-    slab_ = static_cast<std::byte*>(p);
+    map_ = static_cast<std::byte*>(p);
+    slab_ = map_;
+    if (map_bytes_ != slab_bytes_) {
+      slab_ =
+          reinterpret_cast<std::byte*>(align_up(reinterpret_cast<std::uintptr_t>(map_), huge_page));
+      madvise(slab_, slab_bytes_, MADV_HUGEPAGE);
+    }
   }
   // Touch every page now, so page faults never land on a producer and the
   // resident size is flat from the start. Slots of an earlier run that were
@@ -124,7 +136,7 @@ std::vector<SlotHeader*> RecordPool::take_recovered() {
 }
 
 RecordPool::~RecordPool() {
-  if (!file_) munmap(slab_, slab_bytes_);
+  if (!file_) munmap(map_, map_bytes_);
 }
 
 void RecordPool::attach(SlotCache& cache) noexcept {

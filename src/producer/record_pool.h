@@ -244,6 +244,9 @@ class RecordPool {
   std::size_t record_offset_;
   std::size_t stride_;
   std::size_t slab_bytes_;
+  // The anonymous mapping the slab lies in (without a durable file).
+  std::byte* map_ = nullptr;
+  std::size_t map_bytes_ = 0;
   const std::byte* prototype_;
   std::byte* slab_;
   std::uint32_t magazine_ = 0;
