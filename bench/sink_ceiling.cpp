@@ -16,7 +16,8 @@
 // row (this process's user + system time over the rows).
 //
 //   sink_ceiling <postgresql-url> <dir> [rows=400000] [runs=5] [only]
-// (`only`: run just the contenders whose name contains it, e.g. to profile.)
+// (`only`: run just the contenders whose database or name contains it, e.g.
+// `sqlite` for one database's ceiling and auditpipe, or `1 writer` to profile.)
 // The SQLite file goes in <dir>.
 #include <auditpipe/auditpipe.h>
 #include <auditpipe/open.h>
@@ -406,8 +407,9 @@ int main(int argc, char** argv) {
   };
 
   if (!only.empty()) {
-    std::erase_if(contenders,
-                  [&](const Contender& c) { return c.name.find(only) == std::string::npos; });
+    std::erase_if(contenders, [&](const Contender& c) {
+      return c.group != only && c.name.find(only) == std::string::npos;
+    });
   }
   std::map<std::string, std::vector<double>> rate, cpu;
   std::printf("sink_ceiling: %lld rows, %d runs\n", rows, runs);
