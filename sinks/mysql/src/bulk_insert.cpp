@@ -3,6 +3,7 @@
 // lengths (text, pointing into the records themselves: no copy).
 #include <mysql.h>
 
+#include <cmath>
 #include <vector>
 
 #include "auditpipe/status.h"
@@ -26,6 +27,7 @@ struct BulkState : MysqlConnection::PathState {
   MYSQL_STMT* stmt = nullptr;
   std::vector<MYSQL_BIND> binds;
   std::vector<ColumnArrays> arrays;  // record columns, then source_id, seq
+  std::vector<std::size_t> cuts;     // where each packet of a batch ends
   ~BulkState() override {
     if (stmt != nullptr) mysql_stmt_close(stmt);
   }
@@ -60,25 +62,9 @@ std::size_t datetime_bytes(std::int64_t micros) {
   return 5;
 }
 
-// Exactly the bytes one row adds to the packet.
-std::size_t row_bytes(const Batch& batch, const RecordRef& r) {
-  std::size_t n = 2 * (1 + 8);  // source_id, seq
-  for (const Column& c : batch.table.columns) {
-    if (c.type == ColumnType::text) {
-      const std::size_t size = read_text(r.data, c).size();
-      n += 1 + length_prefix(size) + size;
-    } else if (c.type == ColumnType::timestamp) {
-      n += 1 + datetime_bytes(read_integer(r.data, c));
-    } else {
-      n += 1 + 8;  // every integer as LONGLONG, doubles as DOUBLE
-    }
-  }
-  return n;
-}
-
+// Sends rows [begin, end) of the column arrays as one COM_STMT_BULK_EXECUTE.
 std::optional<MysqlError> execute_rows(const MysqlConnection& connection, BulkState& s,
                                        const Batch& batch, std::size_t begin, std::size_t end) {
-  const std::size_t n = end - begin;
   const auto& columns = batch.table.columns;
   const std::size_t k = columns.size();
   for (std::size_t col = 0; col < k + 2; ++col) {
@@ -86,42 +72,82 @@ std::optional<MysqlError> execute_rows(const MysqlConnection& connection, BulkSt
     MYSQL_BIND& b = s.binds[col];
     const Column* c = col < k ? &columns[col] : nullptr;
     if (c == nullptr || is_integer(c->type)) {
-      a.integers.resize(n);
-      for (std::size_t i = 0; i < n; ++i) {
-        const RecordRef& r = batch.records[begin + i];
-        a.integers[i] = c ? read_integer(r.data, *c) : (col == k ? r.source_id : r.seq);
-      }
-      b.buffer = a.integers.data();
+      b.buffer = a.integers.data() + begin;
     } else if (c->type == ColumnType::float64) {
-      a.reals.resize(n);
-      for (std::size_t i = 0; i < n; ++i)
-        a.reals[i] = read_float64(batch.records[begin + i].data, *c);
-      b.buffer = a.reals.data();
+      b.buffer = a.reals.data() + begin;
     } else if (c->type == ColumnType::timestamp) {
-      a.times.resize(n);
-      a.time_pointers.resize(n);
-      for (std::size_t i = 0; i < n; ++i) {
-        a.times[i] = to_mysql_time(civil_time_of(read_integer(batch.records[begin + i].data, *c)));
-        a.time_pointers[i] = &a.times[i];
-      }
-      b.buffer = a.time_pointers.data();
+      b.buffer = a.time_pointers.data() + begin;
     } else {
-      a.texts.resize(n);
-      a.lengths.resize(n);
-      for (std::size_t i = 0; i < n; ++i) {
-        const std::string_view t = read_text(batch.records[begin + i].data, *c);
-        a.texts[i] = t.data();
-        a.lengths[i] = t.size();
-      }
-      b.buffer = a.texts.data();
-      b.length = a.lengths.data();
+      b.buffer = a.texts.data() + begin;
+      b.length = a.lengths.data() + begin;
     }
   }
-  unsigned int size = static_cast<unsigned int>(n);
+  unsigned int size = static_cast<unsigned int>(end - begin);
   if (mysql_stmt_attr_set(s.stmt, STMT_ATTR_ARRAY_SIZE, &size) != 0 ||
       mysql_stmt_bind_param(s.stmt, s.binds.data()) != 0 || mysql_stmt_execute(s.stmt) != 0) {
     return statement_error(connection, s.stmt);
   }
+  return std::nullopt;
+}
+
+// Room in every column's array for `n` rows.
+void size_arrays(BulkState& s, const TableDescriptor& table, std::size_t n) {
+  const std::size_t k = table.columns.size();
+  for (std::size_t col = 0; col < k + 2; ++col) {
+    ColumnArrays& a = s.arrays[col];
+    const Column* c = col < k ? &table.columns[col] : nullptr;
+    if (c == nullptr || is_integer(c->type)) {
+      a.integers.resize(n);
+    } else if (c->type == ColumnType::float64) {
+      a.reals.resize(n);
+    } else if (c->type == ColumnType::timestamp) {
+      a.times.resize(n);
+      a.time_pointers.resize(n);
+    } else {
+      a.texts.resize(n);
+      a.lengths.resize(n);
+    }
+  }
+}
+
+// Row i of every column's array from record r, each value checked as
+// check_values() does; the row's bytes in the packet (exactly), or the
+// value's error.
+std::optional<MysqlError> fill_row(BulkState& s, const Batch& batch, std::size_t i,
+                                   std::size_t* bytes) {
+  const RecordRef& r = batch.records[i];
+  const auto& columns = batch.table.columns;
+  const std::size_t k = columns.size();
+  std::size_t n = 2 * (1 + 8);  // source_id, seq
+  for (std::size_t col = 0; col < k; ++col) {
+    const Column& c = columns[col];
+    ColumnArrays& a = s.arrays[col];
+    if (c.type == ColumnType::text) {
+      const std::string_view t = read_text(r.data, c);
+      a.texts[i] = t.data();
+      a.lengths[i] = t.size();
+      n += 1 + length_prefix(t.size()) + t.size();
+    } else if (c.type == ColumnType::timestamp) {
+      const std::int64_t micros = read_integer(r.data, c);
+      const civil_time t = civil_time_of(micros);
+      if (!fits_datetime(t))
+        return value_out_of_range(c, r, "is outside DATETIME's years 1000-9999");
+      a.times[i] = to_mysql_time(t);
+      a.time_pointers[i] = &a.times[i];
+      n += 1 + datetime_bytes(micros);
+    } else if (c.type == ColumnType::float64) {
+      const double v = read_float64(r.data, c);
+      if (!std::isfinite(v)) return value_out_of_range(c, r, "is not a finite number");
+      a.reals[i] = v;
+      n += 1 + 8;
+    } else {
+      a.integers[i] = read_integer(r.data, c);
+      n += 1 + 8;  // every integer as LONGLONG
+    }
+  }
+  s.arrays[k].integers[i] = r.source_id;
+  s.arrays[k + 1].integers[i] = r.seq;
+  *bytes = n;
   return std::nullopt;
 }
 
@@ -158,28 +184,42 @@ void prepare_bulk(MysqlConnection& c, const SqlTableText& sql, const TableDescri
 }
 
 std::optional<MysqlError> write_bulk(MysqlConnection& c, const SqlTableText&, const Batch& batch) {
-  if (auto e = check_values(batch)) return e;
   auto& s = static_cast<BulkState&>(*c.path_state);
+  const std::size_t n = batch.records.size();
+  size_arrays(s, batch.table, n);
   // The whole array goes out as one packet, which the server drops the
   // connection for if it exceeds max_allowed_packet: cut by bytes, to the
   // byte. A row that does not fit even alone is refused as data.
   const std::size_t header = statement_bytes(batch.table.columns.size() + 2);
   const std::size_t payload = c.max_packet_payload();
   const std::size_t limit = payload > header ? payload - header : 0;
+  // One pass over the records, row by row: each value is checked, put in
+  // its column's array and counted towards the packet it goes in. A
+  // batch's records lie spread over the pool and a large batch does not
+  // stay in cache, so a pass per column fetched every record's lines once
+  // per column. Nothing is sent until every record has passed its checks.
+  s.cuts.clear();
   std::size_t begin = 0, bytes = 0;
-  for (std::size_t i = 0; i < batch.records.size(); ++i) {
-    const std::size_t row = row_bytes(batch, batch.records[i]);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::size_t row = 0;
+    if (auto e = fill_row(s, batch, i, &row)) return e;
     if (row > limit) {
       return record_too_large(batch.records[i], header + row, c.max_allowed_packet());
     }
     if (i > begin && bytes + row > limit) {
-      if (auto e = execute_rows(c, s, batch, begin, i)) return e;
+      s.cuts.push_back(i);
       begin = i;
       bytes = 0;
     }
     bytes += row;
   }
-  return execute_rows(c, s, batch, begin, batch.records.size());
+  s.cuts.push_back(n);
+  begin = 0;
+  for (const std::size_t end : s.cuts) {
+    if (auto e = execute_rows(c, s, batch, begin, end)) return e;
+    begin = end;
+  }
+  return std::nullopt;
 }
 
 }  // namespace auditpipe::mysql

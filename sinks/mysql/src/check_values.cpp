@@ -10,22 +10,23 @@ namespace auditpipe::mysql {
 std::optional<MysqlError> check_values(const Batch& batch) {
   for (const RecordRef& r : batch.records) {
     for (const Column& c : batch.table.columns) {
-      const char* problem = nullptr;
       if (c.type == ColumnType::float64 && !std::isfinite(read_float64(r.data, c))) {
-        problem = "is not a finite number";
-      } else if (c.type == ColumnType::timestamp &&
-                 !fits_datetime(civil_time_of(read_integer(r.data, c)))) {
-        problem = "is outside DATETIME's years 1000-9999";
+        return value_out_of_range(c, r, "is not a finite number");
       }
-      if (problem != nullptr) {
-        return MysqlError{ER_WARN_DATA_OUT_OF_RANGE, "22003",
-                          "value of column " + std::string(c.name) + " in record (source_id " +
-                              std::to_string(r.source_id) + ", seq " + std::to_string(r.seq) +
-                              ") " + problem};
+      if (c.type == ColumnType::timestamp &&
+          !fits_datetime(civil_time_of(read_integer(r.data, c)))) {
+        return value_out_of_range(c, r, "is outside DATETIME's years 1000-9999");
       }
     }
   }
   return std::nullopt;
+}
+
+MysqlError value_out_of_range(const Column& c, const RecordRef& r, const char* problem) {
+  return MysqlError{ER_WARN_DATA_OUT_OF_RANGE, "22003",
+                    "value of column " + std::string(c.name) + " in record (source_id " +
+                        std::to_string(r.source_id) + ", seq " + std::to_string(r.seq) + ") " +
+                        problem};
 }
 
 MysqlError record_too_large(const RecordRef& r, std::size_t bytes, unsigned long max_packet) {

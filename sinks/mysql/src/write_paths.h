@@ -38,6 +38,8 @@ void prepare_load_data(MysqlConnection& c);
 // years 1000-9999): refused before anything is sent, as a data error
 // naming the record, so the writer isolates it.
 std::optional<MysqlError> check_values(const Batch& batch);
+// The error check_values() returns for column c of record r.
+MysqlError value_out_of_range(const Column& c, const RecordRef& r, const char* problem);
 
 // A record that cannot fit in one packet however the batch is cut.
 MysqlError record_too_large(const RecordRef& r, std::size_t bytes, unsigned long max_packet);
