@@ -9,10 +9,13 @@
 //   hand-written array-binding loop with no pipeline (1 and 2 connections);
 //   auditpipe into SQLite.
 // For each: rows/s, ratios to the best raw loop, to LOAD DATA and to
-// per-row autocommit, client and server CPU seconds, and for auditpipe the
+// per-row autocommit, client and server CPU seconds (the client's without the
+// threads that sample visibility), and for auditpipe the
 // time from commit to row visible (p50/p99, sampled).
 //
-//   ingest <mysql-url> <results-dir> [scale=1.0] [runs=3]
+//   ingest <mysql-url> <results-dir> [scale=1.0] [runs=3] [only]
+// (`only`: run just the contenders whose name contains it, e.g. to profile
+// one of them; the ratios then lack the baselines that did not run.)
 // Every contender runs `runs` times, interleaved; the table shows, for
 // each, the run with the median rate. Writes <results-dir>/ingest.csv and
 // prints the table.
@@ -23,6 +26,7 @@
 #include <mysql.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
+#include <time.h>
 
 #include <algorithm>
 #include <atomic>
@@ -119,6 +123,23 @@ double process_cpu() {
          static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 
+// CPU seconds of the calling thread so far.
+double thread_cpu() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) / 1e9;
+}
+
+// CPU seconds the measurement itself spent inside a run (the visibility
+// probe's and watcher's threads, their queries and sleeps): taken off the
+// contender's client CPU, which the raw loops do not pay.
+std::atomic<double> measuring_cpu{0};
+void add_measuring_cpu(double seconds) {
+  double v = measuring_cpu.load();
+  while (!measuring_cpu.compare_exchange_weak(v, v + seconds)) {
+  }
+}
+
 // CPU seconds of the MariaDB server process so far.
 double server_cpu() {
   const char* dir = std::getenv("AUDITPIPE_MARIADB_DIR");
@@ -140,13 +161,14 @@ Result measure(const std::string& name, long long rows, const std::function<long
   reset_table();
   std::printf("  %-40s ", name.c_str());
   std::fflush(stdout);
+  measuring_cpu = 0;
   const double c0 = process_cpu(), s0 = server_cpu();
   const auto t0 = Clock::now();
   if (const long long written = body(); written > 0) rows = written;
   Result r;
   r.name = name;
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-  r.client_cpu = process_cpu() - c0;
+  r.client_cpu = process_cpu() - c0 - measuring_cpu.load();
   r.server_cpu = server_cpu() - s0;
   r.rows = rows;
   const long long stored = name.rfind("auditpipe into SQLite", 0) == 0 ? rows : count_rows();
@@ -409,6 +431,7 @@ Result auditpipe_run(const std::string& name, const std::string& url, auditpipe:
           registered = true;
           std::this_thread::sleep_for(std::chrono::milliseconds(5));
         }
+        add_measuring_cpu(thread_cpu());
       });
       while (!registered.load()) std::this_thread::yield();
       watcher = std::thread([&] {
@@ -447,6 +470,7 @@ Result auditpipe_run(const std::string& name, const std::string& url, auditpipe:
           }
         }
         mysql_close(m);
+        add_measuring_cpu(thread_cpu());
       });
     }
     bench::log_rows(logger, rows, 2, bench::fill_event);
@@ -468,7 +492,7 @@ Result auditpipe_run(const std::string& name, const std::string& url, auditpipe:
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: ingest <mysql-url> <results-dir> [scale] [runs]\n");
+    std::fprintf(stderr, "usage: ingest <mysql-url> <results-dir> [scale] [runs] [only]\n");
     return 2;
   }
   server_url = argv[1];
@@ -563,6 +587,12 @@ int main(int argc, char** argv) {
     for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(db.string() + suffix);
     return r;
   });
+
+  if (argc > 5) {
+    const std::string only = argv[5];
+    std::erase_if(contenders,
+                  [&](const Contender& c) { return c.name.find(only) == std::string::npos; });
+  }
 
   std::printf("ingest into %s (scale %.2f, %d runs each)\n", server.redacted().c_str(), scale,
               reps);
