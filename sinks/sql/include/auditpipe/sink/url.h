@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "auditpipe/sink/connection_pool.h"
+#include "auditpipe/status.h"
 
 namespace auditpipe {
 
@@ -58,6 +59,18 @@ Url parse_url(std::string_view text);
 Url parse_sink_url(std::string_view text, std::span<const std::string_view> schemes,
                    std::initializer_list<std::string_view> known,
                    std::span<const std::string_view> also = {});
+
+// parse() (a call of parse_sink_url), its auditpipe::error ending in the
+// URL form the sink accepts ("...; the accepted form is mysql://user:...").
+// `form` is a constant: it never holds a password.
+template <typename Parse>
+Url with_accepted_form(Parse parse, std::string_view form) {
+  try {
+    return parse();
+  } catch (const error& e) {
+    throw error(std::string(e.what()) + "; the accepted form is " + std::string(form));
+  }
+}
 
 // `text` with anything that could be a password masked, for messages about
 // URLs that may not parse: the user part up to the last '@' before the
