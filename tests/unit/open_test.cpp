@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "auditpipe/sink/url.h"
 #include "auditpipe/status.h"
 
 namespace {
@@ -107,6 +108,21 @@ TEST(Open, MysqlRefusesUnknownOptionsShowingTheAcceptedForm) {
             std::string::npos)
       << e;
   EXPECT_EQ(e.find("Sekr1t-Pw"), std::string::npos) << e;
+}
+#endif
+
+#if defined(AUDITPIPE_TEST_HAVE_MYSQL) && defined(AUDITPIPE_TEST_HAVE_POSTGRESQL)
+// A password that is a word of the accepted form (or a letter of it) is
+// masked in the form too.
+TEST(Open, TheAcceptedFormNeverShowsThePassword) {
+  for (const char* url :
+       {"mariadb://audit:user@db/audit?colour=blue", "postgresql://audit:o@db/audit?colour=blue",
+        "postgresql://audit:host@db/audit?port=1"}) {
+    const std::string m = open_error(url);
+    const std::string password = auditpipe::parse_url(url).password.value();
+    EXPECT_NE(m.find("auditpipe: "), std::string::npos) << m;  // refused
+    EXPECT_EQ(m.find(password), std::string::npos) << url << " -> " << m;
+  }
 }
 #endif
 

@@ -30,6 +30,7 @@ std::string MysqlEndpoint::describe() const {
 MysqlConfig parse_mysql_url(std::string_view text) {
   MysqlConfig c;
   const Url url = with_accepted_form(
+      text,
       [&] {
         return parse_sink_url(
             text, url_schemes,

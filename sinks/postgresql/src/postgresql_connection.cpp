@@ -17,14 +17,17 @@ namespace auditpipe::postgresql {
 
 namespace {
 
+// Masked whole: `why` may quote the URL's values, or a form whose words a
+// password could equal.
 [[noreturn]] void bad(const Url& url, const std::string& why) {
-  throw error("auditpipe: bad PostgreSQL URL '" + url.redacted() + "': " + why);
+  throw error(url.masked("auditpipe: bad PostgreSQL URL '" + url.redacted() + "': " + why));
 }
 
 }  // namespace
 
 PostgresqlConfig parse_postgresql_url(std::string_view text) {
   const Url url = with_accepted_form(
+      text,
       [&] {
         return parse_sink_url(
             text, url_schemes,

@@ -60,15 +60,20 @@ Url parse_sink_url(std::string_view text, std::span<const std::string_view> sche
                    std::initializer_list<std::string_view> known,
                    std::span<const std::string_view> also = {});
 
-// parse() (a call of parse_sink_url), its auditpipe::error ending in the
-// URL form the sink accepts ("...; the accepted form is mysql://user:...").
-// `form` is a constant: it never holds a password.
+// Throws auditpipe::error: `message`, then "; the accepted form is " and
+// `form`, with whatever in `text` could be a password masked in the whole
+// (a password may equal a word of the form, "user" or "host").
+[[noreturn]] void throw_with_accepted_form(std::string_view text, const std::string& message,
+                                           std::string_view form);
+
+// parse() (a call of parse_sink_url for `text`); its auditpipe::error ends
+// in the URL form the sink accepts ("...; the accepted form is mysql://...").
 template <typename Parse>
-Url with_accepted_form(Parse parse, std::string_view form) {
+Url with_accepted_form(std::string_view text, Parse parse, std::string_view form) {
   try {
     return parse();
   } catch (const error& e) {
-    throw error(std::string(e.what()) + "; the accepted form is " + std::string(form));
+    throw_with_accepted_form(text, e.what(), form);
   }
 }
 
