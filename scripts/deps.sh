@@ -18,6 +18,8 @@ packages=(
   libgtest-dev libbenchmark-dev
   clang libclang-rt-14-dev # libFuzzer for the fuzz targets (clang's sanitizer runtimes)
   openssl                  # the test server's TLS certificates
+  prometheus               # promtool: checks the shipped alerting rules and the metrics page
+  jq                       # a real JSON reader for the dead-letter file's test
 )
 
 missing=()

@@ -109,6 +109,9 @@ struct Stats {
   std::uint64_t pool_cached = 0;
   std::uint64_t spill_bytes = 0;    // in the spill directory now
   std::uint64_t spill_records = 0;  // in the spill directory now, waiting to be written
+  // Options::max_wait, for comparing producer_wait_ns with (an alert on
+  // waits near it needs both).
+  std::uint64_t max_wait_ns = 0;
 
   // The sink's connection pool, if it has one.
   std::optional<ConnectionPoolStats> connection_pool;

@@ -18,24 +18,15 @@ using detail::append_number;
 
 namespace {
 
-// JSON numbers are doubles to most readers (jq, JavaScript): integers past
-// 2^53 would be read as a neighbour. The key is always a string, so every
-// line has one type for it; an integer column is a number while it is
-// exact as a double, and a string beyond.
-constexpr std::int64_t exact_in_double = std::int64_t{1} << 53;
-
+// JSON numbers are doubles to most readers (jq, JavaScript): a 64-bit
+// integer past 2^53 would be read as a neighbour. So every 64-bit integer
+// (the key, int64 columns, timestamps' microseconds) is a string, on every
+// line whatever its value, so that a reader meets one type per field;
+// narrower integers are numbers, which doubles hold exactly.
 void append_integer_string(std::string& out, std::int64_t v) {
   out += '"';
   append_number(out, v);
   out += '"';
-}
-
-void append_integer(std::string& out, std::int64_t v) {
-  if (v > exact_in_double || v < -exact_in_double) {
-    append_integer_string(out, v);
-  } else {
-    append_number(out, v);
-  }
 }
 
 void append_time(std::string& out, std::int64_t micros) {
@@ -71,8 +62,12 @@ void append_record_json(std::string& out, const TableDescriptor& table, const st
       case ColumnType::boolean:
         out += read_integer(record, c) ? "true" : "false";
         break;
+      case ColumnType::int64:
+      case ColumnType::timestamp:
+        append_integer_string(out, read_integer(record, c));
+        break;
       default:
-        append_integer(out, read_integer(record, c));
+        append_number(out, read_integer(record, c));
         break;
     }
   }

@@ -2,11 +2,14 @@
 // per line, with the server's message, so none is lost without a trace:
 //
 //   {"time":"2026-11-30T06:37:14.123456Z","table":"audit_log","source_id":"..","seq":"..",
-//    "error":"(4025, 23000) CONSTRAINT `status` failed ...","record":{"status":-5,...}}
+//    "error":"(4025, 23000) CONSTRAINT `status` failed ...",
+//    "record":{"at":"1764484634123456","message_id":"42","status":-5,...}}
 //
-// The key is written as strings, and so is an integer column past ±2^53:
-// JSON readers that hold numbers as doubles (jq, JavaScript) would read
-// larger values as a neighbour.
+// Every 64-bit integer is written as a string: the key, int64 columns and
+// timestamp columns (microseconds since the epoch). JSON readers that hold
+// numbers as doubles (jq, JavaScript) would read values past 2^53 as a
+// neighbour. Narrower integers are numbers, booleans true/false, doubles
+// numbers ("NaN", "Infinity", "-Infinity" as strings).
 //
 // Each line is written with one write() and fdatasync()ed: refusals are
 // rare, and each is worth keeping.

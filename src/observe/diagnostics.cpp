@@ -8,43 +8,55 @@
 namespace auditpipe {
 
 namespace {
-// The logger in use; a function-local static, so it exists before any
-// static object's constructor might report something.
+// The logger set_diagnostics_logger() chose, if any; a function-local
+// static, so it exists before any static object's constructor might report
+// something.
 struct Slot {
   detail::Mutex mutex;
-  std::shared_ptr<spdlog::logger> logger AUDITPIPE_GUARDED_BY(mutex);
+  std::shared_ptr<spdlog::logger> chosen AUDITPIPE_GUARDED_BY(mutex);
 };
 Slot& logger_slot() {
   static Slot slot;
   return slot;
+}
+
+// The "auditpipe" logger as spdlog's own factories make one: through
+// initialize_logger, so it starts with the registry's pattern, its level
+// for this name (SPDLOG_LEVEL, spdlog::cfg) or the global one, its flush
+// level and error handler, and is registered, so that later
+// spdlog::set_level / set_pattern / cfg calls reach it too.
+std::shared_ptr<spdlog::logger> create_registered() {
+  auto created = std::make_shared<spdlog::logger>(
+      diagnostics_logger_name, std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
+  try {
+    spdlog::initialize_logger(created);
+    // With spdlog::set_automatic_registration(false) it is not registered;
+    // the application still finds (and configures) it by name.
+    if (!spdlog::get(diagnostics_logger_name)) spdlog::register_logger(created);
+  } catch (const spdlog::spdlog_ex&) {
+    // The application registered one under the name meanwhile: that one.
+    if (auto existing = spdlog::get(diagnostics_logger_name)) return existing;
+  }
+  return created;
 }
 }  // namespace
 
 std::shared_ptr<spdlog::logger> diagnostics() {
   Slot& s = logger_slot();
   detail::MutexLock lock(s.mutex);
-  auto& slot = s.logger;
-  if (!slot) {
-    slot = spdlog::get(diagnostics_logger_name);
-    if (!slot) {
-      slot = std::make_shared<spdlog::logger>(
-          diagnostics_logger_name, std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
-      // Registering lets the application find and reconfigure it by name;
-      // another thread may have registered one meanwhile.
-      try {
-        spdlog::register_logger(slot);
-      } catch (const spdlog::spdlog_ex&) {
-        if (auto existing = spdlog::get(diagnostics_logger_name)) slot = existing;
-      }
-    }
-  }
-  return slot;
+  if (s.chosen) return s.chosen;
+  // Looked up on every call (only failures and start-up messages ask), not
+  // cached: after spdlog::drop_all() or drop("auditpipe"), or when the
+  // application registers its own under the name, the registry's is the
+  // one its configuration reaches.
+  if (auto registered = spdlog::get(diagnostics_logger_name)) return registered;
+  return create_registered();
 }
 
 void set_diagnostics_logger(std::shared_ptr<spdlog::logger> logger) {
   Slot& s = logger_slot();
   detail::MutexLock lock(s.mutex);
-  s.logger = std::move(logger);
+  s.chosen = std::move(logger);
 }
 
 namespace {

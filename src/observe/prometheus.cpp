@@ -2,30 +2,59 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <string_view>
 
 #include "auditpipe/status.h"
+#include "auditpipe/utf8.h"
 
 namespace auditpipe {
 
 namespace {
 
-bool valid_label_name(std::string_view n) {
-  if (n.empty() || n.substr(0, 2) == "__") return false;
+// The version auditpipe_build_info reports: CMake's PROJECT_VERSION, given
+// to this file alone (src/CMakeLists.txt).
+constexpr std::string_view build_version = AUDITPIPE_BUILD_VERSION;
+
+// Label names the page adds itself: a caller's label of the same name
+// would make two labels of one name on a series (which Prometheus refuses,
+// page and all) or change what the page's own label means.
+constexpr std::string_view page_label_names[] = {"le", "state", "version"};
+
+[[noreturn]] void bad_label(std::string_view name, const std::string& why) {
+  throw error("auditpipe: to_prometheus: label '" + std::string(name) + "' " + why);
+}
+
+// Why `n` cannot be a label name, or nothing.
+std::string label_name_problem(std::string_view n) {
+  if (n.empty()) return "is empty (a label name matches [a-zA-Z_][a-zA-Z0-9_]*)";
   for (std::size_t i = 0; i < n.size(); ++i) {
     const char c = n[i];
     const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
                     (i > 0 && c >= '0' && c <= '9');
-    if (!ok) return false;
+    if (!ok) return "is not a valid label name (a label name matches [a-zA-Z_][a-zA-Z0-9_]*)";
   }
-  return true;
+  if (n.substr(0, 2) == "__") return "starts with '__', which Prometheus reserves for itself";
+  for (std::string_view used : page_label_names) {
+    if (n == used) {
+      return "is a label the page itself uses (le, state, version); choose another name";
+    }
+  }
+  return {};
 }
 
-// `name="value",...` with \, " and newline escaped, as the format requires.
+// `name="value",...` with \, " and newline escaped, as the format requires;
+// throws auditpipe::error for a label Prometheus would refuse the page for.
 std::string render_labels(const MetricLabels& labels) {
   std::string out;
-  for (const auto& [name, value] : labels) {
-    if (!valid_label_name(name))
-      throw error("auditpipe: '" + name + "' is not a valid Prometheus label name");
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    const auto& [name, value] = labels[i];
+    if (const std::string problem = label_name_problem(name); !problem.empty()) {
+      bad_label(name, problem);
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      if (labels[j].first == name) bad_label(name, "is given twice");
+    }
+    if (!is_valid_utf8(value)) bad_label(name, "has a value that is not valid UTF-8");
     if (!out.empty()) out += ',';
     out += name + "=\"";
     for (char c : value) {
@@ -43,6 +72,19 @@ std::string render_labels(const MetricLabels& labels) {
   return out;
 }
 
+// `v` / 10^decimals, written exactly as a decimal ("0.000255" for 255
+// microseconds in seconds): no binary rounding, no exponent.
+std::string scaled_decimal(std::uint64_t v, int decimals) {
+  std::string digits = std::to_string(v);
+  if (decimals == 0) return digits;
+  const auto d = static_cast<std::size_t>(decimals);
+  if (digits.size() <= d) digits.insert(0, d + 1 - digits.size(), '0');
+  digits.insert(digits.size() - d, 1, '.');
+  while (digits.back() == '0') digits.pop_back();
+  if (digits.back() == '.') digits.pop_back();
+  return digits;
+}
+
 class Writer {
  public:
   explicit Writer(std::string labels) : labels_(std::move(labels)) {}
@@ -58,7 +100,7 @@ class Writer {
     out_ += type;
     out_ += '\n';
   }
-  void sample(std::string_view name, std::string_view extra, double value) {
+  void sample(std::string_view name, std::string_view extra, std::string_view value) {
     out_ += name;
     if (!labels_.empty() || !extra.empty()) {
       out_ += '{';
@@ -67,22 +109,31 @@ class Writer {
       out_ += extra;
       out_ += '}';
     }
-    char buf[40];
-    std::snprintf(buf, sizeof buf, " %.17g\n", value);
-    out_ += buf;
+    out_ += ' ';
+    out_ += value;
+    out_ += '\n';
+  }
+  void sample(std::string_view name, std::string_view extra, std::uint64_t value) {
+    sample(name, extra, std::to_string(value));
   }
   void counter(const char* name, const char* help, std::uint64_t value) {
     family(name, "counter", help);
-    sample(name, "", static_cast<double>(value));
+    sample(name, "", value);
   }
-  void gauge(const char* name, const char* help, double value) {
+  void gauge(const char* name, const char* help, std::uint64_t value) {
     family(name, "gauge", help);
     sample(name, "", value);
   }
-  // Cumulative buckets at 2^k - 1 raw units for k in [first, last], scaled
-  // by `unit` (e.g. 1e-9 for nanoseconds into seconds).
+  // A gauge of `raw` units of 10^-decimals (exact, as histogram bounds).
+  void gauge_scaled(const char* name, const char* help, std::uint64_t raw, int decimals) {
+    family(name, "gauge", help);
+    sample(name, "", scaled_decimal(raw, decimals));
+  }
+  // Cumulative buckets at 2^k - 1 raw units for k in [first, last]; a raw
+  // unit is 10^-decimals of the metric's unit (9 for nanoseconds into
+  // seconds), so bounds and sum are written as exact decimals.
   void histogram(const char* name, const char* help, const HistogramSnapshot& h, int first,
-                 int last, double unit) {
+                 int last, int decimals) {
     family(name, "histogram", help);
     const std::string bucket = std::string(name) + "_bucket";
     std::uint64_t cumulative = 0;
@@ -90,13 +141,11 @@ class Writer {
     for (int k = first; k <= last; ++k) {
       const std::uint64_t le = (std::uint64_t{1} << k) - 1;
       while (b < h.buckets.size() && histogram_bucket_upper(b) <= le) cumulative += h.buckets[b++];
-      char extra[48];
-      std::snprintf(extra, sizeof extra, "le=\"%.17g\"", static_cast<double>(le) * unit);
-      sample(bucket, extra, static_cast<double>(cumulative));
+      sample(bucket, "le=\"" + scaled_decimal(le, decimals) + "\"", cumulative);
     }
-    sample(bucket, "le=\"+Inf\"", static_cast<double>(h.count));
-    sample(std::string(name) + "_sum", "", static_cast<double>(h.sum) * unit);
-    sample(std::string(name) + "_count", "", static_cast<double>(h.count));
+    sample(bucket, "le=\"+Inf\"", h.count);
+    sample(std::string(name) + "_sum", "", scaled_decimal(h.sum, decimals));
+    sample(std::string(name) + "_count", "", h.count);
   }
   std::string take() { return std::move(out_); }
 
@@ -109,40 +158,41 @@ class Writer {
 
 std::string to_prometheus(const Stats& s, const MetricLabels& labels) {
   Writer w(render_labels(labels));
+  w.family("auditpipe_build_info", "gauge", "Always 1; the version label is auditpipe's.");
+  w.sample("auditpipe_build_info", "version=\"" + std::string(build_version) + "\"",
+           std::uint64_t{1});
   w.counter("auditpipe_records_committed_total", "Records whose commit() returned ok.",
             s.committed);
 #define AUDITPIPE_STATS_METRIC(field, metric, meaning) w.counter(metric, meaning, s.field);
   AUDITPIPE_STATS_COUNTERS(AUDITPIPE_STATS_METRIC)
 #undef AUDITPIPE_STATS_METRIC
-  w.gauge("auditpipe_pool_capacity_records", "Slots in the record pool.",
-          static_cast<double>(s.pool_capacity));
+  w.gauge("auditpipe_pool_capacity_records", "Slots in the record pool.", s.pool_capacity);
   w.gauge("auditpipe_pool_in_use_records", "Slots filling, queued or being written.",
-          static_cast<double>(s.pool_in_use));
+          s.pool_in_use);
   w.gauge("auditpipe_pool_cached_records", "Free slots parked in producer threads' magazines.",
-          static_cast<double>(s.pool_cached));
-  w.gauge("auditpipe_spill_bytes", "Bytes in the spill directory.",
-          static_cast<double>(s.spill_bytes));
+          s.pool_cached);
+  w.gauge("auditpipe_spill_bytes", "Bytes in the spill directory.", s.spill_bytes);
   w.gauge("auditpipe_spill_records", "Records in the spill directory, waiting to be written.",
-          static_cast<double>(s.spill_records));
+          s.spill_records);
+  w.gauge_scaled("auditpipe_producer_max_wait_seconds",
+                 "Options::max_wait: the longest a producer waits for a slot.", s.max_wait_ns, 9);
   w.family("auditpipe_health", "gauge", "1 for the current health state of the sink's database.");
   for (Health h : {Health::ok, Health::degraded, Health::down}) {
     w.sample("auditpipe_health", "state=\"" + std::string(to_string(h)) + "\"",
-             s.health == h ? 1 : 0);
+             std::uint64_t{s.health == h ? 1u : 0u});
   }
-  w.histogram("auditpipe_batch_size_records", "Records per stored batch.", s.batch_size, 1, 20,
-              1.0);
+  w.histogram("auditpipe_batch_size_records", "Records per stored batch.", s.batch_size, 1, 20, 0);
   w.histogram("auditpipe_write_duration_seconds", "Duration of successful sink writes.",
-              s.write_latency_us, 7, 27, 1e-6);
+              s.write_latency_us, 7, 27, 6);
   w.histogram("auditpipe_producer_wait_seconds", "Time producers waited for a slot (blocked ones).",
-              s.producer_wait_ns, 10, 37, 1e-9);
+              s.producer_wait_ns, 10, 37, 9);
   if (s.connection_pool) {
     const auto& p = *s.connection_pool;
-    w.gauge("auditpipe_connection_pool_active_connections", "Connections lent out.",
-            static_cast<double>(p.active));
+    w.gauge("auditpipe_connection_pool_active_connections", "Connections lent out.", p.active);
     w.gauge("auditpipe_connection_pool_idle_connections", "Open connections waiting to be lent.",
-            static_cast<double>(p.idle));
+            p.idle);
     w.gauge("auditpipe_connection_pool_waiting_borrowers", "Borrowers waiting for a connection.",
-            static_cast<double>(p.waiting));
+            p.waiting);
     w.counter("auditpipe_connection_pool_created_total", "Connections opened.", p.created);
     w.counter("auditpipe_connection_pool_closed_total", "Connections closed.", p.closed);
     w.counter("auditpipe_connection_pool_timeouts_total",
@@ -150,7 +200,7 @@ std::string to_prometheus(const Stats& s, const MetricLabels& labels) {
     w.counter("auditpipe_connection_pool_connect_failures_total", "Connects that failed.",
               p.connect_failures);
     w.histogram("auditpipe_connection_pool_wait_seconds", "Time spent waiting for a lease.",
-                p.wait_ns, 10, 37, 1e-9);
+                p.wait_ns, 10, 37, 9);
   }
   return w.take();
 }

@@ -242,6 +242,8 @@ class Pipeline::Engine {
     s.spill_bytes = spill_ ? spill_->bytes() : 0;
     s.spill_records = on_disk();
     s.pool_capacity = intake_.capacity();
+    s.max_wait_ns = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(options_.max_wait).count());
     const auto census = intake_.census();
     s.pool_in_use = census.in_use;
     s.pool_cached = census.cached;

@@ -259,6 +259,22 @@ TEST(MysqlSink, FailsOverToTheNextHostWhenTheFirstRefuses) {
   EXPECT_EQ(probe.scalar("SELECT COUNT(*) FROM audit_log"), 1);
 }
 
+// mariadb://, the scheme MariaDB's own connectors take, reaches the same
+// server as mysql://.
+TEST(MysqlSink, TheMariadbSchemeConnects) {
+  drop_table();
+  std::string url = testing_support::mysql_test_url();
+  ASSERT_EQ(url.rfind("mysql://", 0), 0u) << url;
+  url.replace(0, std::string("mysql").size(), "mariadb");
+  {
+    auditpipe::Logger<AuditRow> logger(auditpipe::mysql::open(url));
+    for (int i = 0; i < 5; ++i) ASSERT_EQ(logger.acquire().commit(), Status::ok);
+    EXPECT_TRUE(logger.close().drained);
+  }
+  MysqlProbe probe;
+  EXPECT_EQ(probe.scalar("SELECT COUNT(*) FROM audit_log"), 5);
+}
+
 TEST(MysqlSink, ClearErrorsAtStartAndNoPasswordInThem) {
   drop_table();
   const auto u = auditpipe::parse_url(testing_support::mysql_test_url());

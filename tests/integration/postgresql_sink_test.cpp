@@ -297,6 +297,51 @@ TEST(PostgresqlSink, TriesTheHostsInOrder) {
   EXPECT_EQ(probe.scalar("SELECT COUNT(*) FROM audit_log"), 1);
 }
 
+// libpq's socket spelling, ?host=<socket directory>&port=: the sink
+// connects through the Unix socket scripts/postgres.sh puts in its
+// directory (AUDITPIPE_POSTGRES_DIR); the server sees the connections
+// without a client address, which only a Unix socket has.
+TEST(PostgresqlSink, ConnectsThroughTheSocketDirectoryInHost) {
+  drop_table();
+  const auto u = auditpipe::parse_url(postgresql_test_url());
+  const char* dir = std::getenv("AUDITPIPE_POSTGRES_DIR");
+  const std::string socket_dir = dir && *dir ? dir : AUDITPIPE_SOURCE_DIR "/build/postgres";
+  const std::string url = "postgresql://" + u.user + ":" + *u.password + "@/" + u.path +
+                          "?host=" + socket_dir + "&port=" + std::to_string(*u.hosts[0].port) +
+                          "&application_name=auditpipe_socket_test";
+  {
+    auditpipe::Logger<AuditRow> logger(auditpipe::postgresql::open(url));
+    for (int i = 0; i < 10; ++i) ASSERT_EQ(logger.acquire().commit(), Status::ok);
+    ASSERT_TRUE(logger.flush(std::chrono::seconds(30)));
+    PostgresqlProbe admin{PostgresqlProbe::Admin{}};
+    EXPECT_GE(admin.scalar("SELECT COUNT(*) FROM pg_stat_activity WHERE application_name = "
+                           "'auditpipe_socket_test' AND client_addr IS NULL"),
+              1);
+    EXPECT_EQ(admin.scalar("SELECT COUNT(*) FROM pg_stat_activity WHERE application_name = "
+                           "'auditpipe_socket_test' AND client_addr IS NOT NULL"),
+              0);
+    EXPECT_TRUE(logger.close().drained);
+  }
+  PostgresqlProbe probe;
+  EXPECT_EQ(probe.scalar("SELECT COUNT(*) FROM audit_log"), 10);
+}
+
+// postgres://, the scheme libpq and most drivers also take, reaches the
+// same server.
+TEST(PostgresqlSink, ThePostgresSchemeConnects) {
+  drop_table();
+  std::string url = postgresql_test_url();
+  ASSERT_EQ(url.rfind("postgresql://", 0), 0u) << url;
+  url.replace(0, std::string("postgresql").size(), "postgres");
+  {
+    auditpipe::Logger<AuditRow> logger(auditpipe::postgresql::open(url));
+    for (int i = 0; i < 5; ++i) ASSERT_EQ(logger.acquire().commit(), Status::ok);
+    EXPECT_TRUE(logger.close().drained);
+  }
+  PostgresqlProbe probe;
+  EXPECT_EQ(probe.scalar("SELECT COUNT(*) FROM audit_log"), 5);
+}
+
 // A user who may read the table but not insert into it is refused at
 // start, not retried forever at the first batch.
 TEST(PostgresqlSink, AUserWhoMayNotInsertIsRefusedAtStart) {

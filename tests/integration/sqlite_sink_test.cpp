@@ -128,6 +128,35 @@ TEST(SqliteSink, PathsWithSpacesAndPercentEncoding) {
   EXPECT_EQ(db.scalar("SELECT COUNT(*) FROM audit_log"), 1);
 }
 
+// The path conventions (README, The SQLite sink): sqlite:///abs and
+// SQLAlchemy's sqlite:////abs are both the absolute path, sqlite://rel is
+// relative to the working directory, and sqlite:///name.db, where the two
+// conventions disagree, is refused naming both spellings.
+TEST(SqliteSink, AbsoluteRelativeAndAmbiguousPaths) {
+  TempDir dir;
+  const std::string abs = dir.file("four.db");
+  ASSERT_EQ(abs.front(), '/');
+  {
+    auditpipe::Logger<AuditRow> logger(auditpipe::sqlite::open("sqlite:///" + abs));  // 4 slashes
+    ASSERT_EQ(logger.acquire().commit(), Status::ok);
+    EXPECT_TRUE(logger.close().drained);
+  }
+  EXPECT_TRUE(std::filesystem::exists(abs));
+  const auto cwd = std::filesystem::current_path();
+  std::filesystem::current_path(dir.path());
+  {
+    auditpipe::Logger<AuditRow> logger(auditpipe::sqlite::open("sqlite://sub-relative.db"));
+    ASSERT_EQ(logger.acquire().commit(), Status::ok);
+    EXPECT_TRUE(logger.close().drained);
+  }
+  std::filesystem::current_path(cwd);
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / "sub-relative.db"));
+  const std::string e = open_error("sqlite:///audit.db");
+  EXPECT_NE(e.find("ambiguous"), std::string::npos) << e;
+  EXPECT_NE(e.find("sqlite://audit.db for the relative file"), std::string::npos) << e;
+  EXPECT_NE(e.find("sqlite:////audit.db for /audit.db"), std::string::npos) << e;
+}
+
 TEST(SqliteSink, ClearErrorsAtOpen) {
   TempDir dir;
   EXPECT_NE(open_error("sqlite:///nonexistent-dir-for-auditpipe/x.db")

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "auditpipe/sink/url.h"
 #include "auditpipe/status.h"
 
 namespace {
@@ -54,5 +55,89 @@ TEST(Open, EachBuiltSinkOpensItsSchemesInAnyCase) {
     EXPECT_EQ(sink->describe(), c.described) << c.url;
   }
 }
+
+// What the URLs users already write mean, and the clear refusals of the
+// rest: parsed only (no server is contacted by open()).
+#ifdef AUDITPIPE_TEST_HAVE_POSTGRESQL
+TEST(Open, PostgresqlTakesLibpqsSocketDirectoryAndSslmode) {
+  for (const char* url : {"postgres://audit:pw@/audit?host=/run/postgresql",
+                          "postgresql://audit:pw@/audit?host=/run/postgresql&port=5433",
+                          "postgresql://audit@/audit?host=/tmp/a,/tmp/b&port=5433",
+                          "postgresql://audit@/audit?host=db1,db2"}) {
+    EXPECT_EQ(open_error(url), "") << url;
+  }
+  const auto sink = auditpipe::open("postgres://audit:pw@/audit?host=/run/postgresql&port=5433");
+  EXPECT_EQ(sink->describe(), "postgres://audit:***@/audit?host=/run/postgresql&port=5433");
+  for (const char* mode : {"disable", "allow", "prefer", "require", "verify-ca", "verify-full"}) {
+    EXPECT_EQ(open_error(std::string("postgres://audit:pw@db/audit?sslmode=") + mode), "") << mode;
+  }
+  const struct {
+    const char* url;
+    const char* expect;
+  } refused[] = {
+      {"postgresql://audit:Sekr1t-Pw@db/audit?sslmode=sometimes",
+       "sslmode must be disable, allow, prefer, require, verify-ca or verify-full, not "
+       "'sometimes'"},
+      {"postgresql://audit:Sekr1t-Pw@db/audit?sslmode=REQUIRE", "sslmode must be"},
+      {"postgresql://audit:Sekr1t-Pw@db/audit?host=/run/postgresql",
+       "a host both before the database and in ?host="},
+      {"postgresql://audit:Sekr1t-Pw@db/audit?port=5433", "?port= goes with ?host="},
+      {"postgresql://audit:Sekr1t-Pw@/audit?host=/tmp&port=0", "port='0'"},
+      {"postgresql://audit:Sekr1t-Pw@/audit?host=/tmp,,/x", "an empty entry in ?host="},
+      {"postgresql://audit:Sekr1t-Pw@/audit", "no host (postgresql://user@/database?host="},
+      {"postgresql://audit:Sekr1t-Pw@db/audit?colour=blue", "unknown option 'colour'"},
+      {"postgresql://audit:Sekr1t-Pw@db/audit?colour=blue",
+       "the accepted form is postgresql://user:password@host:port[,host2:port2]/"
+       "database?option=value (or postgres://)"},
+  };
+  for (const auto& c : refused) {
+    const std::string e = open_error(c.url);
+    EXPECT_NE(e.find(c.expect), std::string::npos) << c.url << " -> " << e;
+    EXPECT_EQ(e.find("Sekr1t-Pw"), std::string::npos) << e;
+  }
+}
+#endif
+
+#ifdef AUDITPIPE_TEST_HAVE_MYSQL
+TEST(Open, MysqlRefusesUnknownOptionsShowingTheAcceptedForm) {
+  EXPECT_EQ(open_error("mariadb://audit:pw@db:3306/audit?tls=required"), "");
+  const std::string e = open_error("mariadb://audit:Sekr1t-Pw@db/audit?sslmode=require");
+  EXPECT_NE(e.find("unknown option 'sslmode'"), std::string::npos) << e;
+  EXPECT_NE(e.find("the accepted form is mysql://user:password@host:port[,host2:port2]/"
+                   "database?option=value (or mariadb://)"),
+            std::string::npos)
+      << e;
+  EXPECT_EQ(e.find("Sekr1t-Pw"), std::string::npos) << e;
+}
+#endif
+
+#if defined(AUDITPIPE_TEST_HAVE_MYSQL) && defined(AUDITPIPE_TEST_HAVE_POSTGRESQL)
+// A password that is a word of the accepted form (or a letter of it) is
+// masked in the form too.
+TEST(Open, TheAcceptedFormNeverShowsThePassword) {
+  for (const char* url :
+       {"mariadb://audit:user@db/audit?colour=blue", "postgresql://audit:o@db/audit?colour=blue",
+        "postgresql://audit:host@db/audit?port=1"}) {
+    const std::string m = open_error(url);
+    const std::string password = auditpipe::parse_url(url).password.value();
+    EXPECT_NE(m.find("auditpipe: "), std::string::npos) << m;  // refused
+    EXPECT_EQ(m.find(password), std::string::npos) << url << " -> " << m;
+  }
+}
+#endif
+
+#ifdef AUDITPIPE_TEST_HAVE_SQLITE
+TEST(Open, SqliteRefusesTheAmbiguousThreeSlashFile) {
+  const std::string e = open_error("sqlite:///audit.db");
+  EXPECT_NE(e.find("ambiguous: sqlite:///audit.db is /audit.db (a file in the root directory) "
+                   "here, but audit.db relative to the working directory in SQLAlchemy"),
+            std::string::npos)
+      << e;
+  EXPECT_EQ(open_error("sqlite:////tmp/open-test.db"), "");
+  EXPECT_EQ(open_error("sqlite:///tmp/open-test.db"), "");
+  EXPECT_EQ(open_error("sqlite://audit.db"), "");
+  EXPECT_EQ(open_error("sqlite:////audit.db"), "");  // says it is /audit.db; not opened here
+}
+#endif
 
 }  // namespace

@@ -83,6 +83,104 @@ TEST(Prometheus, TheCheckerRejectsWhatTheFormatForbids) {
           .empty());
 }
 
+// The message of the auditpipe::error to_prometheus throws for `labels`,
+// or "" if it renders them.
+std::string refusal(const auditpipe::MetricLabels& labels) {
+  try {
+    auditpipe::to_prometheus(auditpipe::Stats{}, labels);
+  } catch (const auditpipe::error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Every label Prometheus would refuse the page for is refused at the call,
+// naming the label and why; a broken page is never produced.
+TEST(Prometheus, LabelsPrometheusWouldRefuseAreRefusedAtTheCall) {
+  const struct {
+    auditpipe::MetricLabels labels;
+    const char* label;
+    const char* why;
+  } cases[] = {
+      {{{"le", "x"}}, "'le'", "the page itself uses"},
+      {{{"state", "x"}}, "'state'", "the page itself uses"},
+      {{{"version", "x"}}, "'version'", "the page itself uses"},
+      {{{"__name__", "x"}}, "'__name__'", "starts with '__'"},
+      {{{"__meta", "x"}}, "'__meta'", "starts with '__'"},
+      {{{"bad-name", "x"}}, "'bad-name'", "[a-zA-Z_][a-zA-Z0-9_]*"},
+      {{{"9lives", "x"}}, "'9lives'", "[a-zA-Z_][a-zA-Z0-9_]*"},
+      {{{"", "x"}}, "''", "is empty"},
+      {{{"logger", "a"}, {"region", "b"}, {"logger", "c"}}, "'logger'", "given twice"},
+      {{{"logger", "caf\xc3"}}, "'logger'", "not valid UTF-8"},
+      {{{"logger", "\xff"}}, "'logger'", "not valid UTF-8"},
+      {{{"logger", "\xed\xa0\x80"}}, "'logger'", "not valid UTF-8"},  // a surrogate
+  };
+  for (const auto& c : cases) {
+    const std::string message = refusal(c.labels);
+    EXPECT_NE(message.find(std::string("label ") + c.label), std::string::npos) << message;
+    EXPECT_NE(message.find(c.why), std::string::npos) << message;
+    EXPECT_EQ(message.rfind("auditpipe: ", 0), 0u) << message;
+  }
+  // What the format allows passes, escaped.
+  EXPECT_EQ(refusal({{"logger", "caf\xc3\xa9 \"q\" \\ \n"}, {"_x9", ""}, {"Region", "eu"}}), "");
+  const std::string text =
+      auditpipe::to_prometheus(auditpipe::Stats{}, {{"logger", "caf\xc3\xa9 \"q\" \\ \n"}});
+  EXPECT_NE(text.find(R"(logger="café \"q\" \\ \n")"), std::string::npos) << text;
+}
+
+// Bucket bounds and sums are the decimals they stand for: 2^k - 1 raw
+// units (255 us is 0.000255 s), never a double's binary neighbour
+// (0.00025499999999999996) or an exponent.
+TEST(Prometheus, BucketBoundsArePrintedAsWritten) {
+  auditpipe::Stats s;
+  s.write_latency_us.count = 1;
+  s.write_latency_us.sum = 300;  // us
+  s.write_latency_us.buckets[10] = 1;
+  s.producer_wait_ns.count = 1;
+  s.producer_wait_ns.sum = 1'500'000'007;  // ns
+  const std::string text = auditpipe::to_prometheus(s);
+  EXPECT_NE(text.find("auditpipe_write_duration_seconds_bucket{le=\"0.000255\"}"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("auditpipe_write_duration_seconds_bucket{le=\"134.217727\"}"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("auditpipe_producer_wait_seconds_bucket{le=\"0.000001023\"}"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("auditpipe_batch_size_records_bucket{le=\"1048575\"}"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("auditpipe_write_duration_seconds_sum 0.0003\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("auditpipe_producer_wait_seconds_sum 1.500000007\n"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("9999999"), std::string::npos) << text;
+  EXPECT_EQ(text.find("e-"), std::string::npos) << text;
+  EXPECT_EQ(text.find("e+"), std::string::npos) << text;
+  EXPECT_TRUE(PromText(text).errors().empty()) << joined(PromText(text).errors()) << text;
+}
+
+TEST(Prometheus, BuildInfoCarriesTheProjectVersion) {
+  const PromText parsed(auditpipe::to_prometheus(auditpipe::Stats{}, {{"logger", "payments"}}));
+  ASSERT_TRUE(parsed.errors().empty()) << joined(parsed.errors());
+  EXPECT_EQ(parsed.families().at("auditpipe_build_info").type, "gauge");
+  EXPECT_EQ(parsed.value("auditpipe_build_info",
+                         {{"logger", "payments"}, {"version", AUDITPIPE_TEST_PROJECT_VERSION}}),
+            1);
+}
+
+// The rules file compares producer waits with max_wait: both on the page.
+TEST(Prometheus, MaxWaitIsAGaugeInSeconds) {
+  auto sink = std::make_shared<testing_support::CollectingSink>();
+  auditpipe::Options o;
+  o.max_wait = std::chrono::milliseconds(250);
+  auditpipe::Logger<testing_support::AuditRow> logger(sink, o);
+  const std::string text = auditpipe::to_prometheus(logger.stats());
+  EXPECT_NE(text.find("# TYPE auditpipe_producer_max_wait_seconds gauge\n"
+                      "auditpipe_producer_max_wait_seconds 0.25\n"),
+            std::string::npos)
+      << text;
+}
+
 TEST(Prometheus, SummaryLine) {
   auditpipe::Stats s;
   s.committed = 12;

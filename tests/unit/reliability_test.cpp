@@ -3,6 +3,7 @@
 // at the next start, the durable pool's recovery, dead letters, health.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -368,6 +369,56 @@ TEST(Reliability, RefusedRecordsGoToTheDeadLetterFile) {
       << all;
   EXPECT_NE(all.find("test sink: refused record"), std::string::npos) << all;
   EXPECT_NE(all.find(R"("sender":"quote \" and \\ and \n newline")"), std::string::npos) << all;
+}
+
+// Runs jq on `file` with `filter` (raw output); what it printed.
+std::string jq(const std::filesystem::path& file, const std::string& filter) {
+  const std::string command =
+      std::string(AUDITPIPE_TEST_JQ) + " -r '" + filter + "' " + file.string() + " 2>&1";
+  std::string out;
+  if (FILE* p = ::popen(command.c_str(), "r")) {
+    char buf[256];
+    while (std::fgets(buf, sizeof buf, p)) out += buf;
+    EXPECT_EQ(::pclose(p), 0) << command << "\n" << out;
+  }
+  return out;
+}
+
+// A real JSON reader gets every 64-bit integer of a dead letter exactly,
+// past 2^53 (where jq and JavaScript turn a JSON number into its double
+// neighbour: 2^62+1 would read as 4611686018427387904): the key, an int64
+// column and a timestamp are strings on every line, small values too;
+// narrower integers stay numbers.
+TEST(Reliability, DeadLettersReadBackExactlyWithJq) {
+  if (!std::filesystem::exists(AUDITPIPE_TEST_JQ)) {
+    FAIL() << "jq not found (" << AUDITPIPE_TEST_JQ << "): scripts/deps.sh installs it";
+  }
+  TempDir dir;
+  auto sink = std::make_shared<CollectingSink>();
+  sink->refuse_if([](const auditpipe::RecordRef&) { return true; });
+  Options o;
+  o.dead_letter_path = dir.path() / "dead.jsonl";
+  constexpr std::int64_t source = (std::int64_t{1} << 62) + 1;
+  o.source_id_base = source;
+  {
+    auditpipe::Logger<AuditRow> logger(sink, o);
+    for (std::int64_t id : {(std::int64_t{1} << 62) + 3, std::int64_t{5}}) {
+      auto r = logger.acquire();
+      r->message_id = id;
+      r->at = auditpipe::timestamp{(std::int64_t{1} << 53) + 1};
+      r->status = -7;
+      ASSERT_EQ(r.commit(), Status::ok);
+    }
+    EXPECT_EQ(logger.close().stats.dead_lettered, 2u);
+  }
+  EXPECT_EQ(jq(o.dead_letter_path, R"([.source_id, .seq, .record.message_id, .record.at] | @tsv)"),
+            "4611686018427387905\t0\t4611686018427387907\t9007199254740993\n"
+            "4611686018427387905\t1\t5\t9007199254740993\n");
+  EXPECT_EQ(jq(o.dead_letter_path,
+               "[(.source_id, .seq, .record.message_id, .record.at, .record.status) | type] | "
+               "join(\",\")"),
+            "string,string,string,string,number\nstring,string,string,string,number\n");
+  EXPECT_EQ(jq(o.dead_letter_path, ".record.status"), "-7\n-7\n");
 }
 
 TEST(Reliability, HealthFollowsTheDatabase) {

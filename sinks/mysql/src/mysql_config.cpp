@@ -29,11 +29,16 @@ std::string MysqlEndpoint::describe() const {
 
 MysqlConfig parse_mysql_url(std::string_view text) {
   MysqlConfig c;
-  const Url url =
-      parse_sink_url(text, url_schemes,
-                     {"write_path", "create_table", "charset", "connect_timeout", "read_timeout",
-                      "write_timeout", "tls", "tls_ca", "tls_cert", "tls_key", "socket"},
-                     pool_option_names);
+  const Url url = with_accepted_form(
+      text,
+      [&] {
+        return parse_sink_url(
+            text, url_schemes,
+            {"write_path", "create_table", "charset", "connect_timeout", "read_timeout",
+             "write_timeout", "tls", "tls_ca", "tls_cert", "tls_key", "socket"},
+            pool_option_names);
+      },
+      "mysql://user:password@host:port[,host2:port2]/database?option=value (or mariadb://)");
   c.sink.redacted_url = url.redacted();
   c.user = url.user;
   c.password = url.password.value_or("");

@@ -17,24 +17,65 @@ namespace auditpipe::postgresql {
 
 namespace {
 
+// Masked whole: `why` may quote the URL's values, or a form whose words a
+// password could equal.
 [[noreturn]] void bad(const Url& url, const std::string& why) {
-  throw error("auditpipe: bad PostgreSQL URL '" + url.redacted() + "': " + why);
+  throw error(url.masked("auditpipe: bad PostgreSQL URL '" + url.redacted() + "': " + why));
 }
 
 }  // namespace
 
 PostgresqlConfig parse_postgresql_url(std::string_view text) {
-  const Url url = parse_sink_url(text, url_schemes,
-                                 {"write_path", "create_table", "connect_timeout", "sslmode",
-                                  "sslrootcert", "sslcert", "sslkey", "application_name"},
-                                 pool_option_names);
+  const Url url = with_accepted_form(
+      text,
+      [&] {
+        return parse_sink_url(
+            text, url_schemes,
+            {"write_path", "create_table", "connect_timeout", "sslmode", "sslrootcert", "sslcert",
+             "sslkey", "application_name", "host", "port"},
+            pool_option_names);
+      },
+      "postgresql://user:password@host:port[,host2:port2]/database?option=value (or postgres://)");
   if (url.user.empty()) bad(url, "no user name (postgresql://user:password@host/database)");
   if (url.path.empty()) bad(url, "no database name after the host");
-  if (url.hosts.empty()) bad(url, "no host");
   PostgresqlConfig c;
   c.sink.redacted_url = url.redacted();
   c.sink.table_location = "on " + c.sink.redacted_url;
   c.sink.pool.name = c.sink.redacted_url;
+  // libpq's own spelling of a Unix socket: ?host=<socket directory> (or a
+  // host name, or a list of either) with ?port=, for an empty host part.
+  // Given both ways the URL is ambiguous (libpq would silently prefer the
+  // option), so it is refused.
+  const auto host_option = url.option("host");
+  const auto port_option = url.option("port");
+  constexpr const char* socket_form =
+      "postgresql://user@/database?host=/run/postgresql&port=5432 for a socket directory, or "
+      "postgresql://user:password@host:port/database";
+  if (host_option && !url.hosts.empty()) {
+    bad(url,
+        std::string("a host both before the database and in ?host=: give one, ") + socket_form);
+  }
+  if (port_option && !host_option) {
+    bad(url, std::string("?port= goes with ?host=; with a host before the database write "
+                         "host:port (") +
+                 socket_form + ")");
+  }
+  if (host_option) {
+    const std::string port =
+        port_option ? std::to_string(url_number(url, "port", *port_option, 1, 65535)) : "5432";
+    std::string_view list = *host_option;
+    while (true) {
+      const auto comma = list.find(',');
+      const std::string_view item = list.substr(0, comma);
+      if (item.empty()) bad(url, std::string("an empty entry in ?host= (") + socket_form + ")");
+      c.endpoints.push_back({std::string(item), port});
+      if (comma == std::string_view::npos) break;
+      list.remove_prefix(comma + 1);
+    }
+  }
+  if (c.endpoints.empty() && url.hosts.empty()) {
+    bad(url, std::string("no host (") + socket_form + ")");
+  }
   for (const auto& h : url.hosts) {
     c.endpoints.push_back({h.host, std::to_string(h.port.value_or(5432))});
   }
@@ -64,6 +105,8 @@ PostgresqlConfig parse_postgresql_url(std::string_view text) {
       set(key, value);
     } else if (key == "application_name") {
       application_name = value;
+    } else if (key == "host" || key == "port") {
+      // Read above, into the endpoints.
     } else {
       apply_pool_option(url, key, value, c.sink.pool, c.sink.pool_size);
     }

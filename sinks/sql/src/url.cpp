@@ -165,6 +165,13 @@ std::string percent_decode(std::string_view text) {
   return out;
 }
 
+void throw_with_accepted_form(std::string_view text, const std::string& message,
+                              std::string_view form) {
+  std::string out = message + "; the accepted form is " + std::string(form);
+  for (const std::string& secret : secrets_in(text)) out = hide_secret(std::move(out), secret);
+  throw error(out);
+}
+
 std::string hide_secret(std::string text, std::string_view secret) {
   constexpr std::string_view mask = "***";
   // A secret of nothing but '*' cannot be told from the masks themselves;

@@ -50,7 +50,9 @@ SqliteConfig parse_sqlite_url(std::string_view url) {
       !std::equal(prefix.begin(), prefix.end(), url.begin(), [](char a, char b) {
         return a == std::tolower(static_cast<unsigned char>(b));
       })) {
-    bad_url(url, "expected sqlite:///absolute/path.db or sqlite://relative/path.db");
+    bad_url(url,
+            "expected sqlite:///absolute/path.db (or sqlite:////absolute/path.db) or "
+            "sqlite://relative/path.db");
   }
   std::string_view rest = url.substr(prefix.size());
   // A file path has no user part: "sqlite://user:secret@/x.db" is a mistake
@@ -92,6 +94,22 @@ SqliteConfig parse_sqlite_url(std::string_view url) {
     const std::string_view what = e.what();
     if (what.find("malformed SQLite URL") != std::string_view::npos) throw;
     bad_url(url, std::string(what));
+  }
+  // Two conventions meet here. auditpipe's (and most URL libraries'):
+  // sqlite:///var/x.db is the absolute /var/x.db, sqlite://x.db relative.
+  // SQLAlchemy's: sqlite:///x.db is relative, sqlite:////var/x.db absolute.
+  // Four slashes are absolute in both, so they are taken. Three slashes
+  // and one path component (sqlite:///x.db) is where they disagree in a
+  // way that matters: a file in the root directory, which is almost always
+  // SQLAlchemy's relative file; refused, with both spellings.
+  if (c.path.size() > 1 && c.path[0] == '/' && c.path[1] == '/') c.path.erase(0, 1);
+  if (!c.path.empty() && c.path[0] == '/' && c.path.find('/', 1) == std::string::npos &&
+      rest.substr(0, 2) != "//") {
+    const std::string name = c.path.substr(1);
+    bad_url(url, "ambiguous: sqlite:///" + name + " is " + c.path +
+                     " (a file in the root directory) here, but " + name +
+                     " relative to the working directory in SQLAlchemy; write sqlite://" + name +
+                     " for the relative file or sqlite:////" + name + " for " + c.path);
   }
   if (c.path.empty()) bad_url(url, "no database file path");
   if (c.path.find('\0') != std::string::npos) bad_url(url, "the path contains a NUL byte");

@@ -12,13 +12,17 @@
 // repeats of that key are skipped and any other conflict is an error.
 //
 // URL: postgresql://user:password@host:port[,host2:port2]/database?option=value
-// (postgres:// too; several hosts are tried in order by libpq). Options:
+// (postgres:// too; several hosts are tried in order by libpq), or with a
+// Unix socket directory as libpq spells it,
+// postgresql://user@/database?host=/run/postgresql&port=5432. Options:
 //   write_path        auto | copy | insert   (auto: copy)
 //   create_table      true | false  (default true)
 //   connect_timeout   seconds, default 10
 //   sslmode           disable | allow | prefer | require | verify-ca | verify-full
 //   sslrootcert, sslcert, sslkey   file paths
 //   application_name  default auditpipe
+//   host, port        socket directory (or host names, comma-separated) and
+//                     port, for a URL without a host part
 //   pool_size, min_idle, connection_timeout_ms, idle_timeout_ms, max_lifetime_ms,
 //   keepalive_ms, validation_ms, leak_detection_ms   ConnectionPool options
 //

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "auditpipe/sink/connection_pool.h"
+#include "auditpipe/status.h"
 
 namespace auditpipe {
 
@@ -58,6 +59,23 @@ Url parse_url(std::string_view text);
 Url parse_sink_url(std::string_view text, std::span<const std::string_view> schemes,
                    std::initializer_list<std::string_view> known,
                    std::span<const std::string_view> also = {});
+
+// Throws auditpipe::error: `message`, then "; the accepted form is " and
+// `form`, with whatever in `text` could be a password masked in the whole
+// (a password may equal a word of the form, "user" or "host").
+[[noreturn]] void throw_with_accepted_form(std::string_view text, const std::string& message,
+                                           std::string_view form);
+
+// parse() (a call of parse_sink_url for `text`); its auditpipe::error ends
+// in the URL form the sink accepts ("...; the accepted form is mysql://...").
+template <typename Parse>
+Url with_accepted_form(std::string_view text, Parse parse, std::string_view form) {
+  try {
+    return parse();
+  } catch (const error& e) {
+    throw_with_accepted_form(text, e.what(), form);
+  }
+}
 
 // `text` with anything that could be a password masked, for messages about
 // URLs that may not parse: the user part up to the last '@' before the

@@ -2,7 +2,10 @@
 //
 //   auto sink = auditpipe::sqlite::open("sqlite:///var/lib/app/audit.db");
 //
-// URL forms: `sqlite:///absolute/path.db`, `sqlite://relative/path.db`.
+// URL forms: `sqlite:///absolute/path.db` (also `sqlite:////absolute/path.db`,
+// SQLAlchemy's spelling), `sqlite://relative/path.db`. `sqlite:///name.db`
+// (one component after three slashes: SQLAlchemy's relative file, a file in
+// the root directory here) is refused as ambiguous.
 // Options (query): `create_table=true|false` (default true),
 // `synchronous=normal|full` (default normal: with WAL, a committed batch
 // survives a crash of the process; `full` also survives power loss),
