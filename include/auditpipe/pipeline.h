@@ -20,6 +20,7 @@
 #include <memory>
 
 #include "auditpipe/column.h"
+#include "auditpipe/export.h"
 #include "auditpipe/options.h"
 #include "auditpipe/stats.h"
 #include "auditpipe/status.h"
@@ -28,7 +29,7 @@ namespace auditpipe {
 
 class Sink;  // auditpipe/sink/sink.h: where batches go
 
-class Pipeline {
+class AUDITPIPE_EXPORT Pipeline {
  public:
   using clock = std::chrono::steady_clock;
 
