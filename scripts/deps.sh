@@ -18,6 +18,7 @@ packages=(
   libgtest-dev libbenchmark-dev
   clang libclang-rt-14-dev # libFuzzer for the fuzz targets (clang's sanitizer runtimes)
   openssl                  # the test server's TLS certificates
+  dpkg-dev file lintian    # the Debian packages: cpack's dpkg-shlibdeps, and their check
 )
 
 missing=()
