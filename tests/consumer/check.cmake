@@ -55,3 +55,18 @@ execute_process(COMMAND ${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${library_path}
 if(rc)
   message(FATAL_ERROR "the consumer failed: ${rc}")
 endif()
+# AUDITPIPE_CHECK_NO_EXPORTS=<library> (environment): the consumer's shared
+# library must export none of auditpipe's symbols.
+if(DEFINED ENV{AUDITPIPE_CHECK_NO_EXPORTS})
+  execute_process(COMMAND nm -DC --defined-only ${WORK_DIR}/build/$ENV{AUDITPIPE_CHECK_NO_EXPORTS}
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE symbols)
+  if(rc)
+    message(FATAL_ERROR "nm failed: ${rc}")
+  endif()
+  string(REGEX MATCHALL "[^\n]*auditpipe::[^\n]*" exported "${symbols}")
+  if(exported)
+    list(LENGTH exported n)
+    list(GET exported 0 first)
+    message(FATAL_ERROR "$ENV{AUDITPIPE_CHECK_NO_EXPORTS} re-exports ${n} auditpipe symbols, e.g. ${first}")
+  endif()
+endif()
