@@ -20,6 +20,7 @@ packages=(
   openssl                  # the test server's TLS certificates
   prometheus               # promtool: checks the shipped alerting rules and the metrics page
   jq                       # a real JSON reader for the dead-letter file's test
+  dpkg-dev file lintian    # the Debian packages: cpack's dpkg-shlibdeps, and their check
 )
 
 missing=()

@@ -13,3 +13,4 @@
 #include "auditpipe/status.h"
 #include "auditpipe/table.h"
 #include "auditpipe/timestamp.h"
+#include "auditpipe/version.h"

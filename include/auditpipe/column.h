@@ -18,6 +18,7 @@
 #include <span>
 #include <string_view>
 
+#include "auditpipe/export.h"
 #include "auditpipe/fixed_string.h"
 #include "auditpipe/timestamp.h"
 
@@ -37,7 +38,7 @@ enum class ColumnType : std::uint8_t {
   text,       // auditpipe::fixed_string<N>, max_length = N bytes of UTF-8
 };
 
-std::string_view to_string(ColumnType type) noexcept;
+AUDITPIPE_EXPORT std::string_view to_string(ColumnType type) noexcept;
 
 constexpr bool is_integer(ColumnType t) noexcept {
   return t == ColumnType::boolean || t == ColumnType::int8 || t == ColumnType::int16 ||
@@ -45,7 +46,7 @@ constexpr bool is_integer(ColumnType t) noexcept {
          t == ColumnType::uint16 || t == ColumnType::uint32;
 }
 
-struct Column {
+struct AUDITPIPE_EXPORT Column {
   std::string_view name;
   ColumnType type;
   std::uint32_t offset;      // of the member inside the record, in bytes
@@ -57,7 +58,7 @@ struct Column {
 inline constexpr std::string_view source_id_column = "source_id";
 inline constexpr std::string_view seq_column = "seq";
 
-struct TableDescriptor {
+struct AUDITPIPE_EXPORT TableDescriptor {
   std::string_view name;
   std::span<const Column> columns;
   std::uint32_t record_size;

@@ -20,6 +20,8 @@
 
 #include <memory>
 
+#include "auditpipe/export.h"
+
 namespace spdlog {
 class logger;
 }  // namespace spdlog
@@ -30,19 +32,19 @@ inline constexpr const char* diagnostics_logger_name = "auditpipe";
 
 // The logger auditpipe's messages go to now: set_diagnostics_logger's if
 // one is set, else the registry's "auditpipe" (created if missing).
-std::shared_ptr<spdlog::logger> diagnostics();
+AUDITPIPE_EXPORT std::shared_ptr<spdlog::logger> diagnostics();
 // Sends auditpipe's messages to `logger` instead of the registry's
 // "auditpipe"; nullptr returns to the registry's.
-void set_diagnostics_logger(std::shared_ptr<spdlog::logger> logger);
+AUDITPIPE_EXPORT void set_diagnostics_logger(std::shared_ptr<spdlog::logger> logger);
 
 // True on auditpipe's own threads (writers, connection openers). A spdlog
 // sink that feeds auditpipe uses it to keep auditpipe's diagnostics from
 // looping back into the pipeline that is reporting them.
-bool on_internal_thread() noexcept;
+AUDITPIPE_EXPORT bool on_internal_thread() noexcept;
 
 namespace internal {
 // Marks the calling thread as one of auditpipe's own.
-void mark_internal_thread() noexcept;
+AUDITPIPE_EXPORT void mark_internal_thread() noexcept;
 }  // namespace internal
 
 }  // namespace auditpipe

@@ -12,6 +12,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "auditpipe/export.h"
+
 namespace auditpipe {
 
 inline constexpr std::size_t histogram_buckets = 252;
@@ -33,7 +35,7 @@ constexpr std::uint64_t histogram_bucket_upper(std::size_t b) noexcept {
   return lower + (std::uint64_t{1} << (e - 2)) - 1;
 }
 
-struct HistogramSnapshot {
+struct AUDITPIPE_EXPORT HistogramSnapshot {
   std::array<std::uint64_t, histogram_buckets> buckets{};
   std::uint64_t count = 0;
   std::uint64_t sum = 0;
@@ -45,7 +47,7 @@ struct HistogramSnapshot {
   double mean() const noexcept { return count ? static_cast<double>(sum) / count : 0.0; }
 };
 
-class Histogram {
+class AUDITPIPE_EXPORT Histogram {
  public:
   void record(std::uint64_t value) noexcept {
     buckets_[histogram_bucket(value)].fetch_add(1, std::memory_order_relaxed);

@@ -9,6 +9,8 @@
 #include <optional>
 #include <string_view>
 
+#include "auditpipe/export.h"
+
 namespace auditpipe {
 
 // What acquire() does when every slot of the pool is in use.
@@ -21,9 +23,9 @@ enum class Overflow {
           // written to the database later, in order. If the directory is full: as block.
 };
 
-std::string_view to_string(Overflow overflow) noexcept;
+AUDITPIPE_EXPORT std::string_view to_string(Overflow overflow) noexcept;
 
-struct Options {
+struct AUDITPIPE_EXPORT Options {
   // Slots in the record pool: the hard cap on records held in memory.
   std::size_t capacity = 65536;
   // Most records handed to the sink in one write. 0: min(5000, capacity/8)

@@ -20,6 +20,7 @@
 #include <memory>
 
 #include "auditpipe/column.h"
+#include "auditpipe/export.h"
 #include "auditpipe/options.h"
 #include "auditpipe/stats.h"
 #include "auditpipe/status.h"
@@ -31,7 +32,7 @@ namespace internal {
 struct Producer;  // a thread's record source (opaque here)
 }  // namespace internal
 
-class Pipeline {
+class AUDITPIPE_EXPORT Pipeline {
  public:
   using clock = std::chrono::steady_clock;
 

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "auditpipe/export.h"
 #include "auditpipe/stats.h"
 
 namespace auditpipe {
@@ -25,9 +26,9 @@ using MetricLabels = std::vector<std::pair<std::string, std::string>>;
 
 // Throws auditpipe::error if a label name is not a valid Prometheus label
 // name.
-std::string to_prometheus(const Stats& stats, const MetricLabels& labels = {});
+AUDITPIPE_EXPORT std::string to_prometheus(const Stats& stats, const MetricLabels& labels = {});
 
 // A one-line summary of the stats, as the periodic log line has it.
-std::string summary_line(const Stats& stats);
+AUDITPIPE_EXPORT std::string summary_line(const Stats& stats);
 
 }  // namespace auditpipe

@@ -7,13 +7,14 @@
 #include <string_view>
 
 #include <string>
+#include "auditpipe/export.h"
 #include "auditpipe/histogram.h"
 
 namespace auditpipe {
 
 // A sink's connection pool (see auditpipe/sink/connection_pool.h), as
 // stats() reports it.
-struct ConnectionPoolStats {
+struct AUDITPIPE_EXPORT ConnectionPoolStats {
   std::size_t active = 0;   // lent out
   std::size_t idle = 0;     // open, waiting to be lent
   std::size_t waiting = 0;  // borrowers waiting for a connection
@@ -34,7 +35,7 @@ enum class Health {
   degraded,  // writes are failing and being retried, or spilled records wait for replay
   down,      // writes have failed several times in a row, or cannot succeed as configured
 };
-std::string_view to_string(Health health) noexcept;
+AUDITPIPE_EXPORT std::string_view to_string(Health health) noexcept;
 
 // Every counter of Stats, one line each: X(field, Prometheus name, meaning).
 // Stats, the engine's counters and to_prometheus() are all made from this
@@ -89,7 +90,7 @@ std::string_view to_string(Health health) noexcept;
 // spilled (and later replayed), dropped, timed_out, pool_exhausted,
 // abandoned, rejected_by_sink, or (only when close() ran out of time and
 // there was no spill directory) unwritten.
-struct Stats {
+struct AUDITPIPE_EXPORT Stats {
   std::uint64_t committed = 0;  // commit() returned Status::ok
 #define AUDITPIPE_STATS_FIELD(field, metric, meaning) std::uint64_t field = 0;
   AUDITPIPE_STATS_COUNTERS(AUDITPIPE_STATS_FIELD)
@@ -122,7 +123,7 @@ struct Stats {
 };
 
 // What close() achieved.
-struct CloseReport {
+struct AUDITPIPE_EXPORT CloseReport {
   // Every committed record was written (or refused by the sink), and the
   // spill directory is empty: nothing is left anywhere.
   bool drained = false;

@@ -5,6 +5,8 @@
 #include <string>
 #include <string_view>
 
+#include "auditpipe/export.h"
+
 namespace auditpipe {
 
 // What happened to one record offered by a producer.
@@ -17,12 +19,12 @@ enum class Status {
   empty_handle,    // commit() of a handle that holds no record
 };
 
-std::string_view to_string(Status status) noexcept;
+AUDITPIPE_EXPORT std::string_view to_string(Status status) noexcept;
 
 // Thrown for errors found when a logger or sink is set up: a malformed URL,
 // an unreachable database, a table whose columns do not match. Never thrown
 // on the producer path.
-class error : public std::runtime_error {
+class AUDITPIPE_EXPORT error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
@@ -33,7 +35,7 @@ class error : public std::runtime_error {
 // Options::start_while_unreachable) starts anyway and connects later; any
 // other error (a bad URL, wrong credentials, an unknown database, a table of
 // the wrong shape) is thrown as plain `error`.
-class unreachable : public error {
+class AUDITPIPE_EXPORT unreachable : public error {
  public:
   using error::error;
 };

@@ -20,15 +20,17 @@
 #include <cstdint>
 #include <ctime>
 
+#include "auditpipe/export.h"
+
 namespace auditpipe {
 
 // A UTC calendar date and time of day.
-struct civil_time {
+struct AUDITPIPE_EXPORT civil_time {
   std::int64_t year;
   unsigned month, day, hour, minute, second, microsecond;
 };
 
-struct timestamp {
+struct AUDITPIPE_EXPORT timestamp {
   std::int64_t micros = 0;  // since 1970-01-01T00:00:00Z
 
   static timestamp now() noexcept {

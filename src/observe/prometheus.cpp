@@ -6,6 +6,7 @@
 
 #include "auditpipe/status.h"
 #include "auditpipe/utf8.h"
+#include "auditpipe/version.h"
 
 namespace auditpipe {
 
@@ -13,7 +14,7 @@ namespace {
 
 // The version auditpipe_build_info reports: CMake's PROJECT_VERSION, given
 // to this file alone (src/CMakeLists.txt).
-constexpr std::string_view build_version = AUDITPIPE_BUILD_VERSION;
+constexpr std::string_view build_version = AUDITPIPE_VERSION;
 
 // Label names the page adds itself: a caller's label of the same name
 // would make two labels of one name on a series (which Prometheus refuses,

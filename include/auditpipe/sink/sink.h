@@ -15,24 +15,25 @@
 #include <string>
 
 #include "auditpipe/column.h"
+#include "auditpipe/export.h"
 #include "auditpipe/stats.h"
 
 namespace auditpipe {
 
 // One committed record: its identity and its bytes (laid out as the
 // descriptor says).
-struct RecordRef {
+struct AUDITPIPE_EXPORT RecordRef {
   std::int64_t source_id;
   std::int64_t seq;
   const std::byte* data;
 };
 
-struct Batch {
+struct AUDITPIPE_EXPORT Batch {
   const TableDescriptor& table;
   std::span<const RecordRef> records;
 };
 
-struct WriteResult {
+struct AUDITPIPE_EXPORT WriteResult {
   enum class Kind {
     ok,         // every record is stored (or was already: a retried batch)
     transient,  // nothing can be assumed stored; retry the same batch later
@@ -58,11 +59,11 @@ struct WriteResult {
 };
 
 // What a sink is told about the pipeline it serves.
-struct SinkContext {
+struct AUDITPIPE_EXPORT SinkContext {
   unsigned writers = 1;  // threads that may call write() at once
 };
 
-class Sink {
+class AUDITPIPE_EXPORT Sink {
  public:
   virtual ~Sink() = default;
 

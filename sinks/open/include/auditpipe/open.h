@@ -12,10 +12,11 @@
 #include <memory>
 #include <string_view>
 
+#include "auditpipe/export.h"
 #include "auditpipe/sink/sink.h"
 
 namespace auditpipe {
 
-std::shared_ptr<Sink> open(std::string_view url);
+AUDITPIPE_EXPORT std::shared_ptr<Sink> open(std::string_view url);
 
 }  // namespace auditpipe

@@ -38,6 +38,7 @@
 #include <mutex>
 
 #include "auditpipe/diagnostics.h"
+#include "auditpipe/export.h"
 #include "auditpipe/logger.h"
 #include "auditpipe/spdlog/log_record.h"
 
@@ -50,7 +51,7 @@ namespace auditpipe::spdlog_bridge {
 // lock, each would wait on the other until max_wait ran out. The writer's
 // path through sink_it_ touches only atomics and the fallback sink (which
 // has its own lock), so it needs none.
-class internal_aware_mutex {
+class AUDITPIPE_EXPORT internal_aware_mutex {
  public:
   void lock() {
     if (!on_internal_thread()) mutex_.lock();

@@ -17,6 +17,7 @@
 
 #include <memory>
 
+#include "auditpipe/export.h"
 #include "auditpipe/sink/sink.h"
 
 namespace spdlog {
@@ -25,7 +26,8 @@ class logger;
 
 namespace auditpipe::spdlog_bridge {
 
-std::shared_ptr<Sink> make_line_sink(std::shared_ptr<::spdlog::logger> logger,
-                                     ::spdlog::level::level_enum level = ::spdlog::level::info);
+AUDITPIPE_EXPORT std::shared_ptr<Sink> make_line_sink(
+    std::shared_ptr<::spdlog::logger> logger,
+    ::spdlog::level::level_enum level = ::spdlog::level::info);
 
 }  // namespace auditpipe::spdlog_bridge

@@ -8,13 +8,14 @@
 
 #include <cstdint>
 
+#include "auditpipe/export.h"
 #include "auditpipe/fixed_string.h"
 #include "auditpipe/table.h"
 #include "auditpipe/timestamp.h"
 
 namespace auditpipe::spdlog_bridge {
 
-struct LogRecord {
+struct AUDITPIPE_EXPORT LogRecord {
   timestamp at;
   fixed_string<8> level;  // trace, debug, info, warning, error, critical
   fixed_string<64> logger;

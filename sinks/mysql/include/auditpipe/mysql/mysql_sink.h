@@ -43,6 +43,7 @@
 #include <string>
 #include <string_view>
 
+#include "auditpipe/export.h"
 #include "auditpipe/sink/sql_sink.h"
 
 namespace auditpipe::mysql {
@@ -62,6 +63,6 @@ inline constexpr std::string_view url_schemes[] = {"mysql", "mariadb"};
 
 // Parses the URL (throws auditpipe::error naming the problem, with the
 // password masked). Connecting and checking the table happen in open().
-std::shared_ptr<MysqlSink> open(std::string_view url);
+AUDITPIPE_EXPORT std::shared_ptr<MysqlSink> open(std::string_view url);
 
 }  // namespace auditpipe::mysql

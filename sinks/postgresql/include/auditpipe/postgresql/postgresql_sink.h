@@ -38,6 +38,7 @@
 #include <memory>
 #include <string_view>
 
+#include "auditpipe/export.h"
 #include "auditpipe/sink/sql_sink.h"
 
 namespace auditpipe::postgresql {
@@ -56,6 +57,6 @@ inline constexpr std::string_view url_schemes[] = {"postgresql", "postgres"};
 
 // Parses the URL (throws auditpipe::error naming the problem, password
 // masked). Connecting and checking the table happen in open().
-std::shared_ptr<PostgresqlSink> open(std::string_view url);
+AUDITPIPE_EXPORT std::shared_ptr<PostgresqlSink> open(std::string_view url);
 
 }  // namespace auditpipe::postgresql

@@ -17,9 +17,11 @@
 #include <atomic>
 #include <chrono>
 
+#include "auditpipe/export.h"
+
 namespace auditpipe {
 
-class Cancellation {
+class AUDITPIPE_EXPORT Cancellation {
  public:
   using clock = std::chrono::steady_clock;
   enum class Wait { ready, timed_out, cancelled };

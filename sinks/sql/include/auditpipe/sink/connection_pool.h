@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "auditpipe/detail/thread_annotations.h"
+#include "auditpipe/export.h"
 #include "auditpipe/histogram.h"
 #include "auditpipe/sink/source_location.h"
 #include "auditpipe/stats.h"
@@ -45,7 +46,7 @@
 namespace auditpipe {
 
 // A connection the pool can manage.
-class PooledConnection {
+class AUDITPIPE_EXPORT PooledConnection {
  public:
   virtual ~PooledConnection() = default;
   // A cheap liveness check (a protocol ping, not a query). False: the pool
@@ -53,7 +54,7 @@ class PooledConnection {
   virtual bool ping() noexcept = 0;
 };
 
-struct ConnectionPoolOptions {
+struct AUDITPIPE_EXPORT ConnectionPoolOptions {
   std::string name = "pool";  // in messages
   std::size_t max_size = 4;
   std::optional<std::size_t> min_idle;  // unset: max_size
@@ -67,7 +68,7 @@ struct ConnectionPoolOptions {
   unsigned opener_threads = 0;
 };
 
-class ConnectionPool {
+class AUDITPIPE_EXPORT ConnectionPool {
  public:
   using clock = std::chrono::steady_clock;
   // Opens one connection; throws (any std::exception) with a message that

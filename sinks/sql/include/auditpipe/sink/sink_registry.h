@@ -15,11 +15,12 @@
 #include <string_view>
 #include <vector>
 
+#include "auditpipe/export.h"
 #include "auditpipe/sink/sink.h"
 
 namespace auditpipe {
 
-class SinkRegistry {
+class AUDITPIPE_EXPORT SinkRegistry {
  public:
   // Parses the URL and returns the sink; connecting happens in Sink::open().
   using Factory = std::function<std::shared_ptr<Sink>(std::string_view url)>;

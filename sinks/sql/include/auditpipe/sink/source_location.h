@@ -9,12 +9,14 @@
 
 #if defined(__cpp_lib_source_location)
 #include <source_location>
+
+#include "auditpipe/export.h"
 namespace auditpipe {
 using source_location = std::source_location;
 }  // namespace auditpipe
 #else
 namespace auditpipe {
-class source_location {
+class AUDITPIPE_EXPORT source_location {
  public:
   static constexpr source_location current(const char* file = __builtin_FILE(),
                                            const char* function = __builtin_FUNCTION(),

@@ -19,17 +19,18 @@
 #include <string_view>
 
 #include "auditpipe/column.h"
+#include "auditpipe/export.h"
 
 namespace auditpipe {
 
 // The type a new table gives each kind of record column.
-struct SqlColumnTypes {
+struct AUDITPIPE_EXPORT SqlColumnTypes {
   std::string_view boolean{}, int8{}, int16{}, int32{}, int64{}, uint8{}, uint16{}, uint32{},
       float64{}, timestamp{}, text{};
 };
 
 // Every field has the standard SQL default; a dialect sets what differs.
-struct SqlDialect {
+struct AUDITPIPE_EXPORT SqlDialect {
   // How the insert skips a record whose (source_id, seq) is already stored,
   // so that a retried batch is never written twice.
   enum class IdempotentInsert {
@@ -111,7 +112,7 @@ struct SqlDialect {
 };
 
 // A table's statement pieces in one dialect.
-struct SqlTableText {
+struct AUDITPIPE_EXPORT SqlTableText {
   std::string table;             // the quoted table name
   std::string columns;           // quoted record columns, then source_id, seq; comma-separated
   std::size_t column_count = 0;  // record columns + 2
@@ -123,6 +124,7 @@ struct SqlTableText {
   std::string single_row_insert() const;
 };
 
-SqlTableText sql_table_text(const SqlDialect& dialect, const TableDescriptor& table);
+AUDITPIPE_EXPORT SqlTableText sql_table_text(const SqlDialect& dialect,
+                                             const TableDescriptor& table);
 
 }  // namespace auditpipe

@@ -47,6 +47,7 @@
 #include <vector>
 
 #include "auditpipe/detail/thread_annotations.h"
+#include "auditpipe/export.h"
 #include "auditpipe/sink/cancellation.h"
 #include "auditpipe/sink/connection_pool.h"
 #include "auditpipe/sink/sink.h"
@@ -55,7 +56,7 @@
 namespace auditpipe {
 
 // A failed write path, sorted by what the skeleton does about it.
-struct WriteFailure {
+struct AUDITPIPE_EXPORT WriteFailure {
   enum class Kind {
     connection,  // the connection is gone or in an unknown state: closed; the batch is retried
     data,        // the database refuses the data itself: rejected, retrying cannot succeed
@@ -71,7 +72,7 @@ struct WriteFailure {
 
 // A connection of an SQL sink: what the pool lends, and what the table
 // check reads the catalog through (on the set-up connection, at open()).
-class SqlConnection : public PooledConnection {
+class AUDITPIPE_EXPORT SqlConnection : public PooledConnection {
  public:
   // The rows of one of the dialect's catalog queries (table_columns_query(),
   // unique_keys_query) with `table` as its one parameter, every value as
@@ -92,7 +93,7 @@ class SqlConnection : public PooledConnection {
 };
 
 // What a sink tells the skeleton, mostly from its URL.
-struct SqlSinkSettings {
+struct AUDITPIPE_EXPORT SqlSinkSettings {
   std::string redacted_url;  // describe() and messages: never a password
   // Where the table lives, for messages about it: "on postgresql://...",
   // "in '/var/lib/app/audit.db'".
@@ -105,7 +106,7 @@ struct SqlSinkSettings {
   ConnectionPoolOptions pool;            // max_size is set at open()
 };
 
-class SqlSink : public Sink {
+class AUDITPIPE_EXPORT SqlSink : public Sink {
  public:
   void open(const TableDescriptor& table, const SinkContext& context) final;
   WriteResult write(const Batch& batch) noexcept final;
@@ -198,7 +199,7 @@ class SqlSink : public Sink {
 // PostgreSQL). `WritePath` is the sink's own enum; its first value,
 // `automatic`, lets the sink choose.
 template <class WritePath>
-class SqlSinkWithWritePaths : public SqlSink {
+class AUDITPIPE_EXPORT SqlSinkWithWritePaths : public SqlSink {
  public:
   // The write path in use: from open() on, the one chosen (never
   // `automatic`).

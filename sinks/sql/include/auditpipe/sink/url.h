@@ -19,17 +19,18 @@
 #include <utility>
 #include <vector>
 
+#include "auditpipe/export.h"
 #include "auditpipe/sink/connection_pool.h"
 #include "auditpipe/status.h"
 
 namespace auditpipe {
 
-struct UrlHost {
+struct AUDITPIPE_EXPORT UrlHost {
   std::string host;  // name, IPv4, IPv6 (no brackets) or a socket path
   std::optional<std::uint16_t> port;
 };
 
-struct Url {
+struct AUDITPIPE_EXPORT Url {
   std::string scheme;  // lower-cased
   std::string user;
   std::optional<std::string> password;
@@ -51,14 +52,15 @@ struct Url {
 
 // Parses `text`; throws auditpipe::error naming what is wrong (the message
 // shows the URL with its password masked).
-Url parse_url(std::string_view text);
+AUDITPIPE_EXPORT Url parse_url(std::string_view text);
 
 // parse_url() for a sink: also throws unless the scheme is one of `schemes`
 // (the sink's url_schemes) and every option is in `known` or `also`
 // (pool_option_names, for a pooled sink).
-Url parse_sink_url(std::string_view text, std::span<const std::string_view> schemes,
-                   std::initializer_list<std::string_view> known,
-                   std::span<const std::string_view> also = {});
+AUDITPIPE_EXPORT Url parse_sink_url(std::string_view text,
+                                    std::span<const std::string_view> schemes,
+                                    std::initializer_list<std::string_view> known,
+                                    std::span<const std::string_view> also = {});
 
 // Throws auditpipe::error: `message`, then "; the accepted form is " and
 // `form`, with whatever in `text` could be a password masked in the whole
@@ -81,18 +83,19 @@ Url with_accepted_form(std::string_view text, Parse parse, std::string_view form
 // URLs that may not parse: the user part up to the last '@' before the
 // query (with or without a scheme), secret options, and every other
 // occurrence of those values, raw and percent-decoded.
-std::string redact_url(std::string_view text);
+AUDITPIPE_EXPORT std::string redact_url(std::string_view text);
 
 // `text` with every occurrence of `secret` replaced by "***"; a secret that is
 // empty or only '*' (which the masks themselves spell) is left alone.
-std::string hide_secret(std::string text, std::string_view secret);
+AUDITPIPE_EXPORT std::string hide_secret(std::string text, std::string_view secret);
 
 // Parses `key=value&key2=value2` (percent-decoded), as in a URL's query.
-std::vector<std::pair<std::string, std::string>> parse_query(std::string_view text);
+AUDITPIPE_EXPORT std::vector<std::pair<std::string, std::string>> parse_query(
+    std::string_view text);
 
 // Decodes %XX escapes (and nothing else: '+' stays '+'). Throws
 // auditpipe::error on a bad escape.
-std::string percent_decode(std::string_view text);
+AUDITPIPE_EXPORT std::string percent_decode(std::string_view text);
 
 // The query options every pooled sink takes, with ConnectionPool's names.
 inline constexpr std::string_view pool_option_names[] = {
@@ -101,22 +104,26 @@ inline constexpr std::string_view pool_option_names[] = {
 
 // Throws auditpipe::error unless every query key of `url` is in `known` or
 // in `also` (pool_option_names, for a pooled sink); the message lists both.
-void require_known_options(const Url& url, std::initializer_list<std::string_view> known,
-                           std::span<const std::string_view> also = {});
+AUDITPIPE_EXPORT void require_known_options(const Url& url,
+                                            std::initializer_list<std::string_view> known,
+                                            std::span<const std::string_view> also = {});
 
 // A whole number option from `min` to `max`; throws auditpipe::error naming
 // the option (with the URL's password masked) otherwise.
-std::uint64_t url_number(const Url& url, std::string_view key, std::string_view value,
-                         std::uint64_t min, std::uint64_t max);
+AUDITPIPE_EXPORT std::uint64_t url_number(const Url& url, std::string_view key,
+                                          std::string_view value, std::uint64_t min,
+                                          std::uint64_t max);
 
 // Which of `choices` an option's value is (its index); throws
 // auditpipe::error naming the option and the choices otherwise, with the
 // URL's password masked.
-std::size_t url_choice(const Url& url, std::string_view key, std::string_view value,
-                       std::span<const std::string_view> choices);
+AUDITPIPE_EXPORT std::size_t url_choice(const Url& url, std::string_view key,
+                                        std::string_view value,
+                                        std::span<const std::string_view> choices);
 
 // If `key` is one of pool_option_names, applies it and returns true.
-bool apply_pool_option(const Url& url, std::string_view key, std::string_view value,
-                       ConnectionPoolOptions& pool, std::optional<std::size_t>& pool_size);
+AUDITPIPE_EXPORT bool apply_pool_option(const Url& url, std::string_view key,
+                                        std::string_view value, ConnectionPoolOptions& pool,
+                                        std::optional<std::size_t>& pool_size);
 
 }  // namespace auditpipe

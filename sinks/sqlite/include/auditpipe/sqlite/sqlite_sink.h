@@ -27,6 +27,7 @@
 #include <memory>
 #include <string_view>
 
+#include "auditpipe/export.h"
 #include "auditpipe/sink/sink.h"
 
 namespace auditpipe::sqlite {
@@ -37,6 +38,6 @@ inline constexpr std::string_view url_schemes[] = {"sqlite"};
 
 // Parses the URL (throws auditpipe::error if it is malformed or has an
 // unknown option). The database is opened by Sink::open().
-std::shared_ptr<Sink> open(std::string_view url);
+AUDITPIPE_EXPORT std::shared_ptr<Sink> open(std::string_view url);
 
 }  // namespace auditpipe::sqlite
