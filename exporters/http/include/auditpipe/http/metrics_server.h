@@ -18,14 +18,14 @@
 // text/plain; version=0.0.4; charset=utf-8; 405 with Allow for other methods
 // on /metrics, 404 for other paths. Connections are kept alive between
 // scrapes. Scrapes are served concurrently by a fixed number of worker
-// threads (Options::threads); a connection holds a worker while it is open,
-// so an idle or slow client is closed after Options::idle_timeout /
-// read_timeout, and until then takes one worker only. Built on Debian's
+// threads (MetricsServerOptions::threads); a connection holds a worker
+// while it is open, so an idle or slow client is closed after idle_timeout
+// or read_timeout, and until then takes one worker only. Built on Debian's
 // cpp-httplib (libcpp-httplib-dev), which this header does not include.
 //
 // Thread safety: add() and stop() may be called from any thread, also while
 // scrapes are served; the stats callbacks are called from the worker
-// threads, several at once (Logger::stats() allows that). stop() closes
+// threads, several at once (Logger::stats() may be called from any thread). stop() closes
 // idle connections at once and returns when the scrapes in progress have
 // been answered (their callbacks returned, their responses written within
 // write_timeout); the destructor stops. Neither may be called from inside
