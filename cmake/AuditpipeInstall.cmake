@@ -7,7 +7,7 @@
 # Each find_package component has its own targets file
 # (auditpipe-<component>-targets.cmake), so that asking for one component
 # looks up only that component's dependencies: core (auditpipe::core and
-# auditpipe::sql), sqlite, postgresql, mysql, open, spdlog.
+# auditpipe::sql), sqlite, postgresql, mysql, open, spdlog, metrics_http.
 #
 # Install components (cmake --install <build> --component <name>):
 #   runtime      the shared libraries (nothing in a static build)
@@ -58,6 +58,7 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/auditpipeConfig.cmake
               ${CMAKE_CURRENT_BINARY_DIR}/auditpipeConfigVersion.cmake
               cmake/FindSOCI.cmake
               cmake/FindMariaDBClient.cmake
+              cmake/FindCppHttplib.cmake
         DESTINATION ${AUDITPIPE_CMAKE_DIR} COMPONENT development)
 
 # pkg-config: one file per library. Requires lists what its public headers
@@ -118,4 +119,12 @@ if(TARGET auditpipe_spdlog)
   auditpipe_pkgconfig(auditpipe-spdlog auditpipe_spdlog "auditpipe: the bridge to spdlog"
     REQUIRES auditpipe spdlog)
 endif()
-
+if(TARGET auditpipe_metrics_http)
+  # libcpp-httplib.so as Libs.private, not cpp-httplib in Requires.private:
+  # the public header does not include httplib.h, and pkg-config reads
+  # Requires.private even for a shared link, which would make a shared
+  # build's users install libcpp-httplib-dev for nothing.
+  auditpipe_pkgconfig(auditpipe-metrics-http auditpipe_metrics_http
+    "auditpipe: the /metrics HTTP server for Prometheus"
+    REQUIRES auditpipe LIBS_PRIVATE -lcpp-httplib)
+endif()

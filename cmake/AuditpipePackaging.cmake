@@ -79,6 +79,13 @@ endif()
 if(AUDITPIPE_HAVE_MYSQL)
   list(APPEND _dev_depends libmariadb-dev)
 endif()
+# auditpipe::metrics_http's header does not include httplib.h and its .pc
+# file names libcpp-httplib.so in Libs.private only: a shared build's users
+# need nothing of cpp-httplib (the runtime package's dpkg-shlibdeps names
+# libcpp-httplib0.11), a static build's link needs libcpp-httplib.so.
+if(AUDITPIPE_HAVE_METRICS_HTTP AND NOT BUILD_SHARED_LIBS)
+  list(APPEND _dev_depends libcpp-httplib-dev)
+endif()
 list(JOIN _dev_depends ", " CPACK_DEBIAN_DEVELOPMENT_PACKAGE_DEPENDS)
 set(CPACK_COMPONENT_DEVELOPMENT_DESCRIPTION "${_about}\n\nThis package holds the headers, the CMake package and the pkg-config\nfiles.")
 

@@ -10,6 +10,7 @@ packages=(
   g++ cmake make pkg-config
   libconcurrentqueue-dev   # the lock-free queue between producers and writers
   libspdlog-dev            # diagnostics
+  libcpp-httplib-dev       # auditpipe::metrics_http, the /metrics HTTP server
   libsoci-dev libsqlite3-dev sqlite3
   libboost-dev             # Debian's SOCI headers include Boost (SOCI_HAVE_BOOST)
   libmariadb-dev           # MariaDB Connector/C: the libmysqlclient API of the MySQL sink

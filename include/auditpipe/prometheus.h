@@ -9,6 +9,14 @@
 // _bucket{le=...} series with +Inf, _sum and _count. Every series of one
 // call carries the given labels (values escaped as the format requires).
 //
+// Several loggers on one page (one /metrics endpoint for a process with an
+// orders logger and a payments logger): the vector overload writes each
+// family's HELP and TYPE once, followed by one series per logger, told
+// apart by the labels each was given:
+//
+//   std::string body = auditpipe::to_prometheus({{orders.stats(), {{"logger", "orders"}}},
+//                                                {payments.stats(), {{"logger", "payments"}}}});
+//
 // Thread safety: a pure function.
 #pragma once
 
@@ -24,9 +32,21 @@ namespace auditpipe {
 
 using MetricLabels = std::vector<std::pair<std::string, std::string>>;
 
+// One logger's stats and the labels that tell its series from another's.
+struct LabeledStats {
+  Stats stats;
+  MetricLabels labels;
+};
+
 // Throws auditpipe::error if a label name is not a valid Prometheus label
-// name.
+// name, is reserved or given twice, or a value is not valid UTF-8.
 AUDITPIPE_EXPORT std::string to_prometheus(const Stats& stats, const MetricLabels& labels = {});
+
+// Every logger's series on one page, families in the single-logger order.
+// Throws auditpipe::error as above for any logger's labels, and when two
+// loggers have the same label set (in any order; two loggers without labels
+// included): their series would collide, and Prometheus refuses the page.
+AUDITPIPE_EXPORT std::string to_prometheus(const std::vector<LabeledStats>& loggers);
 
 // A one-line summary of the stats, as the periodic log line has it.
 AUDITPIPE_EXPORT std::string summary_line(const Stats& stats);

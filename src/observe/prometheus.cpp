@@ -1,8 +1,10 @@
 #include "auditpipe/prometheus.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <string_view>
+#include <vector>
 
 #include "auditpipe/status.h"
 #include "auditpipe/utf8.h"
@@ -86,33 +88,45 @@ std::string scaled_decimal(std::uint64_t v, int decimals) {
   return digits;
 }
 
+// Builds one page: families in the order first named, each with its HELP
+// and TYPE once and the samples of every logger written into it, so that
+// several loggers share one page (set_labels between them).
 class Writer {
  public:
-  explicit Writer(std::string labels) : labels_(std::move(labels)) {}
+  void set_labels(std::string labels) { labels_ = std::move(labels); }
 
   void family(const char* name, const char* type, const char* help) {
-    out_ += "# HELP ";
-    out_ += name;
-    out_ += ' ';
-    out_ += help;
-    out_ += "\n# TYPE ";
-    out_ += name;
-    out_ += ' ';
-    out_ += type;
-    out_ += '\n';
+    for (std::size_t i = 0; i < families_.size(); ++i) {
+      if (families_[i].name == name) {
+        current_ = i;
+        return;
+      }
+    }
+    std::string head = "# HELP ";
+    head += name;
+    head += ' ';
+    head += help;
+    head += "\n# TYPE ";
+    head += name;
+    head += ' ';
+    head += type;
+    head += '\n';
+    families_.push_back({name, std::move(head)});
+    current_ = families_.size() - 1;
   }
   void sample(std::string_view name, std::string_view extra, std::string_view value) {
-    out_ += name;
+    std::string& out = families_[current_].text;
+    out += name;
     if (!labels_.empty() || !extra.empty()) {
-      out_ += '{';
-      out_ += labels_;
-      if (!labels_.empty() && !extra.empty()) out_ += ',';
-      out_ += extra;
-      out_ += '}';
+      out += '{';
+      out += labels_;
+      if (!labels_.empty() && !extra.empty()) out += ',';
+      out += extra;
+      out += '}';
     }
-    out_ += ' ';
-    out_ += value;
-    out_ += '\n';
+    out += ' ';
+    out += value;
+    out += '\n';
   }
   void sample(std::string_view name, std::string_view extra, std::uint64_t value) {
     sample(name, extra, std::to_string(value));
@@ -148,17 +162,24 @@ class Writer {
     sample(std::string(name) + "_sum", "", scaled_decimal(h.sum, decimals));
     sample(std::string(name) + "_count", "", h.count);
   }
-  std::string take() { return std::move(out_); }
+  std::string take() {
+    std::string page;
+    for (const Family& f : families_) page += f.text;
+    return page;
+  }
 
  private:
+  struct Family {
+    std::string name;
+    std::string text;  // HELP, TYPE, then the samples
+  };
   std::string labels_;
-  std::string out_;
+  std::vector<Family> families_;
+  std::size_t current_ = 0;
 };
 
-}  // namespace
-
-std::string to_prometheus(const Stats& s, const MetricLabels& labels) {
-  Writer w(render_labels(labels));
+// One logger's series, with the labels the writer was last given.
+void write_stats(Writer& w, const Stats& s) {
   w.family("auditpipe_build_info", "gauge", "Always 1; the version label is auditpipe's.");
   w.sample("auditpipe_build_info", "version=\"" + std::string(build_version) + "\"",
            std::uint64_t{1});
@@ -202,6 +223,56 @@ std::string to_prometheus(const Stats& s, const MetricLabels& labels) {
               p.connect_failures);
     w.histogram("auditpipe_connection_pool_wait_seconds", "Time spent waiting for a lease.",
                 p.wait_ns, 10, 37, 9);
+  }
+}
+
+// The labels as a set, so that {a, b} and {b, a} compare equal.
+MetricLabels sorted(MetricLabels labels) {
+  std::sort(labels.begin(), labels.end());
+  return labels;
+}
+
+std::string describe(const MetricLabels& labels) {
+  if (labels.empty()) return "no labels";
+  std::string out = "{";
+  for (const auto& [name, value] : labels) {
+    if (out.size() > 1) out += ',';
+    out += name + "=\"" + value + "\"";
+  }
+  return out + "}";
+}
+
+}  // namespace
+
+std::string to_prometheus(const Stats& s, const MetricLabels& labels) {
+  Writer w;
+  w.set_labels(render_labels(labels));
+  write_stats(w, s);
+  return w.take();
+}
+
+std::string to_prometheus(const std::vector<LabeledStats>& loggers) {
+  // All labels checked before anything is written: one bad set refuses
+  // the page, never a page with a logger missing.
+  std::vector<std::string> rendered;
+  std::vector<MetricLabels> sets;
+  rendered.reserve(loggers.size());
+  for (std::size_t i = 0; i < loggers.size(); ++i) {
+    rendered.push_back(render_labels(loggers[i].labels));
+    sets.push_back(sorted(loggers[i].labels));
+    for (std::size_t j = 0; j < i; ++j) {
+      if (sets[j] == sets[i]) {
+        throw error("auditpipe: to_prometheus: loggers " + std::to_string(j) + " and " +
+                    std::to_string(i) + " both have " + describe(loggers[i].labels) +
+                    "; give each logger a distinct label set (e.g. logger=\"orders\"), or "
+                    "their series collide");
+      }
+    }
+  }
+  Writer w;
+  for (std::size_t i = 0; i < loggers.size(); ++i) {
+    w.set_labels(std::move(rendered[i]));
+    write_stats(w, loggers[i].stats);
   }
   return w.take();
 }

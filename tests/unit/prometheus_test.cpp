@@ -128,6 +128,61 @@ TEST(Prometheus, LabelsPrometheusWouldRefuseAreRefusedAtTheCall) {
   EXPECT_NE(text.find(R"(logger="café \"q\" \\ \n")"), std::string::npos) << text;
 }
 
+// Several loggers on one page: each family's HELP and TYPE once, a series
+// per logger told apart by its labels, the page valid for the parser.
+TEST(Prometheus, SeveralLoggersShareOnePage) {
+  auditpipe::Stats orders, payments;
+  orders.written = 7;
+  payments.written = 11;
+  auditpipe::ConnectionPoolStats pool;
+  pool.created = 2;
+  payments.connection_pool = pool;  // a family only the second logger has
+  const std::string text = auditpipe::to_prometheus(
+      {{orders, {{"logger", "orders"}}}, {payments, {{"logger", "payments"}, {"db", "main"}}}});
+  const PromText parsed(text);
+  EXPECT_TRUE(parsed.errors().empty()) << joined(parsed.errors()) << text;
+  EXPECT_EQ(parsed.value("auditpipe_records_written_total", {{"logger", "orders"}}), 7);
+  EXPECT_EQ(parsed.value("auditpipe_records_written_total", {{"logger", "payments"}}), 11);
+  EXPECT_EQ(parsed.value("auditpipe_connection_pool_created_total", {{"logger", "payments"}}), 2);
+  for (const char* family : {"auditpipe_records_written_total", "auditpipe_health",
+                             "auditpipe_write_duration_seconds", "auditpipe_build_info"}) {
+    for (const char* kind : {"# HELP ", "# TYPE "}) {
+      const std::string line = std::string(kind) + family + " ";
+      const auto first = text.find(line);
+      ASSERT_NE(first, std::string::npos) << line;
+      EXPECT_EQ(text.find(line, first + 1), std::string::npos) << "second " << line;
+    }
+  }
+  // One logger alone renders as to_prometheus(stats, labels) does.
+  EXPECT_EQ(auditpipe::to_prometheus({{orders, {{"logger", "orders"}}}}),
+            auditpipe::to_prometheus(orders, {{"logger", "orders"}}));
+}
+
+TEST(Prometheus, LoggersOnOnePageNeedDistinctLabelSets) {
+  const auto page_refusal = [](const std::vector<auditpipe::LabeledStats>& loggers) -> std::string {
+    try {
+      (void)auditpipe::to_prometheus(loggers);
+    } catch (const auditpipe::error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  const auditpipe::Stats s{};
+  // The same set, in another order.
+  std::string message =
+      page_refusal({{s, {{"logger", "a"}, {"db", "x"}}}, {s, {{"db", "x"}, {"logger", "a"}}}});
+  EXPECT_NE(message.find("loggers 0 and 1 both have"), std::string::npos) << message;
+  EXPECT_NE(message.find("distinct label set"), std::string::npos) << message;
+  // Two loggers without labels collide as well.
+  message = page_refusal({{s, {}}, {s, {}}});
+  EXPECT_NE(message.find("no labels"), std::string::npos) << message;
+  // Each logger's labels are checked as to_prometheus(stats, labels) checks them.
+  message = page_refusal({{s, {{"logger", "a"}}}, {s, {{"le", "b"}}}});
+  EXPECT_NE(message.find("label 'le'"), std::string::npos) << message;
+  EXPECT_EQ(page_refusal({{s, {{"logger", "a"}}}, {s, {{"logger", "b"}}}}), "");
+  EXPECT_EQ(page_refusal({}), "");
+}
+
 // Bucket bounds and sums are the decimals they stand for: 2^k - 1 raw
 // units (255 us is 0.000255 s), never a double's binary neighbour
 // (0.00025499999999999996) or an exponent.
