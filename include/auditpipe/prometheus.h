@@ -22,13 +22,14 @@
 
 namespace auditpipe {
 
+/// Labels added to every series of a page: name, value pairs.
 using MetricLabels = std::vector<std::pair<std::string, std::string>>;
 
-// Throws auditpipe::error if a label name is not a valid Prometheus label
-// name.
+/// Throws auditpipe::error if a label name is not a valid Prometheus label
+/// name.
 AUDITPIPE_EXPORT std::string to_prometheus(const Stats& stats, const MetricLabels& labels = {});
 
-// A one-line summary of the stats, as the periodic log line has it.
+/// A one-line summary of the stats, as the periodic log line has it.
 AUDITPIPE_EXPORT std::string summary_line(const Stats& stats);
 
 }  // namespace auditpipe
