@@ -83,9 +83,9 @@ fi
 rm -rf "$work"
 mkdir -p "$work/blocks" "$work/project"
 
-# Every ```cpp block, its first line's number and the marker before it.
+# Every ```cpp (or c++, cxx) block, its first line's number and the marker before it.
 awk -v out="$work/blocks" '
-  /^```cpp[[:space:]]*$/ && !inside {
+  /^```(cpp|c\+\+|cxx)[[:space:]]*$/ && !inside {
     inside = 1; n++; file = sprintf("%s/%02d.cpp", out, n)
     printf "" > file
     print NR + 1 > sprintf("%s/%02d.line", out, n)
