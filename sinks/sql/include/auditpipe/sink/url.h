@@ -71,8 +71,9 @@ AUDITPIPE_EXPORT Url parse_sink_url(std::string_view text,
 /// Throws auditpipe::error: `message`, then "; the accepted form is " and
 /// `form`, with whatever in `text` could be a password masked in the whole
 /// (a password may equal a word of the form, "user" or "host").
-[[noreturn]] void throw_with_accepted_form(std::string_view text, const std::string& message,
-                                           std::string_view form);
+[[noreturn]] AUDITPIPE_EXPORT void throw_with_accepted_form(std::string_view text,
+                                                            const std::string& message,
+                                                            std::string_view form);
 
 /// parse() (a call of parse_sink_url for `text`); its auditpipe::error ends
 /// in the URL form the sink accepts ("...; the accepted form is mysql://...").
