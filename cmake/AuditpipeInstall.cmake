@@ -11,7 +11,8 @@
 #
 # Install components (cmake --install <build> --component <name>):
 #   runtime      the shared libraries (nothing in a static build)
-#   development  headers, static libraries or .so links, CMake package, .pc files
+#   development  headers, static libraries or .so links, CMake package, .pc files,
+#                the example programs' sources (share/auditpipe/examples)
 #   tools        the example programs, in ${CMAKE_INSTALL_LIBEXECDIR}/auditpipe
 include(CMakePackageConfigHelpers)
 
@@ -43,6 +44,14 @@ foreach(_component IN LISTS AUDITPIPE_COMPONENTS)
 endforeach()
 install(DIRECTORY include/ ${_headers} ${PROJECT_BINARY_DIR}/include/
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT development)
+
+# The example programs' sources, with the CMakeLists.txt that builds them
+# against the installed package (examples/CMakeLists.txt, which the build
+# tree uses too) and the allocation counter message_platform reports with.
+install(DIRECTORY examples/ DESTINATION ${CMAKE_INSTALL_DATADIR}/auditpipe/examples
+        COMPONENT development)
+install(DIRECTORY tools/alloc_counter DESTINATION ${CMAKE_INSTALL_DATADIR}/auditpipe/examples
+        COMPONENT development)
 
 # What auditpipeConfig.cmake needs to know of this build.
 set(AUDITPIPE_STATIC_LIBS ON)

@@ -87,7 +87,7 @@ if(AUDITPIPE_HAVE_METRICS_HTTP AND NOT BUILD_SHARED_LIBS)
   list(APPEND _dev_depends libcpp-httplib-dev)
 endif()
 list(JOIN _dev_depends ", " CPACK_DEBIAN_DEVELOPMENT_PACKAGE_DEPENDS)
-set(CPACK_COMPONENT_DEVELOPMENT_DESCRIPTION "${_about}\n\nThis package holds the headers, the CMake package and the pkg-config\nfiles.")
+set(CPACK_COMPONENT_DEVELOPMENT_DESCRIPTION "${_about}\n\nThis package holds the headers, the CMake package, the pkg-config\nfiles and the example programs' sources, in /usr/share/auditpipe/examples.")
 
 # Tools: the example programs, against the runtime package.
 set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME auditpipe-tools)

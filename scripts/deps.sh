@@ -22,6 +22,7 @@ packages=(
   prometheus               # promtool: checks the shipped alerting rules and the metrics page
   jq                       # a real JSON reader for the dead-letter file's test
   dpkg-dev file lintian    # the Debian packages: cpack's dpkg-shlibdeps, and their check
+  doxygen                  # the API reference (target docs), checked by the test api_docs
 )
 
 missing=()

@@ -26,6 +26,11 @@ AUDITPIPE_POSTGRES_DIR=$(mktemp -d /tmp/auditpipe-postgres.XXXXXX)
 trap './scripts/mariadb.sh destroy; ./scripts/postgres.sh destroy' EXIT
 ./scripts/mariadb.sh start
 ./scripts/postgres.sh start
+# Their URLs, for the tests that take them from the environment (the README
+# blocks that need a server: readme_snippets_servers).
+export AUDITPIPE_TEST_MYSQL_URL AUDITPIPE_TEST_POSTGRES_URL
+AUDITPIPE_TEST_MYSQL_URL=${AUDITPIPE_TEST_MYSQL_URL:-$(./scripts/mariadb.sh url)}
+AUDITPIPE_TEST_POSTGRES_URL=${AUDITPIPE_TEST_POSTGRES_URL:-$(./scripts/postgres.sh url)}
 
 # build <dir> <cmake args...> [--target t...]: configure and build one tree.
 build() {

@@ -14,3 +14,8 @@
 #include "auditpipe/table.h"
 #include "auditpipe/timestamp.h"
 #include "auditpipe/version.h"
+
+/// Asynchronous, batched audit logging into SQL databases: Logger<Record>
+/// and what it is made of (README.md). Its `internal` and `detail`
+/// namespaces are the implementation's, not API.
+namespace auditpipe {}

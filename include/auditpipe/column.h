@@ -24,6 +24,7 @@
 
 namespace auditpipe {
 
+/// The SQL-neutral type of a record column; each sink's dialect maps it to its own.
 enum class ColumnType : std::uint8_t {
   boolean,
   int8,
@@ -34,37 +35,49 @@ enum class ColumnType : std::uint8_t {
   uint16,
   uint32,
   float64,
-  timestamp,  // auditpipe::timestamp, microseconds since the epoch
-  text,       // auditpipe::fixed_string<N>, max_length = N bytes of UTF-8
+  timestamp,  ///< auditpipe::timestamp, microseconds since the epoch
+  text,       ///< auditpipe::fixed_string<N>, max_length = N bytes of UTF-8
 };
 
+/// The type's name, for messages.
 AUDITPIPE_EXPORT std::string_view to_string(ColumnType type) noexcept;
 
+/// True for the integer types (bool included).
 constexpr bool is_integer(ColumnType t) noexcept {
   return t == ColumnType::boolean || t == ColumnType::int8 || t == ColumnType::int16 ||
          t == ColumnType::int32 || t == ColumnType::int64 || t == ColumnType::uint8 ||
          t == ColumnType::uint16 || t == ColumnType::uint32;
 }
 
+/// One column of a record: its name, type and where its bytes are.
 struct AUDITPIPE_EXPORT Column {
+  /// The column's name, a plain SQL identifier.
   std::string_view name;
+  /// Its SQL-neutral type.
   ColumnType type;
-  std::uint32_t offset;      // of the member inside the record, in bytes
-  std::uint32_t size;        // sizeof the member
-  std::uint32_t max_length;  // text: capacity in bytes; otherwise 0
+  std::uint32_t offset;      ///< of the member inside the record, in bytes
+  std::uint32_t size;        ///< sizeof the member
+  std::uint32_t max_length;  ///< text: capacity in bytes; otherwise 0
 };
 
-// The names of the two columns every table gets in addition to the record's.
+/// The names of the two columns every table gets in addition to the record's.
 inline constexpr std::string_view source_id_column = "source_id";
+/// See source_id_column.
 inline constexpr std::string_view seq_column = "seq";
 
+/// A record type, type-erased: its table's name and columns, and the record's size. Built by
+/// auditpipe::table() (table.h).
 struct AUDITPIPE_EXPORT TableDescriptor {
+  /// The table's name.
   std::string_view name;
+  /// The record's columns, in declaration order (source_id and seq not among them).
   std::span<const Column> columns;
+  /// sizeof the record.
   std::uint32_t record_size;
+  /// alignof the record.
   std::uint32_t record_align;
-  // A default-constructed record: freed slots are reset to these bytes so a
-  // record never shows fields left over from an earlier one.
+  /// A default-constructed record: freed slots are reset to these bytes so a
+  /// record never shows fields left over from an earlier one.
   const std::byte* prototype;
 };
 
@@ -80,7 +93,7 @@ inline T load(const std::byte* p) noexcept {
 }
 }  // namespace detail
 
-// Integer-like columns (booleans, integers, timestamps) widened to int64.
+/// Integer-like columns (booleans, integers, timestamps) widened to int64.
 inline std::int64_t read_integer(const std::byte* record, const Column& c) noexcept {
   const std::byte* p = record + c.offset;
   switch (c.type) {
@@ -106,16 +119,19 @@ inline std::int64_t read_integer(const std::byte* record, const Column& c) noexc
   }
 }
 
+/// A float64 column's value in `record`.
 inline double read_float64(const std::byte* record, const Column& c) noexcept {
   return detail::load<double>(record + c.offset);
 }
 
+/// A text column's text in `record` (never longer than its capacity, even in a damaged record).
 inline std::string_view read_text(const std::byte* record, const Column& c) noexcept {
   std::uint32_t size = detail::load<std::uint32_t>(record + c.offset + text_layout::size_offset);
   if (size > c.max_length) size = c.max_length;  // a damaged record never reads out of bounds
   return {reinterpret_cast<const char*>(record + c.offset + text_layout::data_offset), size};
 }
 
+/// A text column's flag word (text_flags) in `record`.
 inline std::uint32_t read_text_flags(const std::byte* record, const Column& c) noexcept {
   return detail::load<std::uint32_t>(record + c.offset + text_layout::flags_offset);
 }

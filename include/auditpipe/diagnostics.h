@@ -28,22 +28,23 @@ class logger;
 
 namespace auditpipe {
 
+/// The name of auditpipe's own logger in spdlog's registry.
 inline constexpr const char* diagnostics_logger_name = "auditpipe";
 
-// The logger auditpipe's messages go to now: set_diagnostics_logger's if
-// one is set, else the registry's "auditpipe" (created if missing).
+/// The logger auditpipe's messages go to now: set_diagnostics_logger's if
+/// one is set, else the registry's "auditpipe" (created if missing).
 AUDITPIPE_EXPORT std::shared_ptr<spdlog::logger> diagnostics();
-// Sends auditpipe's messages to `logger` instead of the registry's
-// "auditpipe"; nullptr returns to the registry's.
+/// Sends auditpipe's messages to `logger` instead of the registry's
+/// "auditpipe"; nullptr returns to the registry's.
 AUDITPIPE_EXPORT void set_diagnostics_logger(std::shared_ptr<spdlog::logger> logger);
 
-// True on auditpipe's own threads (writers, connection openers). A spdlog
-// sink that feeds auditpipe uses it to keep auditpipe's diagnostics from
-// looping back into the pipeline that is reporting them.
+/// True on auditpipe's own threads (writers, connection openers). A spdlog
+/// sink that feeds auditpipe uses it to keep auditpipe's diagnostics from
+/// looping back into the pipeline that is reporting them.
 AUDITPIPE_EXPORT bool on_internal_thread() noexcept;
 
 namespace internal {
-// Marks the calling thread as one of auditpipe's own.
+/// Marks the calling thread as one of auditpipe's own.
 AUDITPIPE_EXPORT void mark_internal_thread() noexcept;
 }  // namespace internal
 

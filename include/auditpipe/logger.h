@@ -34,18 +34,22 @@
 
 namespace auditpipe {
 
+/// The front door: a typed logger of Record, which describe() and map_fields() declare (see the
+/// file's comment and table.h, mapping.h).
 template <class Record>
 class Logger {
  public:
-  // An acquired record. Commit it, or let it go out of scope to give the
-  // slot back unwritten.
+  /// An acquired record. Commit it, or let it go out of scope to give the
+  /// slot back unwritten.
   class Handle {
    public:
     Handle() = default;
+    /// Takes over other's record; other is left empty.
     Handle(Handle&& other) noexcept
         : engine_(other.engine_),
           record_(std::exchange(other.record_, nullptr)),
           status_(other.status_) {}
+    /// Gives back the record held (uncommitted), then takes over other's.
     Handle& operator=(Handle&& other) noexcept {
       if (this != &other) {
         reset();
@@ -59,21 +63,25 @@ class Logger {
     Handle& operator=(const Handle&) = delete;
     ~Handle() { reset(); }
 
+    /// True while it holds a record.
     explicit operator bool() const noexcept { return record_ != nullptr; }
+    /// The record, to fill.
     Record* operator->() const noexcept { return record_; }
+    /// The record, to fill.
     Record& operator*() const noexcept { return *record_; }
+    /// The record, or nullptr when empty.
     Record* get() const noexcept { return record_; }
-    // Why the handle is empty (Status::ok while it holds a record).
+    /// Why the handle is empty (Status::ok while it holds a record).
     Status status() const noexcept { return status_; }
 
-    // Queues the record for writing; the handle is empty afterwards.
+    /// Queues the record for writing; the handle is empty afterwards.
     Status commit() noexcept {
       if (record_ == nullptr) return Status::empty_handle;
       Record* r = std::exchange(record_, nullptr);
       return Pipeline::commit(engine_, reinterpret_cast<std::byte*>(r));
     }
 
-    // Gives the record back unwritten; the handle is empty afterwards.
+    /// Gives the record back unwritten; the handle is empty afterwards.
     void reset() noexcept {
       if (record_ != nullptr)
         Pipeline::abandon(engine_, reinterpret_cast<std::byte*>(std::exchange(record_, nullptr)));
@@ -84,21 +92,21 @@ class Logger {
     Handle(Pipeline::Engine* engine, Record* record, Status status) noexcept
         : engine_(engine), record_(record), status_(status) {}
 
-    // The engine, not the Pipeline: a Handle may outlive its Logger (then
-    // commit() returns Status::closed and letting go is safe).
+    /// The engine, not the Pipeline: a Handle may outlive its Logger (then
+    /// commit() returns Status::closed and letting go is safe).
     Pipeline::Engine* engine_ = nullptr;
     Record* record_ = nullptr;
     Status status_ = Status::empty_handle;
   };
 
-  // Opens the sink (creating or checking the table) and starts the writers.
-  // Throws auditpipe::error if the options are invalid or the sink cannot
-  // be opened.
+  /// Opens the sink (creating or checking the table) and starts the writers.
+  /// Throws auditpipe::error if the options are invalid or the sink cannot
+  /// be opened.
   explicit Logger(std::shared_ptr<Sink> sink, const Options& options = {})
       : pipeline_(descriptor_of<Record>(), std::move(sink), options) {}
 
-  // A record to fill, or an empty handle whose status() says why (the
-  // overflow policy decides what happens when the pool is full).
+  /// A record to fill, or an empty handle whose status() says why (the
+  /// overflow policy decides what happens when the pool is full).
   Handle acquire() noexcept {
     Status status = Status::ok;
     std::byte* bytes = pipeline_.acquire(&status);
@@ -106,9 +114,10 @@ class Logger {
                   bytes ? std::launder(reinterpret_cast<Record*>(bytes)) : nullptr, status);
   }
 
+  /// handle.commit().
   Status commit(Handle&& handle) noexcept { return handle.commit(); }
 
-  // Acquire, copy `source` in through its declared mapping, commit.
+  /// Acquire, copy `source` in through its declared mapping, commit.
   template <class Source>
   Status log(const Source& source) noexcept {
     static_assert(mapped<Source, Record>,
@@ -119,7 +128,7 @@ class Logger {
     return log(source, mapping_of<Source, Record>);
   }
 
-  // Acquire, copy `source` in through `mapping`, commit.
+  /// Acquire, copy `source` in through `mapping`, commit.
   template <class Source, class... Fields>
   Status log(const Source& source, const Mapping<Fields...>& mapping) noexcept {
     Status status = Status::ok;
@@ -129,20 +138,23 @@ class Logger {
     return pipeline_.commit(claim);
   }
 
-  // Waits up to `timeout` for every record committed before the call to be
-  // written. True if all were.
+  /// Waits up to `timeout` for every record committed before the call to be
+  /// written. True if all were.
   bool flush(std::chrono::milliseconds timeout) {
     return pipeline_.flush(Pipeline::clock::now() + timeout);
   }
 
-  // Stops intake and drains, for at most Options::close_timeout (or the
-  // given timeout); the report counts what could not be written.
+  /// Stops intake and drains, for at most Options::close_timeout (or the
+  /// given timeout); the report counts what could not be written.
   CloseReport close() { return close(pipeline_.options().close_timeout); }
+  /// close() with a deadline `timeout` from now instead of Options::close_timeout.
   CloseReport close(std::chrono::milliseconds timeout) {
     return pipeline_.close(Pipeline::clock::now() + timeout);
   }
 
+  /// A snapshot of the counters, gauges and histograms (see Stats).
   Stats stats() const { return pipeline_.stats(); }
+  /// The options it was made with.
   const Options& options() const noexcept { return pipeline_.options(); }
 
  private:

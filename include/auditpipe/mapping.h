@@ -56,7 +56,7 @@ constexpr bool assignable_field() {
   }
 }
 
-// The copy of one value into one record field.
+/// The copy of one value into one record field.
 template <class D, class S>
 inline void assign_field(D& dst, const S& src) noexcept {
   if constexpr (is_fixed_string<D>::value) {
@@ -82,15 +82,20 @@ inline void assign_field(D& dst, const S& src) noexcept {
 
 }  // namespace detail
 
-// Copies src.*from into record.*to.
+/// Copies src.*from into record.*to.
 template <class Src, class SrcMember, class Dst, class DstMember>
 struct Field {
+  /// The source object's member.
   SrcMember Src::*from;
+  /// The record's member.
   DstMember Dst::*to;
 
+  /// record.*to = src.*from, converted as the field's type says.
   void apply(const Src& src, Dst& dst) const noexcept { detail::assign_field(dst.*to, src.*from); }
 };
 
+/// A Field copying src.*from into record.*to; a compile error names the mismatch when the member
+/// types cannot be mapped.
 template <class Src, class SrcMember, class Dst, class DstMember>
 constexpr Field<Src, SrcMember, Dst, DstMember> field(SrcMember Src::*from, DstMember Dst::*to) {
   static_assert(detail::assignable_field<DstMember, SrcMember>(),
@@ -101,19 +106,23 @@ constexpr Field<Src, SrcMember, Dst, DstMember> field(SrcMember Src::*from, DstM
   return {from, to};
 }
 
-// Sets record.*to from a function of the whole source object (a derived or
-// computed value, e.g. a status name looked up in a static table).
+/// Sets record.*to from a function of the whole source object (a derived or
+/// computed value, e.g. a status name looked up in a static table).
 template <class Dst, class DstMember, class Fn>
 struct ComputedField {
+  /// The record's member.
   DstMember Dst::*to;
+  /// Computes the value from the source object.
   Fn fn;
 
+  /// record.*to = fn(src).
   template <class Src>
   void apply(const Src& src, Dst& dst) const noexcept {
     detail::assign_field(dst.*to, fn(src));
   }
 };
 
+/// A ComputedField setting record.*to to fn(source).
 template <class Dst, class DstMember, class Fn>
 constexpr ComputedField<Dst, DstMember, Fn> compute(DstMember Dst::*to, Fn fn) {
   return {to, fn};
@@ -128,35 +137,39 @@ struct now_fn {
 };
 }  // namespace detail
 
-// Sets record.*to to the time of the copy (timestamp::fast_now(): a cycle
-// count the writer turns into wall time before the record reaches a sink).
+/// Sets record.*to to the time of the copy (timestamp::fast_now(): a cycle
+/// count the writer turns into wall time before the record reaches a sink).
 template <class Dst>
 constexpr ComputedField<Dst, timestamp, detail::now_fn> stamp_now(timestamp Dst::*to) {
   return {to, detail::now_fn{}};
 }
 
-// An ordered list of fields, applied in order.
+/// An ordered list of fields, applied in order.
 template <class... Fields>
 struct Mapping {
+  /// The fields, in order.
   std::tuple<Fields...> fields;
 
+  /// Applies every field to the record, in order.
   template <class Src, class Dst>
   void apply(const Src& src, Dst& dst) const noexcept {
     std::apply([&](const auto&... f) { (f.apply(src, dst), ...); }, fields);
   }
 };
 
+/// The Mapping of these fields, for map_fields().
 template <class... Fields>
 constexpr Mapping<Fields...> mapping(Fields... fields) {
   return {std::tuple<Fields...>(fields...)};
 }
 
-// Whether map_fields(type_tag<Src>, type_tag<Record>) is declared.
+/// Whether map_fields(type_tag<Src>, type_tag<Record>) is declared.
 template <class Src, class Record>
 concept mapped = requires {
   map_fields(type_tag<Src>{}, type_tag<Record>{});
 };
 
+/// The mapping map_fields() declares for Src onto Record (what Logger::log(source) uses).
 template <class Src, class Record>
 inline constexpr auto mapping_of = map_fields(type_tag<Src>{}, type_tag<Record>{});
 

@@ -27,73 +27,86 @@
 
 namespace auditpipe {
 
-class Sink;  // auditpipe/sink/sink.h: where batches go
+class Sink;  ///< auditpipe/sink/sink.h: where batches go
 namespace internal {
-struct Producer;  // a thread's record source (opaque here)
+struct Producer;  ///< a thread's record source (opaque here)
 }  // namespace internal
 
+/// The compiled engine under Logger<Record>: record pool, queue, writers, spill and stats, over a
+/// TableDescriptor. Logger is the way to use it.
 class AUDITPIPE_EXPORT Pipeline {
  public:
+  /// The clock of deadlines.
   using clock = std::chrono::steady_clock;
 
-  // How long close() waits for records that are acquired but not yet
-  // committed (a log() in progress takes nanoseconds; a Handle the
-  // application holds may never be committed).
+  /// How long close() waits for records that are acquired but not yet
+  /// committed (a log() in progress takes nanoseconds; a Handle the
+  /// application holds may never be committed).
   static constexpr std::chrono::milliseconds uncommitted_grace{100};
 
-  // Validates the options, opens the sink (which creates or checks the
-  // table) and starts the writers. Throws auditpipe::error on any problem,
-  // before a single record is accepted.
+  /// Validates the options, opens the sink (which creates or checks the
+  /// table) and starts the writers. Throws auditpipe::error on any problem,
+  /// before a single record is accepted.
   Pipeline(const TableDescriptor& table, std::shared_ptr<Sink> sink, const Options& options);
-  // Closes with Options::close_timeout if close() was not called.
+  /// Closes with Options::close_timeout if close() was not called.
   ~Pipeline();
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
 
-  // A record slot to fill (holding the prototype's bytes), or nullptr with
-  // the reason in *status.
+  /// A record slot to fill (holding the prototype's bytes), or nullptr with
+  /// the reason in *status.
   std::byte* acquire(Status* status) noexcept;
-  // Stamps (source_id, seq) and queues the record for writing.
+  /// Stamps (source_id, seq) and queues the record for writing.
   Status commit(std::byte* record) noexcept;
-  // Gives back an acquired record without writing it.
+  /// Gives back an acquired record without writing it.
   void abandon(std::byte* record) noexcept;
 
-  // acquire() and commit() for a caller that does both on one thread in
-  // one call (Logger::log): the thread's record source found by the
-  // acquire travels to the commit, which then does not look it up again.
-  // A Claim must not cross threads; a record that may (Logger::Handle)
-  // goes through acquire()/commit().
+  /// acquire() and commit() for a caller that does both on one thread in
+  /// one call (Logger::log): the thread's record source found by the
+  /// acquire travels to the commit, which then does not look it up again.
+  /// A Claim must not cross threads; a record that may (Logger::Handle)
+  /// goes through acquire()/commit().
   struct Claim {
+    /// The slot to fill.
     std::byte* record;
+    /// The calling thread's record source.
     internal::Producer* source;
   };
+  /// acquire(), remembering the thread's record source for commit(const Claim&).
   Claim claim(Status* status) noexcept;
+  /// commit() of a claimed record.
   Status commit(const Claim& claim) noexcept;
 
-  // The engine a record came from, for holders of records (Logger::Handle)
-  // that may outlive this Pipeline; commit/abandon through it stay valid
-  // while the record is held.
+  /// The engine a record came from, for holders of records (Logger::Handle)
+  /// that may outlive this Pipeline; commit/abandon through it stay valid
+  /// while the record is held.
   class Engine;
+  /// This pipeline's engine.
   Engine* engine() const noexcept { return engine_; }
+  /// commit() through an engine (safe after the Pipeline is gone: Status::closed).
   static Status commit(Engine* engine, std::byte* record) noexcept;
+  /// abandon() through an engine (safe after the Pipeline is gone).
   static void abandon(Engine* engine, std::byte* record) noexcept;
 
-  // Waits until every record committed before the call is written (or
-  // refused by the sink), or until `deadline`. True if all were.
+  /// Waits until every record committed before the call is written (or
+  /// refused by the sink), or until `deadline`. True if all were.
   bool flush(clock::time_point deadline);
-  // Stops intake, drains until `deadline`, stops the writers and closes the
-  // sink. What could not be written is counted in the report. Records still
-  // being filled are waited for up to uncommitted_grace, then reported as
-  // uncommitted (and abandoned). Safe to call twice (the second call returns
-  // the first report).
+  /// Stops intake, drains until `deadline`, stops the writers and closes the
+  /// sink. What could not be written is counted in the report. Records still
+  /// being filled are waited for up to uncommitted_grace, then reported as
+  /// uncommitted (and abandoned). Safe to call twice (the second call returns
+  /// the first report).
   CloseReport close(clock::time_point deadline);
 
+  /// A snapshot of the counters, gauges and histograms.
   Stats stats() const;
+  /// The record type's descriptor.
   const TableDescriptor& table() const noexcept;
+  /// The options it was made with (validated, defaults filled in).
   const Options& options() const noexcept;
 
  private:
-  Engine* engine_;  // owned: freed by the destructor, or by the last held record
+  Engine* engine_;  ///< owned: freed by the destructor, or by the last held record
 };
 
 }  // namespace auditpipe

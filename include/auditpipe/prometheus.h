@@ -30,25 +30,26 @@
 
 namespace auditpipe {
 
+/// Labels added to every series of a page: name, value pairs.
 using MetricLabels = std::vector<std::pair<std::string, std::string>>;
 
-// One logger's stats and the labels that tell its series from another's.
+/// One logger's stats and the labels that tell its series from another's.
 struct LabeledStats {
-  Stats stats;
-  MetricLabels labels;
+  Stats stats;          ///< the logger's stats, as Logger::stats() returns them
+  MetricLabels labels;  ///< added to each of its series
 };
 
-// Throws auditpipe::error if a label name is not a valid Prometheus label
-// name, is reserved or given twice, or a value is not valid UTF-8.
+/// Throws auditpipe::error if a label name is not a valid Prometheus label
+/// name, is reserved or given twice, or a value is not valid UTF-8.
 AUDITPIPE_EXPORT std::string to_prometheus(const Stats& stats, const MetricLabels& labels = {});
 
-// Every logger's series on one page, families in the single-logger order.
-// Throws auditpipe::error as above for any logger's labels, and when two
-// loggers have the same label set (in any order; two loggers without labels
-// included): their series would collide, and Prometheus refuses the page.
+/// Every logger's series on one page, families in the single-logger order.
+/// Throws auditpipe::error as above for any logger's labels, and when two
+/// loggers have the same label set (in any order; two loggers without labels
+/// included): their series would collide, and Prometheus refuses the page.
 AUDITPIPE_EXPORT std::string to_prometheus(const std::vector<LabeledStats>& loggers);
 
-// A one-line summary of the stats, as the periodic log line has it.
+/// A one-line summary of the stats, as the periodic log line has it.
 AUDITPIPE_EXPORT std::string summary_line(const Stats& stats);
 
 }  // namespace auditpipe

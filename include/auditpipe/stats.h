@@ -12,29 +12,33 @@
 
 namespace auditpipe {
 
-// A sink's connection pool (see auditpipe/sink/connection_pool.h), as
-// stats() reports it.
+/// A sink's connection pool (see auditpipe/sink/connection_pool.h), as
+/// stats() reports it.
 struct AUDITPIPE_EXPORT ConnectionPoolStats {
-  std::size_t active = 0;   // lent out
-  std::size_t idle = 0;     // open, waiting to be lent
-  std::size_t waiting = 0;  // borrowers waiting for a connection
-  std::size_t opening = 0;  // connects in flight
+  std::size_t active = 0;   ///< lent out
+  std::size_t idle = 0;     ///< open, waiting to be lent
+  std::size_t waiting = 0;  ///< borrowers waiting for a connection
+  std::size_t opening = 0;  ///< connects in flight
+  /// Connections opened.
   std::uint64_t created = 0;
-  std::uint64_t closed = 0;            // counted once the close has finished
-  std::uint64_t timeouts = 0;          // acquire() calls that gave up
-  std::uint64_t connect_failures = 0;  // factory calls that threw
-  std::uint64_t validations = 0;       // pings on lease
+  std::uint64_t closed = 0;            ///< counted once the close has finished
+  std::uint64_t timeouts = 0;          ///< acquire() calls that gave up
+  std::uint64_t connect_failures = 0;  ///< factory calls that threw
+  std::uint64_t validations = 0;       ///< pings on lease
+  /// Leases held longer than the leak detection threshold.
   std::uint64_t leaks_reported = 0;
-  HistogramSnapshot wait_ns;  // time in acquire()
+  HistogramSnapshot wait_ns;  ///< time in acquire()
+  /// The last failed connect's message (never a password).
   std::string last_connect_error;
 };
 
-// Whether the database is taking writes.
+/// Whether the database is taking writes.
 enum class Health {
-  ok,        // the last write succeeded and nothing waits in the spill directory
-  degraded,  // writes are failing and being retried, or spilled records wait for replay
-  down,      // writes have failed several times in a row, or cannot succeed as configured
+  ok,        ///< the last write succeeded and nothing waits in the spill directory
+  degraded,  ///< writes are failing and being retried, or spilled records wait for replay
+  down,      ///< writes have failed several times in a row, or cannot succeed as configured
 };
+/// The state's name (ok, degraded, down).
 AUDITPIPE_EXPORT std::string_view to_string(Health health) noexcept;
 
 // Every counter of Stats, one line each: X(field, Prometheus name, meaning).
@@ -86,63 +90,65 @@ AUDITPIPE_EXPORT std::string_view to_string(Health health) noexcept;
     "Failed sink writes (each retried or split).")                                                \
   X(retries, "auditpipe_write_retries_total", "Sink writes that repeated a failed one.")
 
-// Every record a producer offers ends up in exactly one of: written,
-// spilled (and later replayed), dropped, timed_out, pool_exhausted,
-// abandoned, rejected_by_sink, or (only when close() ran out of time and
-// there was no spill directory) unwritten.
+/// Every record a producer offers ends up in exactly one of: written,
+/// spilled (and later replayed), dropped, timed_out, pool_exhausted,
+/// abandoned, rejected_by_sink, or (only when close() ran out of time and
+/// there was no spill directory) unwritten.
 struct AUDITPIPE_EXPORT Stats {
-  std::uint64_t committed = 0;  // commit() returned Status::ok
+  std::uint64_t committed = 0;  ///< commit() returned Status::ok
 #define AUDITPIPE_STATS_FIELD(field, metric, meaning) std::uint64_t field = 0;
   AUDITPIPE_STATS_COUNTERS(AUDITPIPE_STATS_FIELD)
 #undef AUDITPIPE_STATS_FIELD
 
+  /// Whether the database is taking writes (see Health).
   Health health = Health::ok;
-  // Why health is not ok: the last failed write's message (never a
-  // password), how long nothing was stored, or that records wait in the
-  // spill directory; empty while health is ok.
+  /// Why health is not ok: the last failed write's message (never a
+  /// password), how long nothing was stored, or that records wait in the
+  /// spill directory; empty while health is ok.
   std::string health_reason;
 
-  // Gauges.
+  /// Gauges.
   std::uint64_t pool_capacity = 0;
-  std::uint64_t pool_in_use = 0;  // filling, queued or being written
-  // Free slots parked in producer threads' magazines (taken back whenever
-  // another thread would otherwise wait or drop).
+  std::uint64_t pool_in_use = 0;  ///< filling, queued or being written
+  /// Free slots parked in producer threads' magazines (taken back whenever
+  /// another thread would otherwise wait or drop).
   std::uint64_t pool_cached = 0;
-  std::uint64_t spill_bytes = 0;    // in the spill directory now
-  std::uint64_t spill_records = 0;  // in the spill directory now, waiting to be written
-  // Options::max_wait, for comparing producer_wait_ns with (an alert on
-  // waits near it needs both).
+  std::uint64_t spill_bytes = 0;    ///< in the spill directory now
+  std::uint64_t spill_records = 0;  ///< in the spill directory now, waiting to be written
+  /// Options::max_wait, for comparing producer_wait_ns with (an alert on
+  /// waits near it needs both).
   std::uint64_t max_wait_ns = 0;
 
-  // The sink's connection pool, if it has one.
+  /// The sink's connection pool, if it has one.
   std::optional<ConnectionPoolStats> connection_pool;
 
-  HistogramSnapshot batch_size;        // records per successful write
-  HistogramSnapshot write_latency_us;  // duration of successful writes
-  HistogramSnapshot producer_wait_ns;  // time blocked in acquire(), blocked ones only
+  HistogramSnapshot batch_size;        ///< records per successful write
+  HistogramSnapshot write_latency_us;  ///< duration of successful writes
+  HistogramSnapshot producer_wait_ns;  ///< time blocked in acquire(), blocked ones only
 };
 
-// What close() achieved.
+/// What close() achieved.
 struct AUDITPIPE_EXPORT CloseReport {
-  // Every committed record was written (or refused by the sink), and the
-  // spill directory is empty: nothing is left anywhere.
+  /// Every committed record was written (or refused by the sink), and the
+  /// spill directory is empty: nothing is left anywhere.
   bool drained = false;
-  std::uint64_t spilled = 0;  // unwritten at the deadline, moved to the spill directory
-  // Records in the spill directory when close() returned: those it spilled
-  // plus any spilled earlier and not yet replayed. The next logger on the
-  // directory writes them first.
+  std::uint64_t spilled = 0;  ///< unwritten at the deadline, moved to the spill directory
+  /// Records in the spill directory when close() returned: those it spilled
+  /// plus any spilled earlier and not yet replayed. The next logger on the
+  /// directory writes them first.
   std::uint64_t on_disk = 0;
-  // Committed records not known to be stored at the deadline and kept
-  // nowhere else (a durable pool keeps them for the next start). A write
-  // in flight when the deadline cancelled it may still have been stored by
-  // the server: those are counted here too, and any later copy of them
-  // (from a durable pool) is skipped by its key.
+  /// Committed records not known to be stored at the deadline and kept
+  /// nowhere else (a durable pool keeps them for the next start). A write
+  /// in flight when the deadline cancelled it may still have been stored by
+  /// the server: those are counted here too, and any later copy of them
+  /// (from a durable pool) is skipped by its key.
   std::uint64_t unwritten = 0;
-  // Records acquired but still not committed when close() stopped waiting
-  // for them (Handles held by the application): counted in stats.abandoned;
-  // a later commit() of one returns Status::closed. close() waits for such
-  // records only briefly (Pipeline::uncommitted_grace), not to its deadline.
+  /// Records acquired but still not committed when close() stopped waiting
+  /// for them (Handles held by the application): counted in stats.abandoned;
+  /// a later commit() of one returns Status::closed. close() waits for such
+  /// records only briefly (Pipeline::uncommitted_grace), not to its deadline.
   std::uint64_t uncommitted = 0;
+  /// The logger's stats when close() returned.
   Stats stats;
 };
 

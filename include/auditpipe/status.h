@@ -9,32 +9,33 @@
 
 namespace auditpipe {
 
-// What happened to one record offered by a producer.
+/// What happened to one record offered by a producer.
 enum class Status {
-  ok,              // committed: it will be written or reported by close()
-  timed_out,       // Overflow::block: no slot freed up within max_wait
-  dropped,         // Overflow::drop: the pool was full
-  pool_exhausted,  // Overflow::fail: the pool was full
-  closed,          // the logger is closed or closing
-  empty_handle,    // commit() of a handle that holds no record
+  ok,              ///< committed: it will be written or reported by close()
+  timed_out,       ///< Overflow::block: no slot freed up within max_wait
+  dropped,         ///< Overflow::drop: the pool was full
+  pool_exhausted,  ///< Overflow::fail: the pool was full
+  closed,          ///< the logger is closed or closing
+  empty_handle,    ///< commit() of a handle that holds no record
 };
 
+/// The status's name, for messages.
 AUDITPIPE_EXPORT std::string_view to_string(Status status) noexcept;
 
-// Thrown for errors found when a logger or sink is set up: a malformed URL,
-// an unreachable database, a table whose columns do not match. Never thrown
-// on the producer path.
+/// Thrown for errors found when a logger or sink is set up: a malformed URL,
+/// an unreachable database, a table whose columns do not match. Never thrown
+/// on the producer path.
 class AUDITPIPE_EXPORT error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
 
-// The database could not be reached at all (refused, timed out, no route):
-// nothing is known about its configuration yet. A logger whose records have
-// somewhere to wait (a spill directory or a durable pool, or
-// Options::start_while_unreachable) starts anyway and connects later; any
-// other error (a bad URL, wrong credentials, an unknown database, a table of
-// the wrong shape) is thrown as plain `error`.
+/// The database could not be reached at all (refused, timed out, no route):
+/// nothing is known about its configuration yet. A logger whose records have
+/// somewhere to wait (a spill directory or a durable pool, or
+/// Options::start_while_unreachable) starts anyway and connects later; any
+/// other error (a bad URL, wrong credentials, an unknown database, a table of
+/// the wrong shape) is thrown as plain `error`.
 class AUDITPIPE_EXPORT unreachable : public error {
  public:
   using error::error;

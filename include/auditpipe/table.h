@@ -34,8 +34,8 @@
 
 namespace auditpipe {
 
-// Names a type in an overload of describe() / mapping functions, found by
-// argument-dependent lookup in the type's own namespace.
+/// Names a type in an overload of describe() / mapping functions, found by
+/// argument-dependent lookup in the type's own namespace.
 template <class T>
 struct type_tag {};
 
@@ -44,8 +44,8 @@ template <class>
 inline constexpr bool always_false = false;
 }  // namespace detail
 
-// What a member type becomes as a column. The primary template is the error
-// for every type auditpipe does not store.
+/// What a member type becomes as a column. The primary template is the error
+/// for every type auditpipe does not store.
 template <class M>
 struct column_traits {
   static_assert(detail::always_false<M>,
@@ -54,12 +54,13 @@ struct column_traits {
                 "auditpipe::fixed_string<N> (no pointers, std::string or containers: records "
                 "are fixed-size and trivially copyable).");
 };
-// Integers of every width; only 64-bit unsigned is refused.
+/// Integers of every width; only 64-bit unsigned is refused.
 template <class M>
 requires(std::is_integral_v<M> && !std::is_same_v<M, bool>) struct column_traits<M> {
   static_assert(std::is_signed_v<M> || sizeof(M) < 8,
                 "auditpipe: 64-bit unsigned columns are not supported because SQL BIGINT is "
                 "signed in SQLite and PostgreSQL; use std::int64_t.");
+  /// The column type of M.
   static constexpr ColumnType type = std::is_signed_v<M> ? (sizeof(M) == 1   ? ColumnType::int8
                                                             : sizeof(M) == 2 ? ColumnType::int16
                                                             : sizeof(M) == 4 ? ColumnType::int32
@@ -67,6 +68,7 @@ requires(std::is_integral_v<M> && !std::is_same_v<M, bool>) struct column_traits
                                                          : (sizeof(M) == 1   ? ColumnType::uint8
                                                             : sizeof(M) == 2 ? ColumnType::uint16
                                                                              : ColumnType::uint32);
+  /// 0: not text.
   static constexpr std::uint32_t max_length = 0;
 };
 
@@ -81,9 +83,12 @@ AUDITPIPE_DETAIL_SCALAR(double, float64);
 AUDITPIPE_DETAIL_SCALAR(timestamp, timestamp);
 #undef AUDITPIPE_DETAIL_SCALAR
 
+/// Text columns: fixed_string<N>.
 template <std::size_t N>
 struct column_traits<fixed_string<N>> {
+  /// ColumnType::text.
   static constexpr ColumnType type = ColumnType::text;
+  /// N bytes.
   static constexpr std::uint32_t max_length = static_cast<std::uint32_t>(N);
 };
 
@@ -97,8 +102,8 @@ struct member_pointer<M C::*> {
   using member_type = M;
 };
 
-// Called only when a check fails during constant evaluation: being
-// non-constexpr, it makes the compiler stop and print its name.
+/// Called only when a check fails during constant evaluation: being
+/// non-constexpr, it makes the compiler stop and print its name.
 void auditpipe_error_column_name_is_not_a_plain_sql_identifier();
 void auditpipe_error_table_name_is_not_a_plain_sql_identifier();
 void auditpipe_error_column_names_must_be_unique();
@@ -140,13 +145,17 @@ consteval Column make_column(std::string_view name, std::size_t offset) {
 
 }  // namespace detail
 
-// A record type's table: its name and its columns, as compile-time values.
+/// A record type's table: its name and its columns, as compile-time values.
 template <class Record, std::size_t N>
 struct Table {
+  /// The table's name.
   std::string_view name;
+  /// Its columns, in declaration order.
   std::array<Column, N> columns;
 };
 
+/// The table of Record, from its name and AUDITPIPE_COLUMN(Record, member)s, checked at compile
+/// time (types, names, duplicates, reserved names); what describe() returns.
 template <class Record, class... Columns>
 consteval Table<Record, sizeof...(Columns)> table(std::string_view name, Columns... columns) {
   static_assert(std::is_trivially_copyable_v<Record>,
@@ -177,13 +186,13 @@ consteval Table<Record, sizeof...(Columns)> table(std::string_view name, Columns
   return t;
 }
 
-// Whether a record type has a describe() overload.
+/// Whether a record type has a describe() overload.
 template <class Record>
 concept described = requires {
   describe(type_tag<Record>{});
 };
 
-// The compile-time table of a described record type.
+/// The compile-time table of a described record type.
 template <class Record>
 inline constexpr auto table_of = describe(type_tag<Record>{});
 
@@ -192,7 +201,7 @@ template <class Record>
 inline const Record prototype_of{};
 }  // namespace detail
 
-// The type-erased descriptor of a described record type; one per type.
+/// The type-erased descriptor of a described record type; one per type.
 template <class Record>
 const TableDescriptor& descriptor_of() {
   static_assert(described<Record>,

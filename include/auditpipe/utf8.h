@@ -18,20 +18,20 @@
 
 namespace auditpipe {
 
-// True if `text` is well-formed UTF-8 (no overlongs, no surrogates, nothing
-// above U+10FFFF).
+/// True if `text` is well-formed UTF-8 (no overlongs, no surrogates, nothing
+/// above U+10FFFF).
 AUDITPIPE_EXPORT bool is_valid_utf8(std::string_view text) noexcept;
 
-// Replaces each ill-formed subsequence of data[0, size) with U+FFFD, in
-// place, within `capacity` bytes (cutting at a character boundary when the
-// replacements do not fit). Returns the new size. `truncated`, if given, is
-// set when text had to be cut.
+/// Replaces each ill-formed subsequence of data[0, size) with U+FFFD, in
+/// place, within `capacity` bytes (cutting at a character boundary when the
+/// replacements do not fit). Returns the new size. `truncated`, if given, is
+/// set when text had to be cut.
 AUDITPIPE_EXPORT std::size_t repair_utf8(char* data, std::size_t size, std::size_t capacity,
                                          bool* truncated = nullptr) noexcept;
 
-// Replaces each NUL byte of data[0, size) with U+FFFD, in place, within
-// `capacity` bytes (cut at a character boundary if it no longer fits).
-// Returns the new size; `truncated` as for repair_utf8.
+/// Replaces each NUL byte of data[0, size) with U+FFFD, in place, within
+/// `capacity` bytes (cut at a character boundary if it no longer fits).
+/// Returns the new size; `truncated` as for repair_utf8.
 AUDITPIPE_EXPORT std::size_t replace_nul(char* data, std::size_t size, std::size_t capacity,
                                          bool* truncated = nullptr) noexcept;
 

@@ -6,12 +6,21 @@
 #         [-DRUN=<program>|<arg>...]        what to run, in the consumer's build tree
 #                                           (default: ./consumer)
 #         [-DEXPECT_CONFIGURE_ERROR=<regex>] the configure must fail with this message
+#         [-DCONSUMER_IN_PREFIX=ON]          CONSUMER_SOURCE_DIR is relative to the
+#                                           installed prefix (a project the package ships)
+#         [-DEXPECT_PROGRAMS=<program>|...]  the build must make these programs
 #         -P check.cmake
 file(REMOVE_RECURSE ${WORK_DIR})
 execute_process(COMMAND ${CMAKE_COMMAND} --install ${AUDITPIPE_BINARY_DIR} --prefix ${WORK_DIR}/prefix
                 OUTPUT_QUIET RESULT_VARIABLE rc)
 if(rc)
   message(FATAL_ERROR "install failed: ${rc}")
+endif()
+if(CONSUMER_IN_PREFIX)
+  set(CONSUMER_SOURCE_DIR ${WORK_DIR}/prefix/${CONSUMER_SOURCE_DIR})
+  if(NOT EXISTS ${CONSUMER_SOURCE_DIR}/CMakeLists.txt)
+    message(FATAL_ERROR "the installation has no ${CONSUMER_SOURCE_DIR}/CMakeLists.txt")
+  endif()
 endif()
 string(REPLACE "|" ";" args "${CONSUMER_ARGS}")
 execute_process(COMMAND ${CMAKE_COMMAND} -S ${CONSUMER_SOURCE_DIR} -B ${WORK_DIR}/build
@@ -35,6 +44,13 @@ execute_process(COMMAND ${CMAKE_COMMAND} --build ${WORK_DIR}/build RESULT_VARIAB
 if(rc)
   message(FATAL_ERROR "building the consumer failed: ${rc}")
 endif()
+string(REPLACE "|" ";" expected "${EXPECT_PROGRAMS}")
+foreach(program IN LISTS expected)
+  if(NOT EXISTS ${WORK_DIR}/build/${program})
+    message(FATAL_ERROR "the consumer's build made no ${program}")
+  endif()
+  message(STATUS "built ${program}")
+endforeach()
 if(NOT DEFINED RUN)
   set(RUN consumer)
 endif()

@@ -20,88 +20,105 @@
 
 namespace auditpipe {
 
-// One committed record: its identity and its bytes (laid out as the
-// descriptor says).
+/// One committed record: its identity and its bytes (laid out as the
+/// descriptor says).
 struct AUDITPIPE_EXPORT RecordRef {
+  /// The producer source that committed it.
   std::int64_t source_id;
+  /// Its number within that source, dense from 0.
   std::int64_t seq;
+  /// The record's bytes.
   const std::byte* data;
 };
 
+/// Records for one write: the table they belong to and their references.
 struct AUDITPIPE_EXPORT Batch {
+  /// The table all records belong to.
   const TableDescriptor& table;
+  /// The records, in commit order per source.
   std::span<const RecordRef> records;
 };
 
+/// What a Sink::write() achieved; the writer retries, splits or gives up by its kind.
 struct AUDITPIPE_EXPORT WriteResult {
+  /// How a write ended.
   enum class Kind {
-    ok,         // every record is stored (or was already: a retried batch)
-    transient,  // nothing can be assumed stored; retry the same batch later
-    rejected,   // the target refuses the data itself; retrying will not help
-    // Nothing stored, and no retry can succeed until someone changes the
-    // target's configuration (a missing privilege, a dropped table): the
-    // writer keeps the batch and retries at its slowest, with health `down`
-    // and this message as the reason, instead of retrying quietly.
+    ok,         ///< every record is stored (or was already: a retried batch)
+    transient,  ///< nothing can be assumed stored; retry the same batch later
+    rejected,   ///< the target refuses the data itself; retrying will not help
+    /// Nothing stored, and no retry can succeed until someone changes the
+    /// target's configuration (a missing privilege, a dropped table): the
+    /// writer keeps the batch and retries at its slowest, with health `down`
+    /// and this message as the reason, instead of retrying quietly.
     permanent,
   };
+  /// How the write ended.
   Kind kind = Kind::ok;
+  /// Why it failed (never a password); empty on success.
   std::string message;
 
+  /// Everything stored.
   static WriteResult success() { return {}; }
+  /// Kind::transient with its reason.
   static WriteResult transient_error(std::string message) {
     return {Kind::transient, std::move(message)};
   }
+  /// Kind::rejected with the target's reason.
   static WriteResult rejection(std::string message) { return {Kind::rejected, std::move(message)}; }
+  /// Kind::permanent with its reason.
   static WriteResult permanent_error(std::string message) {
     return {Kind::permanent, std::move(message)};
   }
+  /// True for Kind::ok.
   bool ok() const noexcept { return kind == Kind::ok; }
 };
 
-// What a sink is told about the pipeline it serves.
+/// What a sink is told about the pipeline it serves.
 struct AUDITPIPE_EXPORT SinkContext {
-  unsigned writers = 1;  // threads that may call write() at once
+  unsigned writers = 1;  ///< threads that may call write() at once
 };
 
+/// Where batches go: the interface every sink (SQL or not) implements. The writers call it;
+/// applications only pass one to a Logger.
 class AUDITPIPE_EXPORT Sink {
  public:
   virtual ~Sink() = default;
 
-  // Prepares the target for records of `table` (creating or checking the
-  // table, opening connections). Called once, before any write. Throws
-  // auditpipe::error with a message naming the problem; the logger then
-  // fails to start. Throws auditpipe::unreachable when the target cannot be
-  // reached at all: if the logger starts anyway (Options::
-  // start_while_unreachable), the sink must then be usable: write() keeps
-  // trying to reach it (a transient failure until it can), and prepares the
-  // table at first contact (a wrong table is then a permanent failure).
+  /// Prepares the target for records of `table` (creating or checking the
+  /// table, opening connections). Called once, before any write. Throws
+  /// auditpipe::error with a message naming the problem; the logger then
+  /// fails to start. Throws auditpipe::unreachable when the target cannot be
+  /// reached at all: if the logger starts anyway (Options::
+  /// start_while_unreachable), the sink must then be usable: write() keeps
+  /// trying to reach it (a transient failure until it can), and prepares the
+  /// table at first contact (a wrong table is then a permanent failure).
   virtual void open(const TableDescriptor& table, const SinkContext& context) = 0;
 
-  // Writes one batch as one unit. A batch may be offered again after a
-  // transient failure, so writing must be idempotent on (source_id, seq).
+  /// Writes one batch as one unit. A batch may be offered again after a
+  /// transient failure, so writing must be idempotent on (source_id, seq).
   virtual WriteResult write(const Batch& batch) noexcept = 0;
 
-  // Releases the target. Called once, after the last write.
+  /// Releases the target. Called once, after the last write.
   virtual void close() noexcept {}
 
-  // close() ran out of time: every write() in progress, and every one that
-  // starts later, must return within about 100 ms (as a transient failure),
-  // whatever it waits in: a connection lease, a connect, a statement to a
-  // server that does not answer. Called once, from the closing thread,
-  // while writers may be inside write(); close() follows once they left.
+  /// close() ran out of time: every write() in progress, and every one that
+  /// starts later, must return within about 100 ms (as a transient failure),
+  /// whatever it waits in: a connection lease, a connect, a statement to a
+  /// server that does not answer. Called once, from the closing thread,
+  /// while writers may be inside write(); close() follows once they left.
   virtual void cancel() noexcept {}
 
-  // Where this sink writes, for messages (never includes a password).
+  /// Where this sink writes, for messages (never includes a password).
   virtual std::string describe() const = 0;
 
-  // False if the target cannot store a NUL byte in text (PostgreSQL): the
-  // writer then replaces NULs with U+FFFD, counted, before write().
+  /// False if the target cannot store a NUL byte in text (PostgreSQL): the
+  /// writer then replaces NULs with U+FFFD, counted, before write().
   virtual bool accepts_nul_in_text() const noexcept { return true; }
 
-  // Writer threads this sink works best with, for Options::writers = 0.
+  /// Writer threads this sink works best with, for Options::writers = 0.
   virtual unsigned preferred_writers() const noexcept { return 1; }
 
-  // The sink's connection pool, for stats(), if it has one.
+  /// The sink's connection pool, for stats(), if it has one.
   virtual std::optional<ConnectionPoolStats> connection_pool_stats() const { return std::nullopt; }
 };
 

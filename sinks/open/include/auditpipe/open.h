@@ -17,6 +17,9 @@
 
 namespace auditpipe {
 
+/// The sink for `url`, chosen by its scheme among the sinks this build has (sqlite://, mysql:// or
+/// mariadb://, postgresql:// or postgres://). Throws auditpipe::error for an unknown scheme, naming
+/// the supported ones.
 AUDITPIPE_EXPORT std::shared_ptr<Sink> open(std::string_view url);
 
 }  // namespace auditpipe

@@ -44,13 +44,13 @@
 
 namespace auditpipe::spdlog_bridge {
 
-// The lock of from_spdlog_mt: an ordinary mutex, except that auditpipe's own
-// threads never take it. A producer may hold the sink's lock while it waits
-// (up to max_wait) for a pool slot that only a writer can free; if that
-// writer then logged a diagnostic into this sink and waited for the same
-// lock, each would wait on the other until max_wait ran out. The writer's
-// path through sink_it_ touches only atomics and the fallback sink (which
-// has its own lock), so it needs none.
+/// The lock of from_spdlog_mt: an ordinary mutex, except that auditpipe's own
+/// threads never take it. A producer may hold the sink's lock while it waits
+/// (up to max_wait) for a pool slot that only a writer can free; if that
+/// writer then logged a diagnostic into this sink and waited for the same
+/// lock, each would wait on the other until max_wait ran out. The writer's
+/// path through sink_it_ touches only atomics and the fallback sink (which
+/// has its own lock), so it needs none.
 class AUDITPIPE_EXPORT internal_aware_mutex {
  public:
   void lock() {
@@ -64,26 +64,33 @@ class AUDITPIPE_EXPORT internal_aware_mutex {
   std::mutex mutex_;
 };
 
+/// An spdlog sink that commits every message it is given into a Logger<LogRecord> (use
+/// from_spdlog_mt or from_spdlog_st).
 template <class Mutex>
 class FromSpdlog final : public ::spdlog::sinks::base_sink<Mutex> {
  public:
-  // `flush_timeout`: the longest spdlog's flush() waits for the pipeline.
+  /// `flush_timeout`: the longest spdlog's flush() waits for the pipeline.
   explicit FromSpdlog(std::shared_ptr<Logger<LogRecord>> logger,
                       std::shared_ptr<::spdlog::sinks::sink> fallback = nullptr,
                       std::chrono::milliseconds flush_timeout = std::chrono::seconds(1))
       : logger_(std::move(logger)), fallback_(std::move(fallback)), flush_timeout_(flush_timeout) {}
 
-  // Messages committed into the pipeline, and those that were not (the
-  // overflow policy's status), and auditpipe's own messages kept out.
+  /// Messages committed into the pipeline, and those that were not (the
+  /// overflow policy's status), and auditpipe's own messages kept out.
   std::uint64_t committed() const noexcept { return committed_.load(std::memory_order_relaxed); }
+  /// Messages not committed: the pool was full and the overflow policy refused them, or the logger
+  /// was closed.
   std::uint64_t not_committed() const noexcept {
     return not_committed_.load(std::memory_order_relaxed);
   }
+  /// auditpipe's own diagnostics kept out of the pipeline (sent to the fallback sink, if any).
   std::uint64_t internal_messages() const noexcept {
     return internal_.load(std::memory_order_relaxed);
   }
 
  protected:
+  /// spdlog's per-message hook: one record per message (auditpipe's own threads' messages go to the
+  /// fallback).
   void sink_it_(const ::spdlog::details::log_msg& msg) override {
     if (on_internal_thread()) {
       internal_.fetch_add(1, std::memory_order_relaxed);
@@ -113,6 +120,7 @@ class FromSpdlog final : public ::spdlog::sinks::base_sink<Mutex> {
     }
   }
 
+  /// spdlog's flush(): waits up to the flush timeout for the pipeline to write what was committed.
   void flush_() override {
     if (!on_internal_thread()) logger_->flush(flush_timeout_);
   }
@@ -126,7 +134,9 @@ class FromSpdlog final : public ::spdlog::sinks::base_sink<Mutex> {
   std::atomic<std::uint64_t> internal_{0};
 };
 
+/// For spdlog's thread-safe loggers (the *_mt ones): locks, except on auditpipe's own threads.
 using from_spdlog_mt = FromSpdlog<internal_aware_mutex>;
+/// For single-threaded loggers (the *_st ones): no lock.
 using from_spdlog_st = FromSpdlog<::spdlog::details::null_mutex>;
 
 }  // namespace auditpipe::spdlog_bridge

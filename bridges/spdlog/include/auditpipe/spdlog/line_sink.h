@@ -26,6 +26,8 @@ class logger;
 
 namespace auditpipe::spdlog_bridge {
 
+/// A Sink that writes each record as one logfmt line (table, source_id, seq,
+/// then each column as name=value) through `logger` at `level`.
 AUDITPIPE_EXPORT std::shared_ptr<Sink> make_line_sink(
     std::shared_ptr<::spdlog::logger> logger,
     ::spdlog::level::level_enum level = ::spdlog::level::info);

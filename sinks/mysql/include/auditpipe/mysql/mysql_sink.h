@@ -46,23 +46,26 @@
 #include "auditpipe/export.h"
 #include "auditpipe/sink/sql_sink.h"
 
+/// The MySQL/MariaDB sink (target auditpipe::mysql; README, The MySQL/MariaDB sink).
 namespace auditpipe::mysql {
 
+/// How a batch is sent (URL option write_path; README, Write paths).
 enum class WritePath {
-  automatic,  // bulk if the server supports it, else text
-  bulk,       // MariaDB array binding: one prepared statement, all rows in one packet
-  text,       // multi-row INSERT text, escaped with mysql_real_escape_string
-  load_data,  // LOAD DATA LOCAL INFILE streamed from memory
+  automatic,  ///< bulk if the server supports it, else text
+  bulk,       ///< MariaDB array binding: one prepared statement, all rows in one packet
+  text,       ///< multi-row INSERT text, escaped with mysql_real_escape_string
+  load_data,  ///< LOAD DATA LOCAL INFILE streamed from memory
 };
 
+/// The sink open() makes.
 using MysqlSink = SqlSinkWithWritePaths<WritePath>;
 
-// The URL schemes open() takes, for auditpipe::open's registry (which
-// lists the first as supported).
+/// The URL schemes open() takes, for auditpipe::open's registry (which
+/// lists the first as supported).
 inline constexpr std::string_view url_schemes[] = {"mysql", "mariadb"};
 
-// Parses the URL (throws auditpipe::error naming the problem, with the
-// password masked). Connecting and checking the table happen in open().
+/// Parses the URL (throws auditpipe::error naming the problem, with the
+/// password masked). Connecting and checking the table happen in open().
 AUDITPIPE_EXPORT std::shared_ptr<MysqlSink> open(std::string_view url);
 
 }  // namespace auditpipe::mysql

@@ -41,22 +41,25 @@
 #include "auditpipe/export.h"
 #include "auditpipe/sink/sql_sink.h"
 
+/// The PostgreSQL sink (target auditpipe::postgresql; README, The PostgreSQL sink).
 namespace auditpipe::postgresql {
 
+/// How a batch is sent (URL option write_path).
 enum class WritePath {
-  automatic,  // copy
-  copy,       // COPY ... FROM STDIN, the batch in COPY's binary (or text) format
-  insert,     // a multi-row INSERT ... ON CONFLICT DO NOTHING, parameters bound as text
+  automatic,  ///< copy
+  copy,       ///< COPY ... FROM STDIN, the batch in COPY's binary (or text) format
+  insert,     ///< a multi-row INSERT ... ON CONFLICT DO NOTHING, parameters bound as text
 };
 
+/// The sink open() makes.
 using PostgresqlSink = SqlSinkWithWritePaths<WritePath>;
 
-// The URL schemes open() takes, for auditpipe::open's registry (which
-// lists the first as supported).
+/// The URL schemes open() takes, for auditpipe::open's registry (which
+/// lists the first as supported).
 inline constexpr std::string_view url_schemes[] = {"postgresql", "postgres"};
 
-// Parses the URL (throws auditpipe::error naming the problem, password
-// masked). Connecting and checking the table happen in open().
+/// Parses the URL (throws auditpipe::error naming the problem, password
+/// masked). Connecting and checking the table happen in open().
 AUDITPIPE_EXPORT std::shared_ptr<PostgresqlSink> open(std::string_view url);
 
 }  // namespace auditpipe::postgresql

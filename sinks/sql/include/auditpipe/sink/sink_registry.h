@@ -20,26 +20,27 @@
 
 namespace auditpipe {
 
+/// Sinks by URL scheme: what auditpipe::open(url) picks from.
 class AUDITPIPE_EXPORT SinkRegistry {
  public:
-  // Parses the URL and returns the sink; connecting happens in Sink::open().
+  /// Parses the URL and returns the sink; connecting happens in Sink::open().
   using Factory = std::function<std::shared_ptr<Sink>(std::string_view url)>;
 
-  // `schemes` are lower case, without "://". The first is the one the
-  // error for an unknown scheme lists; the others are its aliases
-  // (mariadb:// for mysql://).
+  /// `schemes` are lower case, without "://". The first is the one the
+  /// error for an unknown scheme lists; the others are its aliases
+  /// (mariadb:// for mysql://).
   void add(std::span<const std::string_view> schemes, Factory factory);
 
-  // The sink for `url`, by its scheme (in any case). Throws auditpipe::error
-  // for a scheme no sink registered, naming the ones that are (the URL's
-  // password masked), and whatever the sink's factory throws.
+  /// The sink for `url`, by its scheme (in any case). Throws auditpipe::error
+  /// for a scheme no sink registered, naming the ones that are (the URL's
+  /// password masked), and whatever the sink's factory throws.
   std::shared_ptr<Sink> open(std::string_view url) const;
 
  private:
   struct Entry {
     std::string scheme;
     Factory factory;
-    bool listed;  // the first of its sink's schemes
+    bool listed;  ///< the first of its sink's schemes
   };
   std::vector<Entry> entries_;
 };

@@ -16,8 +16,10 @@ using source_location = std::source_location;
 }  // namespace auditpipe
 #else
 namespace auditpipe {
+/// std::source_location where the library lacks it (GCC builtins).
 class AUDITPIPE_EXPORT source_location {
  public:
+  /// The caller's location.
   static constexpr source_location current(const char* file = __builtin_FILE(),
                                            const char* function = __builtin_FUNCTION(),
                                            std::uint_least32_t line = __builtin_LINE()) noexcept {
@@ -27,9 +29,13 @@ class AUDITPIPE_EXPORT source_location {
     l.line_ = line;
     return l;
   }
+  /// The source file.
   constexpr const char* file_name() const noexcept { return file_; }
+  /// The function.
   constexpr const char* function_name() const noexcept { return function_; }
+  /// The line.
   constexpr std::uint_least32_t line() const noexcept { return line_; }
+  /// Always 0 (not known).
   constexpr std::uint_least32_t column() const noexcept { return 0; }
 
  private:

@@ -23,107 +23,121 @@
 
 namespace auditpipe {
 
-// The type a new table gives each kind of record column.
+/// The type a new table gives each kind of record column.
 struct AUDITPIPE_EXPORT SqlColumnTypes {
-  std::string_view boolean{}, int8{}, int16{}, int32{}, int64{}, uint8{}, uint16{}, uint32{},
-      float64{}, timestamp{}, text{};
+  std::string_view boolean{};    ///< ColumnType::boolean
+  std::string_view int8{};       ///< ColumnType::int8
+  std::string_view int16{};      ///< ColumnType::int16
+  std::string_view int32{};      ///< ColumnType::int32
+  std::string_view int64{};      ///< ColumnType::int64
+  std::string_view uint8{};      ///< ColumnType::uint8
+  std::string_view uint16{};     ///< ColumnType::uint16
+  std::string_view uint32{};     ///< ColumnType::uint32
+  std::string_view float64{};    ///< ColumnType::float64
+  std::string_view timestamp{};  ///< ColumnType::timestamp
+  std::string_view text{};       ///< ColumnType::text
 };
 
-// Every field has the standard SQL default; a dialect sets what differs.
+/// Every field has the standard SQL default; a dialect sets what differs.
 struct AUDITPIPE_EXPORT SqlDialect {
-  // How the insert skips a record whose (source_id, seq) is already stored,
-  // so that a retried batch is never written twice.
+  /// How the insert skips a record whose (source_id, seq) is already stored,
+  /// so that a retried batch is never written twice.
   enum class IdempotentInsert {
-    // ... ON CONFLICT (source_id, seq) DO NOTHING (PostgreSQL, SQLite).
-    // Only that key is skipped; a conflict on any other is an error.
+    /// ... ON CONFLICT (source_id, seq) DO NOTHING (PostgreSQL, SQLite).
+    /// Only that key is skipped; a conflict on any other is an error.
     on_conflict_do_nothing,
-    // ... ON DUPLICATE KEY UPDATE seq = seq (MySQL). It absorbs a conflict
-    // on ANY unique key, so the table check refuses a table with another
-    // unique key over written columns: rows conflicting on it would vanish.
+    /// ... ON DUPLICATE KEY UPDATE seq = seq (MySQL). It absorbs a conflict
+    /// on ANY unique key, so the table check refuses a table with another
+    /// unique key over written columns: rows conflicting on it would vanish.
     on_duplicate_key_update,
   };
 
-  char identifier_quote = '"';  // around a name, doubled inside it
+  char identifier_quote = '"';  ///< around a name, doubled inside it
+  /// A new table's column types.
   SqlColumnTypes column_types = {};
-  // A text column's type by the record's capacity in bytes, instead of
-  // column_types.text (MySQL: VARCHAR(N) for short ones); null: not used.
+  /// A text column's type by the record's capacity in bytes, instead of
+  /// column_types.text (MySQL: VARCHAR(N) for short ones); null: not used.
   std::string (*text_type)(std::uint32_t max_length) = nullptr;
-  std::string_view key_column_type = "BIGINT";      // source_id and seq
-  std::string_view key_constraint = "PRIMARY KEY";  // or "UNIQUE", over (source_id, seq)
-  // After CREATE TABLE's closing parenthesis, with a leading space (engine,
-  // charset, STRICT), or empty.
+  std::string_view key_column_type = "BIGINT";      ///< source_id and seq
+  std::string_view key_constraint = "PRIMARY KEY";  ///< or "UNIQUE", over (source_id, seq)
+  /// After CREATE TABLE's closing parenthesis, with a leading space (engine,
+  /// charset, STRICT), or empty.
   std::string_view table_options = "";
+  /// How the insert skips a repeated key.
   IdempotentInsert idempotent_insert = IdempotentInsert::on_conflict_do_nothing;
 
-  // The types an existing table's column may have for each kind of record
-  // column, as the columns query reports them, separated by '|'; an empty
-  // entry accepts any. The rule, in every dialect: a type is accepted when
-  // it stores every value of the record's column exactly and gives it back
-  // unchanged; anything narrower, less precise or converting is refused at
-  // open, with the table, column, found and accepted types named, instead
-  // of refusing (or altering) records at write time. So a wider integer
-  // passes (int16 into INTEGER or BIGINT; unsigned kinds into an unsigned
-  // type of the same width or any wider one); text into any length-counted
-  // text type (shorter ones only warn, as before: the server refuses
-  // overlong values one by one); timestamps only with microseconds
-  // (PostgreSQL: timestamp(6) with or without time zone, the sink writes
-  // UTC with an explicit offset; MySQL: DATETIME(6), not TIMESTAMP, which
-  // holds only 1970-2038 and converts by the session's time zone); doubles
-  // only as doubles. SQLite reports a column's affinity by its declared
-  // type's rules (INTEGER, TEXT, REAL, NUMERIC, BLOB) and ANY for an ANY
-  // column of a STRICT table (which stores values as given); integers need
-  // INTEGER affinity, doubles REAL, text TEXT.
+  /// The types an existing table's column may have for each kind of record
+  /// column, as the columns query reports them, separated by '|'; an empty
+  /// entry accepts any. The rule, in every dialect: a type is accepted when
+  /// it stores every value of the record's column exactly and gives it back
+  /// unchanged; anything narrower, less precise or converting is refused at
+  /// open, with the table, column, found and accepted types named, instead
+  /// of refusing (or altering) records at write time. So a wider integer
+  /// passes (int16 into INTEGER or BIGINT; unsigned kinds into an unsigned
+  /// type of the same width or any wider one); text into any length-counted
+  /// text type (shorter ones only warn, as before: the server refuses
+  /// overlong values one by one); timestamps only with microseconds
+  /// (PostgreSQL: timestamp(6) with or without time zone, the sink writes
+  /// UTC with an explicit offset; MySQL: DATETIME(6), not TIMESTAMP, which
+  /// holds only 1970-2038 and converts by the session's time zone); doubles
+  /// only as doubles. SQLite reports a column's affinity by its declared
+  /// type's rules (INTEGER, TEXT, REAL, NUMERIC, BLOB) and ANY for an ANY
+  /// column of a STRICT table (which stores values as given); integers need
+  /// INTEGER affinity, doubles REAL, text TEXT.
   SqlColumnTypes accepted_types = {};
-  // The same for source_id and seq.
+  /// The same for source_id and seq.
   std::string_view key_accepted_types = "";
 
-  // The catalog queries of the table check, run through
-  // SqlConnection::catalog_rows() with the table's name as their one
-  // parameter, written as `catalog_parameter`; every value comes back as
-  // text. The columns of the table come from information_schema.columns in
-  // `current_schema`, unless the dialect gives its own columns_query: a row
-  // (lower-cased name, characters a text column holds or 0, type as
-  // accepted_types names it, type as declared) per column, none if there
-  // is no such table.
+  /// The catalog queries of the table check, run through
+  /// SqlConnection::catalog_rows() with the table's name as their one
+  /// parameter, written as `catalog_parameter`; every value comes back as
+  /// text. The columns of the table come from information_schema.columns in
+  /// `current_schema`, unless the dialect gives its own columns_query: a row
+  /// (lower-cased name, characters a text column holds or 0, type as
+  /// accepted_types names it, type as declared) per column, none if there
+  /// is no such table.
   std::string_view catalog_parameter = "?";
+  /// The schema the table is looked for in (an SQL expression).
   std::string_view current_schema = "current_schema()";
+  /// The dialect's own columns query, or empty for information_schema.columns.
   std::string_view columns_query = "";
-  // A row (key name, lower-cased column) per column of each unique key or
-  // unique index of the table. No standard view has them.
+  /// A row (key name, lower-cased column) per column of each unique key or
+  /// unique index of the table. No standard view has them.
   std::string_view unique_keys_query = "";
-  // One row (whether the connection's user may INSERT into the table: "t"
-  // or "1" if so, the user's name) for an existing table, checked at open
-  // so that a read-only user is refused at start instead of retried
-  // forever; empty where the sink checks it itself (SQLite: a read-only
-  // file; MySQL: by preparing the insert at open, on every write path).
+  /// One row (whether the connection's user may INSERT into the table: "t"
+  /// or "1" if so, the user's name) for an existing table, checked at open
+  /// so that a read-only user is refused at start instead of retried
+  /// forever; empty where the sink checks it itself (SQLite: a read-only
+  /// file; MySQL: by preparing the insert at open, on every write path).
   std::string_view insert_privilege_query = "";
 
-  // `identifier` quoted, with any quote character in it doubled. Descriptor
-  // names are plain identifiers already (checked at compile time);
-  // quoting keeps keywords usable as names.
+  /// `identifier` quoted, with any quote character in it doubled. Descriptor
+  /// names are plain identifiers already (checked at compile time);
+  /// quoting keeps keywords usable as names.
   std::string quote(std::string_view identifier) const;
-  // The type a new table gives `column`.
+  /// The type a new table gives `column`.
   std::string column_type(const Column& column) const;
-  // The accepted_types entry for `column`.
+  /// The accepted_types entry for `column`.
   std::string_view accepted_types_of(const Column& column) const;
-  // The query for the table's columns (columns_query, or the one on
-  // information_schema.columns).
+  /// The query for the table's columns (columns_query, or the one on
+  /// information_schema.columns).
   std::string table_columns_query() const;
 };
 
-// A table's statement pieces in one dialect.
+/// A table's statement pieces in one dialect.
 struct AUDITPIPE_EXPORT SqlTableText {
-  std::string table;             // the quoted table name
-  std::string columns;           // quoted record columns, then source_id, seq; comma-separated
-  std::size_t column_count = 0;  // record columns + 2
-  std::string insert_head;       // INSERT INTO table (columns) VALUES
-  std::string insert_tail;       // the dialect's idempotent ending, with a leading space
-  std::string create_table;      // CREATE TABLE IF NOT EXISTS ..., from the descriptor
+  std::string table;             ///< the quoted table name
+  std::string columns;           ///< quoted record columns, then source_id, seq; comma-separated
+  std::size_t column_count = 0;  ///< record columns + 2
+  std::string insert_head;       ///< INSERT INTO table (columns) VALUES
+  std::string insert_tail;       ///< the dialect's idempotent ending, with a leading space
+  std::string create_table;      ///< CREATE TABLE IF NOT EXISTS ..., from the descriptor
 
-  // insert_head (?,?,...,?) insert_tail: one row of positional parameters.
+  /// insert_head (?,?,...,?) insert_tail: one row of positional parameters.
   std::string single_row_insert() const;
 };
 
+/// The SQL text of `table` in `dialect`.
 AUDITPIPE_EXPORT SqlTableText sql_table_text(const SqlDialect& dialect,
                                              const TableDescriptor& table);
 

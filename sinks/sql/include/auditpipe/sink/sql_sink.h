@@ -55,57 +55,64 @@
 
 namespace auditpipe {
 
-// A failed write path, sorted by what the skeleton does about it.
+/// A failed write path, sorted by what the skeleton does about it.
 struct AUDITPIPE_EXPORT WriteFailure {
+  /// What the skeleton does with the failure.
   enum class Kind {
-    connection,  // the connection is gone or in an unknown state: closed; the batch is retried
-    data,        // the database refuses the data itself: rejected, retrying cannot succeed
-    other,       // anything else (a lock wait, a full disk): the batch is retried
-    // The database refuses the writes as configured (a missing privilege,
-    // a dropped table): WriteResult::permanent, retried slowly with health
-    // down and this message as the reason.
+    connection,  ///< the connection is gone or in an unknown state: closed; the batch is retried
+    data,        ///< the database refuses the data itself: rejected, retrying cannot succeed
+    other,       ///< anything else (a lock wait, a full disk): the batch is retried
+    /// The database refuses the writes as configured (a missing privilege,
+    /// a dropped table): WriteResult::permanent, retried slowly with health
+    /// down and this message as the reason.
     configuration,
   };
+  /// The failure's kind.
   Kind kind = Kind::other;
+  /// The database's message (never a password).
   std::string message;
 };
 
-// A connection of an SQL sink: what the pool lends, and what the table
-// check reads the catalog through (on the set-up connection, at open()).
+/// A connection of an SQL sink: what the pool lends, and what the table
+/// check reads the catalog through (on the set-up connection, at open()).
 class AUDITPIPE_EXPORT SqlConnection : public PooledConnection {
  public:
-  // The rows of one of the dialect's catalog queries (table_columns_query(),
-  // unique_keys_query) with `table` as its one parameter, every value as
-  // text (NULL as empty). Throws, with the database's message.
+  /// The rows of one of the dialect's catalog queries (table_columns_query(),
+  /// unique_keys_query) with `table` as its one parameter, every value as
+  /// text (NULL as empty). Throws, with the database's message.
   virtual std::vector<std::vector<std::string>> catalog_rows(std::string_view query,
                                                              const std::string& table) = 0;
-  // Runs one statement with no result (CREATE TABLE). Throws, with the
-  // database's message.
+  /// Runs one statement with no result (CREATE TABLE). Throws, with the
+  /// database's message.
   virtual void execute_ddl(const std::string& sql) = 0;
-  // The server this connection landed on ("db2:3306", a file's path): the
-  // table is created or checked once per server. Never a password.
+  /// The server this connection landed on ("db2:3306", a file's path): the
+  /// table is created or checked once per server. Never a password.
   virtual std::string server() const = 0;
-  // Called from another thread, while this connection may be inside any
-  // call: make whatever it waits for on the server return now, as a
-  // failure (shut its socket down; SQLite: interrupt the statement). The
-  // skeleton never calls it once the connection is being destroyed.
+  /// Called from another thread, while this connection may be inside any
+  /// call: make whatever it waits for on the server return now, as a
+  /// failure (shut its socket down; SQLite: interrupt the statement). The
+  /// skeleton never calls it once the connection is being destroyed.
   virtual void cancel_io() noexcept = 0;
 };
 
-// What a sink tells the skeleton, mostly from its URL.
+/// What a sink tells the skeleton, mostly from its URL.
 struct AUDITPIPE_EXPORT SqlSinkSettings {
-  std::string redacted_url;  // describe() and messages: never a password
-  // Where the table lives, for messages about it: "on postgresql://...",
-  // "in '/var/lib/app/audit.db'".
+  std::string redacted_url;  ///< describe() and messages: never a password
+  /// Where the table lives, for messages about it: "on postgresql://...",
+  /// "in '/var/lib/app/audit.db'".
   std::string table_location;
+  /// Create the table when it does not exist (URL option create_table).
   bool create_table = true;
-  // One connection, and one write at a time on it (SQLite: one writer per
-  // file, and no server to pool connections to), instead of a pool.
+  /// One connection, and one write at a time on it (SQLite: one writer per
+  /// file, and no server to pool connections to), instead of a pool.
   bool single_connection = false;
-  std::optional<std::size_t> pool_size;  // unset: one connection per writer thread
-  ConnectionPoolOptions pool;            // max_size is set at open()
+  std::optional<std::size_t> pool_size;  ///< unset: one connection per writer thread
+  ConnectionPoolOptions pool;            ///< max_size is set at open()
 };
 
+/// The skeleton of the SQL sinks (README, One skeleton under the SQL sinks): table creation and
+/// check, connections, failure sorting, cancel. A sink gives its dialect, connect() and
+/// write_batch().
 class AUDITPIPE_EXPORT SqlSink : public Sink {
  public:
   void open(const TableDescriptor& table, const SinkContext& context) final;
@@ -116,35 +123,36 @@ class AUDITPIPE_EXPORT SqlSink : public Sink {
   std::optional<ConnectionPoolStats> connection_pool_stats() const final;
 
  protected:
-  // `dialect` must outlive the sink (a constant of the sink's dialect file).
+  /// `dialect` must outlive the sink (a constant of the sink's dialect file).
   SqlSink(const SqlDialect& dialect, SqlSinkSettings settings);
 
-  // A new connection with its session set up. Throws auditpipe::error
-  // naming what failed (never with a password); auditpipe::unreachable
-  // when no server answered at all (refused, timed out, no route, a name
-  // that does not resolve), so that nothing is known of the configuration
-  // yet. Called for the set-up connection, then by the pool's openers,
-  // several at once. Waits on the network through cancellation(), so
-  // that cancel() ends a connect in progress.
+  /// A new connection with its session set up. Throws auditpipe::error
+  /// naming what failed (never with a password); auditpipe::unreachable
+  /// when no server answered at all (refused, timed out, no route, a name
+  /// that does not resolve), so that nothing is known of the configuration
+  /// yet. Called for the set-up connection, then by the pool's openers,
+  /// several at once. Waits on the network through cancellation(), so
+  /// that cancel() ends a connect in progress.
   virtual std::unique_ptr<SqlConnection> connect() = 0;
-  // Once, on the first connection that reaches a server (at open(), or at
-  // first contact after an unreachable open), when the table is there:
-  // where a sink chooses its write path from what the server offers.
-  // Nothing writes before it returned.
+  /// Once, on the first connection that reaches a server (at open(), or at
+  /// first contact after an unreachable open), when the table is there:
+  /// where a sink chooses its write path from what the server offers.
+  /// Nothing writes before it returned.
   virtual void table_ready(SqlConnection& setup);
-  // On every connection writes will go through, before its first batch:
-  // where a write path prepares its statements. Throws auditpipe::error.
+  /// On every connection writes will go through, before its first batch:
+  /// where a write path prepares its statements. Throws auditpipe::error.
   virtual void prepare_writes(SqlConnection& connection);
-  // Writes one batch as one statement (more only where one would exceed a
-  // limit of the server), idempotent on (source_id, seq). Returns the
-  // failure, if any; an exception counts as Kind::other.
+  /// Writes one batch as one statement (more only where one would exceed a
+  /// limit of the server), idempotent on (source_id, seq). Returns the
+  /// failure, if any; an exception counts as Kind::other.
   virtual std::optional<WriteFailure> write_batch(SqlConnection& connection,
                                                   const Batch& batch) = 0;
 
-  // From open() on.
+  /// From open() on.
   const TableDescriptor& table() const noexcept { return *table_; }
+  /// The table's SQL text (quoted names, insert statements), from open() on.
   const SqlTableText& table_text() const noexcept { return text_; }
-  // What connect() waits through.
+  /// What connect() waits through.
   const Cancellation& cancellation() const noexcept { return cancellation_; }
 
  private:
@@ -152,10 +160,10 @@ class AUDITPIPE_EXPORT SqlSink : public Sink {
 
   void open_pool(const SinkContext& context, bool open_first);
   void open_connections(std::unique_ptr<SqlConnection> setup, const SinkContext& context);
-  // Creates or checks the table on `c`'s server if no connection did yet,
-  // and runs table_ready() if it never ran. Throws auditpipe::error.
+  /// Creates or checks the table on `c`'s server if no connection did yet,
+  /// and runs table_ready() if it never ran. Throws auditpipe::error.
   void prepare_table(SqlConnection& c) AUDITPIPE_EXCLUDES(table_mutex_);
-  // What the pool's openers run: connect, prepare_table, prepare_writes.
+  /// What the pool's openers run: connect, prepare_table, prepare_writes.
   std::unique_ptr<PooledConnection> open_pooled() AUDITPIPE_EXCLUDES(failure_mutex_);
   std::optional<std::string> table_failure() const AUDITPIPE_EXCLUDES(failure_mutex_);
   WriteResult write_single(const Batch& batch) AUDITPIPE_EXCLUDES(single_mutex_);
@@ -166,49 +174,49 @@ class AUDITPIPE_EXPORT SqlSink : public Sink {
   const SqlSinkSettings settings_;
   const TableDescriptor* table_ = nullptr;
   SqlTableText text_;
-  Cancellation cancellation_;  // declared before anything that waits through it
+  Cancellation cancellation_;  ///< declared before anything that waits through it
 
-  // Every connection open now, so that cancel() can cut its I/O short.
-  // A connection leaves before it is closed (LiveConnection), under the
-  // lock: cancel_io() never meets a closed socket.
+  /// Every connection open now, so that cancel() can cut its I/O short.
+  /// A connection leaves before it is closed (LiveConnection), under the
+  /// lock: cancel_io() never meets a closed socket.
   detail::Mutex live_mutex_;
   std::vector<SqlConnection*> live_ AUDITPIPE_GUARDED_BY(live_mutex_);
   bool io_cancelled_ AUDITPIPE_GUARDED_BY(live_mutex_) = false;
 
-  // Held while a server's table is created or checked, so that openers
-  // reaching a new server at once check it once.
+  /// Held while a server's table is created or checked, so that openers
+  /// reaching a new server at once check it once.
   detail::Mutex table_mutex_;
   std::set<std::string> prepared_servers_ AUDITPIPE_GUARDED_BY(table_mutex_);
   bool table_ready_done_ AUDITPIPE_GUARDED_BY(table_mutex_) = false;
-  // The last table check that failed on a server (with its message), until
-  // a connection is prepared: writes then fail as permanent instead of
-  // waiting for a connection that cannot come.
+  /// The last table check that failed on a server (with its message), until
+  /// a connection is prepared: writes then fail as permanent instead of
+  /// waiting for a connection that cannot come.
   mutable detail::Mutex failure_mutex_;
   std::optional<std::string> table_failure_ AUDITPIPE_GUARDED_BY(failure_mutex_);
 
-  std::unique_ptr<ConnectionPool> pool_;  // unless single_connection
-  // The single connection: one write at a time (single_busy_), the others
-  // wait on single_cv_, and cancel() wakes them.
+  std::unique_ptr<ConnectionPool> pool_;  ///< unless single_connection
+  /// The single connection: one write at a time (single_busy_), the others
+  /// wait on single_cv_, and cancel() wakes them.
   detail::Mutex single_mutex_;
   detail::CondVar single_cv_;
   bool single_busy_ AUDITPIPE_GUARDED_BY(single_mutex_) = false;
   std::unique_ptr<SqlConnection> single_ AUDITPIPE_GUARDED_BY(single_mutex_);
 };
 
-// An SQL sink with several write paths, one chosen at open() (MySQL,
-// PostgreSQL). `WritePath` is the sink's own enum; its first value,
-// `automatic`, lets the sink choose.
+/// An SQL sink with several write paths, one chosen at open() (MySQL,
+/// PostgreSQL). `WritePath` is the sink's own enum; its first value,
+/// `automatic`, lets the sink choose.
 template <class WritePath>
 class AUDITPIPE_EXPORT SqlSinkWithWritePaths : public SqlSink {
  public:
-  // The write path in use: from open() on, the one chosen (never
-  // `automatic`).
+  /// The write path in use: from open() on, the one chosen (never
+  /// `automatic`).
   WritePath write_path() const noexcept { return path_; }
 
  protected:
   using SqlSink::SqlSink;
 
-  WritePath path_{};  // set by the sink's table_ready(), read by its write paths
+  WritePath path_{};  ///< set by the sink's table_ready(), read by its write paths
 };
 
 }  // namespace auditpipe

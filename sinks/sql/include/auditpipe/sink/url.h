@@ -25,51 +25,58 @@
 
 namespace auditpipe {
 
+/// One host of a URL.
 struct AUDITPIPE_EXPORT UrlHost {
-  std::string host;  // name, IPv4, IPv6 (no brackets) or a socket path
+  std::string host;  ///< name, IPv4, IPv6 (no brackets) or a socket path
+  /// Unset: the scheme's default.
   std::optional<std::uint16_t> port;
 };
 
+/// A parsed database URL, `scheme://user:password@host:port,.../path?option=value`,
+/// percent-decoded.
 struct AUDITPIPE_EXPORT Url {
-  std::string scheme;  // lower-cased
+  std::string scheme;  ///< lower-cased
+  /// Percent-decoded; may be empty.
   std::string user;
+  /// Unset when the URL has none; percent-decoded.
   std::optional<std::string> password;
-  std::vector<UrlHost> hosts;                              // in the order given
-  std::string path;                                        // without the leading '/'
-  std::vector<std::pair<std::string, std::string>> query;  // in the order given
+  std::vector<UrlHost> hosts;                              ///< in the order given
+  std::string path;                                        ///< without the leading '/'
+  std::vector<std::pair<std::string, std::string>> query;  ///< in the order given
 
-  // The value of a query option, if given (the last one wins).
+  /// The value of a query option, if given (the last one wins).
   std::optional<std::string> option(std::string_view key) const;
-  // The URL as text with the password and secret options (`password=`,
-  // `token=`...) replaced by "***", and so every other place where they
-  // occur (a password equal to the user name hides the user name too).
+  /// The URL as text with the password and secret options (`password=`,
+  /// `token=`...) replaced by "***", and so every other place where they
+  /// occur (a password equal to the user name hides the user name too).
   std::string redacted() const;
-  // `text` with every occurrence of the password and of secret options'
-  // values replaced by "***": for messages that quote values from the URL
-  // or from a server (which may echo the user name).
+  /// `text` with every occurrence of the password and of secret options'
+  /// values replaced by "***": for messages that quote values from the URL
+  /// or from a server (which may echo the user name).
   std::string masked(std::string text) const;
 };
 
-// Parses `text`; throws auditpipe::error naming what is wrong (the message
-// shows the URL with its password masked).
+/// Parses `text`; throws auditpipe::error naming what is wrong (the message
+/// shows the URL with its password masked).
 AUDITPIPE_EXPORT Url parse_url(std::string_view text);
 
-// parse_url() for a sink: also throws unless the scheme is one of `schemes`
-// (the sink's url_schemes) and every option is in `known` or `also`
-// (pool_option_names, for a pooled sink).
+/// parse_url() for a sink: also throws unless the scheme is one of `schemes`
+/// (the sink's url_schemes) and every option is in `known` or `also`
+/// (pool_option_names, for a pooled sink).
 AUDITPIPE_EXPORT Url parse_sink_url(std::string_view text,
                                     std::span<const std::string_view> schemes,
                                     std::initializer_list<std::string_view> known,
                                     std::span<const std::string_view> also = {});
 
-// Throws auditpipe::error: `message`, then "; the accepted form is " and
-// `form`, with whatever in `text` could be a password masked in the whole
-// (a password may equal a word of the form, "user" or "host").
-[[noreturn]] void throw_with_accepted_form(std::string_view text, const std::string& message,
-                                           std::string_view form);
+/// Throws auditpipe::error: `message`, then "; the accepted form is " and
+/// `form`, with whatever in `text` could be a password masked in the whole
+/// (a password may equal a word of the form, "user" or "host").
+[[noreturn]] AUDITPIPE_EXPORT void throw_with_accepted_form(std::string_view text,
+                                                            const std::string& message,
+                                                            std::string_view form);
 
-// parse() (a call of parse_sink_url for `text`); its auditpipe::error ends
-// in the URL form the sink accepts ("...; the accepted form is mysql://...").
+/// parse() (a call of parse_sink_url for `text`); its auditpipe::error ends
+/// in the URL form the sink accepts ("...; the accepted form is mysql://...").
 template <typename Parse>
 Url with_accepted_form(std::string_view text, Parse parse, std::string_view form) {
   try {
@@ -79,49 +86,49 @@ Url with_accepted_form(std::string_view text, Parse parse, std::string_view form
   }
 }
 
-// `text` with anything that could be a password masked, for messages about
-// URLs that may not parse: the user part up to the last '@' before the
-// query (with or without a scheme), secret options, and every other
-// occurrence of those values, raw and percent-decoded.
+/// `text` with anything that could be a password masked, for messages about
+/// URLs that may not parse: the user part up to the last '@' before the
+/// query (with or without a scheme), secret options, and every other
+/// occurrence of those values, raw and percent-decoded.
 AUDITPIPE_EXPORT std::string redact_url(std::string_view text);
 
-// `text` with every occurrence of `secret` replaced by "***"; a secret that is
-// empty or only '*' (which the masks themselves spell) is left alone.
+/// `text` with every occurrence of `secret` replaced by "***"; a secret that is
+/// empty or only '*' (which the masks themselves spell) is left alone.
 AUDITPIPE_EXPORT std::string hide_secret(std::string text, std::string_view secret);
 
-// Parses `key=value&key2=value2` (percent-decoded), as in a URL's query.
+/// Parses `key=value&key2=value2` (percent-decoded), as in a URL's query.
 AUDITPIPE_EXPORT std::vector<std::pair<std::string, std::string>> parse_query(
     std::string_view text);
 
-// Decodes %XX escapes (and nothing else: '+' stays '+'). Throws
-// auditpipe::error on a bad escape.
+/// Decodes %XX escapes (and nothing else: '+' stays '+'). Throws
+/// auditpipe::error on a bad escape.
 AUDITPIPE_EXPORT std::string percent_decode(std::string_view text);
 
-// The query options every pooled sink takes, with ConnectionPool's names.
+/// The query options every pooled sink takes, with ConnectionPool's names.
 inline constexpr std::string_view pool_option_names[] = {
     "pool_size",       "min_idle",     "connection_timeout_ms", "idle_timeout_ms",
     "max_lifetime_ms", "keepalive_ms", "validation_ms",         "leak_detection_ms"};
 
-// Throws auditpipe::error unless every query key of `url` is in `known` or
-// in `also` (pool_option_names, for a pooled sink); the message lists both.
+/// Throws auditpipe::error unless every query key of `url` is in `known` or
+/// in `also` (pool_option_names, for a pooled sink); the message lists both.
 AUDITPIPE_EXPORT void require_known_options(const Url& url,
                                             std::initializer_list<std::string_view> known,
                                             std::span<const std::string_view> also = {});
 
-// A whole number option from `min` to `max`; throws auditpipe::error naming
-// the option (with the URL's password masked) otherwise.
+/// A whole number option from `min` to `max`; throws auditpipe::error naming
+/// the option (with the URL's password masked) otherwise.
 AUDITPIPE_EXPORT std::uint64_t url_number(const Url& url, std::string_view key,
                                           std::string_view value, std::uint64_t min,
                                           std::uint64_t max);
 
-// Which of `choices` an option's value is (its index); throws
-// auditpipe::error naming the option and the choices otherwise, with the
-// URL's password masked.
+/// Which of `choices` an option's value is (its index); throws
+/// auditpipe::error naming the option and the choices otherwise, with the
+/// URL's password masked.
 AUDITPIPE_EXPORT std::size_t url_choice(const Url& url, std::string_view key,
                                         std::string_view value,
                                         std::span<const std::string_view> choices);
 
-// If `key` is one of pool_option_names, applies it and returns true.
+/// If `key` is one of pool_option_names, applies it and returns true.
 AUDITPIPE_EXPORT bool apply_pool_option(const Url& url, std::string_view key,
                                         std::string_view value, ConnectionPoolOptions& pool,
                                         std::optional<std::size_t>& pool_size);

@@ -30,14 +30,15 @@
 #include "auditpipe/export.h"
 #include "auditpipe/sink/sink.h"
 
+/// The SQLite sink (target auditpipe::sqlite; README, The SQLite sink).
 namespace auditpipe::sqlite {
 
-// The URL schemes open() takes, for auditpipe::open's registry (which
-// lists the first as supported).
+/// The URL schemes open() takes, for auditpipe::open's registry (which
+/// lists the first as supported).
 inline constexpr std::string_view url_schemes[] = {"sqlite"};
 
-// Parses the URL (throws auditpipe::error if it is malformed or has an
-// unknown option). The database is opened by Sink::open().
+/// Parses the URL (throws auditpipe::error if it is malformed or has an
+/// unknown option). The database is opened by Sink::open().
 AUDITPIPE_EXPORT std::shared_ptr<Sink> open(std::string_view url);
 
 }  // namespace auditpipe::sqlite
