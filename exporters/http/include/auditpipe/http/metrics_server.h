@@ -46,53 +46,57 @@
 
 namespace auditpipe::http {
 
-// One logger on the page: how to read its stats now, and its labels.
+/// One logger on the page: how to read its stats now, and its labels.
 struct MetricsSource {
-  std::function<Stats()> stats;
-  MetricLabels labels;
+  std::function<Stats()> stats;  ///< called at each scrape, on a worker thread
+  MetricLabels labels;           ///< added to each of its series
 };
 
+/// How the server listens and how long it waits for clients.
 struct MetricsServerOptions {
-  // An IP address of this host (IPv4 or IPv6, no host names: nothing is
-  // looked up). The loopback address by default, so that nothing is exposed
-  // beyond the machine unless asked for; "0.0.0.0" serves every interface.
+  /// An IP address of this host (IPv4 or IPv6, no host names: nothing is
+  /// looked up). The loopback address by default, so that nothing is exposed
+  /// beyond the machine unless asked for; "0.0.0.0" serves every interface.
   std::string address = "127.0.0.1";
-  // 0 picks a free port (port() says which).
+  /// 0 picks a free port (port() says which).
   std::uint16_t port = 9464;
-  // Worker threads: concurrent connections served (at least 1). One more
-  // connection than this waits for a worker.
+  /// Worker threads: concurrent connections served (at least 1). One more
+  /// connection than this waits for a worker.
   std::size_t threads = 4;
-  // How long a kept-alive connection may wait for its next request (and a
-  // new one for its first) before it is closed: whole seconds, at least 1.
+  /// How long a kept-alive connection may wait for its next request (and a
+  /// new one for its first) before it is closed: whole seconds, at least 1.
   std::chrono::seconds idle_timeout{5};
-  // A request must arrive, and a response be taken, at this pace: the
-  // longest wait for any one read or write on a connection.
+  /// A request must arrive, and a response be taken, at this pace: the
+  /// longest wait for any one read or write on a connection.
   std::chrono::milliseconds read_timeout{5000};
+  /// The longest wait for any one write of a response.
   std::chrono::milliseconds write_timeout{5000};
 };
 
+/// A /metrics endpoint for one or more loggers: serves their stats as one
+/// Prometheus page (see the file comment for what a scraper can rely on).
 class AUDITPIPE_EXPORT MetricsServer {
  public:
-  // Binds options.address:options.port and serves `sources`. Throws
-  // auditpipe::error (nothing is left listening) for bad options or labels.
+  /// Binds options.address:options.port and serves `sources`. Throws
+  /// auditpipe::error (nothing is left listening) for bad options or labels.
   explicit MetricsServer(std::vector<MetricsSource> sources = {},
                          const MetricsServerOptions& options = {});
   ~MetricsServer();
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;
 
-  // Adds a logger to the page, from the next scrape on. Throws
-  // auditpipe::error if its labels are refused or another source has the
-  // same label set (the page would be refused), leaving the page unchanged.
+  /// Adds a logger to the page, from the next scrape on. Throws
+  /// auditpipe::error if its labels are refused or another source has the
+  /// same label set (the page would be refused), leaving the page unchanged.
   void add(MetricsSource source);
 
-  // Stops listening, lets the scrapes in progress finish, closes every
-  // connection and joins the threads. Idempotent.
+  /// Stops listening, lets the scrapes in progress finish, closes every
+  /// connection and joins the threads. Idempotent.
   void stop();
 
-  // The bound port (the free port picked for port 0).
+  /// The bound port (the free port picked for port 0).
   std::uint16_t port() const;
-  // http://<address>:<port>/metrics, IPv6 addresses in brackets.
+  /// `http://<address>:<port>/metrics`, IPv6 addresses in brackets.
   std::string url() const;
 
  private:
