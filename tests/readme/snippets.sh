@@ -181,6 +181,9 @@ for n in "${blocks[@]}"; do
   if grep -q "auditpipe/open.h" <<<"$includes"; then
     components+=" open" targets+=" auditpipe::open"
   fi
+  if grep -q "auditpipe/http/" <<<"$includes"; then
+    components+=" metrics_http" targets+=" auditpipe::metrics_http"
+  fi
   cat >"$dir/CMakeLists.txt" <<EOF
 find_package(auditpipe CONFIG REQUIRED COMPONENTS core$components)
 add_executable(snippet_$n main.cpp)
