@@ -88,7 +88,10 @@ SqlTableText sql_table_text(const SqlDialect& d, const TableDescriptor& table) {
   }
   t.create_table = "CREATE TABLE IF NOT EXISTS " + t.table + " (";
   for (const Column& c : table.columns) {
-    t.create_table += d.quote(c.name) + " " + d.column_type(c) + " NOT NULL, ";
+    // A nullable member's column takes NULL; every other refuses it, so a
+    // value the record always has is never missing from a row.
+    t.create_table +=
+        d.quote(c.name) + " " + d.column_type(c) + (c.nullable ? ", " : " NOT NULL, ");
   }
   const std::string key_type(d.key_column_type);
   t.create_table += source_id + " " + key_type + " NOT NULL, " + seq + " " + key_type +
