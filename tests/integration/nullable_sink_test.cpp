@@ -3,17 +3,25 @@
 // every sink and write path (a SQLite file; the throwaway MariaDB's bulk,
 // text and LOAD DATA paths; the throwaway PostgreSQL's binary COPY, text
 // COPY and INSERT), read back through each database's own C API with IS
-// NULL told apart from '' and 0.
+// NULL told apart from '' and 0. Then the start-up table check's schema
+// changes on each database: a missing column printed as the ALTER TABLE
+// that adds it, migrate=add_columns running it, an extra NOT NULL column
+// without a default refused, a NOT NULL column for a nullable member
+// refused.
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
 #include <sqlite3.h>
 
 #include <cstdlib>
 #include <limits>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "auditpipe/diagnostics.h"
 #include "auditpipe/logger.h"
 #include "auditpipe/mysql/mysql_sink.h"
 #include "auditpipe/postgresql/postgresql_sink.h"
@@ -27,6 +35,74 @@ namespace nulls {
 
 using auditpipe::nullable;
 using testing_support::NullRow;
+
+// The table as an older record knew it: two of NullRow's columns.
+struct OldRow {
+  std::int64_t message_id = 0;
+  nullable<auditpipe::timestamp> at;
+};
+constexpr auto describe(auditpipe::type_tag<OldRow>) {
+  return auditpipe::table<OldRow>("audit_nulls", AUDITPIPE_COLUMN(OldRow, message_id),
+                                  AUDITPIPE_COLUMN(OldRow, at));
+}
+
+// NullRow's columns and two more: one NOT NULL (a plain member), one
+// nullable. Its table has an extra NOT NULL column for a NullRow.
+struct WiderRow {
+  std::int64_t message_id = 0;
+  nullable<auditpipe::timestamp> at;
+  nullable<std::int8_t> i8;
+  nullable<std::int16_t> i16;
+  nullable<std::int32_t> i32;
+  nullable<std::int64_t> i64;
+  nullable<std::uint8_t> u8;
+  nullable<std::uint16_t> u16;
+  nullable<std::uint32_t> u32;
+  nullable<bool> flag;
+  nullable<double> amount;
+  nullable<auditpipe::fixed_string<16>> note;
+  nullable<auditpipe::fixed_string<64>> detail;
+  std::int32_t required_x = 0;
+  nullable<std::int32_t> optional_x;
+};
+constexpr auto describe(auditpipe::type_tag<WiderRow>) {
+  return auditpipe::table<WiderRow>(
+      "audit_nulls", AUDITPIPE_COLUMN(WiderRow, message_id), AUDITPIPE_COLUMN(WiderRow, at),
+      AUDITPIPE_COLUMN(WiderRow, i8), AUDITPIPE_COLUMN(WiderRow, i16),
+      AUDITPIPE_COLUMN(WiderRow, i32), AUDITPIPE_COLUMN(WiderRow, i64),
+      AUDITPIPE_COLUMN(WiderRow, u8), AUDITPIPE_COLUMN(WiderRow, u16),
+      AUDITPIPE_COLUMN(WiderRow, u32), AUDITPIPE_COLUMN(WiderRow, flag),
+      AUDITPIPE_COLUMN(WiderRow, amount), AUDITPIPE_COLUMN(WiderRow, note),
+      AUDITPIPE_COLUMN(WiderRow, detail), AUDITPIPE_COLUMN(WiderRow, required_x),
+      AUDITPIPE_COLUMN(WiderRow, optional_x));
+}
+
+// NullRow with `note` a plain member: its table declares note NOT NULL.
+struct StrictRow {
+  std::int64_t message_id = 0;
+  nullable<auditpipe::timestamp> at;
+  nullable<std::int8_t> i8;
+  nullable<std::int16_t> i16;
+  nullable<std::int32_t> i32;
+  nullable<std::int64_t> i64;
+  nullable<std::uint8_t> u8;
+  nullable<std::uint16_t> u16;
+  nullable<std::uint32_t> u32;
+  nullable<bool> flag;
+  nullable<double> amount;
+  auditpipe::fixed_string<16> note;
+  nullable<auditpipe::fixed_string<64>> detail;
+};
+constexpr auto describe(auditpipe::type_tag<StrictRow>) {
+  return auditpipe::table<StrictRow>(
+      "audit_nulls", AUDITPIPE_COLUMN(StrictRow, message_id), AUDITPIPE_COLUMN(StrictRow, at),
+      AUDITPIPE_COLUMN(StrictRow, i8), AUDITPIPE_COLUMN(StrictRow, i16),
+      AUDITPIPE_COLUMN(StrictRow, i32), AUDITPIPE_COLUMN(StrictRow, i64),
+      AUDITPIPE_COLUMN(StrictRow, u8), AUDITPIPE_COLUMN(StrictRow, u16),
+      AUDITPIPE_COLUMN(StrictRow, u32), AUDITPIPE_COLUMN(StrictRow, flag),
+      AUDITPIPE_COLUMN(StrictRow, amount), AUDITPIPE_COLUMN(StrictRow, note),
+      AUDITPIPE_COLUMN(StrictRow, detail));
+}
 
 }  // namespace nulls
 
@@ -259,6 +335,117 @@ INSTANTIATE_TEST_SUITE_P(Sinks, NullableRoundTrip,
                          ::testing::Values("sqlite", "mysql_bulk", "mysql_text", "mysql_load_data",
                                            "postgresql_copy", "postgresql_copy_text",
                                            "postgresql_insert"),
+                         [](const auto& param_info) { return param_info.param; });
+
+// The table check's schema changes, on each database.
+class SchemaChange : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override { db_ = make_database(GetParam()); }
+
+  // The message open() fails with, or "" if it opens.
+  template <class Record>
+  std::string open_error(const std::string& options = "") {
+    try {
+      auditpipe::Logger<Record> logger(db_->open(options));
+      logger.close();
+      return "";
+    } catch (const auditpipe::error& e) {
+      return e.what();
+    }
+  }
+  void expect_no_password(const std::string& message) {
+    const std::string password = db_->password();
+    if (!password.empty()) {
+      EXPECT_EQ(message.find(password), std::string::npos) << message;
+    }
+  }
+
+  std::unique_ptr<Database> db_;
+};
+
+// (a) The error prints the statements that add the missing columns, in
+// the database's dialect, and running them is all it takes.
+TEST_P(SchemaChange, AMissingColumnIsAnErrorThatPrintsTheAlterTableThatAddsIt) {
+  ASSERT_EQ(open_error<nulls::OldRow>(), "");
+  const std::string e = open_error<NullRow>();
+  ASSERT_NE(e, "");
+  EXPECT_NE(e.find("lacks the columns the record needs: i8, i16"), std::string::npos) << e;
+  EXPECT_NE(e.find("\n  " + db_->add_note() + ";"), std::string::npos) << e;
+  EXPECT_NE(e.find("migrate=add_columns"), std::string::npos) << e;
+  expect_no_password(e);
+  std::istringstream lines(e);
+  int statements = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("  ALTER TABLE ", 0) != 0) continue;
+    db_->exec(line.substr(2, line.size() - 3));  // without the indent and the ';'
+    ++statements;
+  }
+  EXPECT_EQ(statements, null_row_column_count - 1);  // all but `at`
+  EXPECT_EQ(open_error<NullRow>(), "");
+}
+
+// (b) migrate=add_columns adds them at open, nullable, logging each
+// statement: rows already there have NULL in them, new rows their values.
+TEST_P(SchemaChange, MigrateAddColumnsAddsTheMissingColumnsNullableAndLogsEach) {
+  {
+    auditpipe::Logger<nulls::OldRow> old(db_->open());
+    auto r = old.acquire();
+    r->message_id = 100;
+    ASSERT_EQ(r.commit(), Status::ok);
+  }
+  auto ring = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(64);
+  const auto previous = auditpipe::diagnostics();
+  auditpipe::set_diagnostics_logger(std::make_shared<spdlog::logger>("auditpipe", ring));
+  {
+    auditpipe::Logger<NullRow> logger(db_->open("migrate=add_columns"));
+    for (std::int64_t i = 0; i < 3; ++i) {
+      auto r = logger.acquire();
+      *r = testing_support::null_row(i);
+      ASSERT_EQ(r.commit(), Status::ok);
+    }
+    EXPECT_EQ(logger.close().stats.written, 3u);
+  }
+  auditpipe::set_diagnostics_logger(previous);
+  std::string logged;
+  for (const auto& line : ring->last_formatted()) logged += line;
+  EXPECT_NE(logged.find(db_->add_note()), std::string::npos) << logged;
+  expect_no_password(logged);
+  EXPECT_EQ(db_->count(" WHERE message_id = 100 AND note IS NULL AND i64 IS NULL"), 1);
+  // New rows as the pattern has them: note NULL in one, a value in another.
+  for (std::int64_t i = 0; i < 3; ++i) {
+    const auto expected = testing_support::null_row_expected(i, 10);
+    const std::string where = " WHERE message_id = " + std::to_string(i);
+    EXPECT_EQ(db_->count(where + " AND note IS NULL"), expected ? 0 : 1) << i;
+    EXPECT_EQ(db_->value("SELECT note FROM audit_nulls" + where), expected) << i;
+  }
+  // Opening again finds nothing to add.
+  EXPECT_EQ(open_error<NullRow>(), "");
+}
+
+// (c) An extra column the insert leaves out, NOT NULL without a default,
+// would refuse every row: refused at open, named; a nullable extra passes.
+TEST_P(SchemaChange, AnExtraNotNullColumnWithoutADefaultIsRefusedAtOpenByName) {
+  ASSERT_EQ(open_error<nulls::WiderRow>(), "");
+  const std::string e = open_error<NullRow>();
+  EXPECT_NE(e.find("NOT NULL without a default: required_x;"), std::string::npos) << e;
+  EXPECT_EQ(e.find("optional_x"), std::string::npos) << e;
+  expect_no_password(e);
+}
+
+// (d) A nullable member whose column is NOT NULL is refused at open, named.
+TEST_P(SchemaChange, ANotNullColumnForANullableMemberIsRefusedAtOpenByName) {
+  ASSERT_EQ(open_error<nulls::StrictRow>(), "");
+  const std::string e = open_error<NullRow>();
+  EXPECT_NE(e.find("may be NULL (auditpipe::nullable): note;"), std::string::npos) << e;
+  expect_no_password(e);
+}
+
+TEST_P(SchemaChange, AnUnknownMigrateValueIsRefused) {
+  EXPECT_THROW(db_->open("migrate=everything"), auditpipe::error);
+}
+
+INSTANTIATE_TEST_SUITE_P(Databases, SchemaChange,
+                         ::testing::Values("sqlite", "mysql_bulk", "postgresql_copy"),
                          [](const auto& param_info) { return param_info.param; });
 
 }  // namespace

@@ -24,10 +24,11 @@ namespace {
 }  // namespace
 
 PostgresqlConfig parse_postgresql_url(std::string_view text) {
-  const Url url = parse_sink_url(text, url_schemes,
-                                 {"write_path", "create_table", "connect_timeout", "sslmode",
-                                  "sslrootcert", "sslcert", "sslkey", "application_name"},
-                                 pool_option_names);
+  const Url url =
+      parse_sink_url(text, url_schemes,
+                     {"write_path", "create_table", "migrate", "connect_timeout", "sslmode",
+                      "sslrootcert", "sslcert", "sslkey", "application_name"},
+                     pool_option_names);
   if (url.user.empty()) bad(url, "no user name (postgresql://user:password@host/database)");
   if (url.path.empty()) bad(url, "no database name after the host");
   if (url.hosts.empty()) bad(url, "no host");
@@ -52,6 +53,8 @@ PostgresqlConfig parse_postgresql_url(std::string_view text) {
     } else if (key == "create_table") {
       if (value != "true" && value != "false") bad(url, "create_table must be true or false");
       c.sink.create_table = value == "true";
+    } else if (key == "migrate") {
+      c.sink.migrate_add_columns = url_choice(url, key, value, migrate_names) == 1;
     } else if (key == "connect_timeout") {
       c.connect_timeout_s = static_cast<unsigned>(url_number(url, key, value, 1, 3600));
       connect_timeout = std::to_string(c.connect_timeout_s);

@@ -71,6 +71,11 @@ SqliteConfig parse_sqlite_url(std::string_view url) {
       if (key == "create_table") {
         if (value != "true" && value != "false") bad_url(url, "create_table must be true or false");
         c.sink.create_table = value == "true";
+      } else if (key == "migrate") {
+        if (value != "none" && value != "add_columns") {
+          bad_url(url, "migrate must be none or add_columns");
+        }
+        c.sink.migrate_add_columns = value == "add_columns";
       } else if (key == "synchronous") {
         std::string v = value;
         std::transform(v.begin(), v.end(), v.begin(), [](char ch) {
@@ -86,7 +91,7 @@ SqliteConfig parse_sqlite_url(std::string_view url) {
         }
       } else {
         bad_url(url, "unknown option '" + key +
-                         "' (known: create_table, synchronous, busy_timeout_ms)");
+                         "' (known: create_table, migrate, synchronous, busy_timeout_ms)");
       }
     }
   } catch (const error& e) {
