@@ -409,6 +409,30 @@ TEST(Reliability, ANullIsJsonNullInTheDeadLetterFile) {
   EXPECT_NE(line.find(R"("amount":null,)"), std::string::npos) << line;
 }
 
+// The text under a NULL is nobody's: the writer neither repairs nor
+// counts it, and the sink gets it NULL.
+TEST(Reliability, TheTextOfANullIsNeverRepairedOrCounted) {
+  auto sink = std::make_shared<CollectingSink>();
+  sink->keep_bytes();
+  {
+    auditpipe::Logger<testing_support::NullRow> logger(sink);
+    auto r = logger.acquire();
+    r->message_id = 1;
+    r->note = "bad \xFF\xFE";
+    r->note = std::nullopt;
+    r->detail = "bad \xFF";
+    ASSERT_EQ(r.commit(), Status::ok);
+    const auto report = logger.close();
+    EXPECT_EQ(report.stats.invalid_utf8_fields, 1u);  // detail's, not note's
+  }
+  ASSERT_EQ(sink->rows().size(), 1u);
+  testing_support::NullRow back;
+  std::memcpy(static_cast<void*>(&back), sink->rows()[0].data(), sizeof back);
+  EXPECT_FALSE(back.note.has_value());
+  ASSERT_TRUE(back.detail.has_value());
+  EXPECT_EQ(*back.detail, "bad \xEF\xBF\xBD");
+}
+
 struct OtherRow {
   std::int64_t id = 0;
 };
