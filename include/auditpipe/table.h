@@ -19,8 +19,9 @@
 // and SQL-neutral type. The result is a constexpr table; descriptor_of<R>()
 // turns it into the type-erased TableDescriptor the rest of auditpipe uses.
 // A member declared auditpipe::nullable<T> (nullable.h) is a T column that
-// may be NULL. Member types auditpipe cannot store, duplicate or reserved column names,
-// and names that are not plain SQL identifiers are compile errors.
+// may be NULL. Member types auditpipe cannot store, duplicate or reserved
+// column names, and names that are not plain SQL identifiers are compile
+// errors.
 #pragma once
 
 #include <array>

@@ -173,4 +173,15 @@ TEST(Nullable, PresentSourcesMapToTheirValues) {
   EXPECT_EQ(t.when->micros, 42);
 }
 
+TEST(Nullable, StampNowFillsANullableTimestamp) {
+  struct Stamped {
+    nullable<timestamp> at;
+  };
+  constexpr auto stamp = auditpipe::mapping(auditpipe::stamp_now(&Stamped::at));
+  Stamped s;
+  stamp.apply(Source{}, s);
+  ASSERT_TRUE(s.at.has_value());
+  EXPECT_NE(s.at->micros, 0);
+}
+
 }  // namespace
