@@ -8,6 +8,7 @@
 #include "auditpipe/histogram.h"
 #include "auditpipe/logger.h"
 #include "auditpipe/mapping.h"
+#include "auditpipe/nullable.h"
 #include "auditpipe/options.h"
 #include "auditpipe/stats.h"
 #include "auditpipe/status.h"

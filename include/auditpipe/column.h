@@ -58,6 +58,11 @@ struct AUDITPIPE_EXPORT Column {
   std::uint32_t offset;      ///< of the member inside the record, in bytes
   std::uint32_t size;        ///< sizeof the member
   std::uint32_t max_length;  ///< text: capacity in bytes; otherwise 0
+  /// An auditpipe::nullable<T> member: `offset` and `size` are its value's
+  /// (read as any T column's), and the byte at `presence_offset` inside the
+  /// record is 1 when a value is present, 0 for SQL NULL.
+  bool nullable = false;
+  std::uint32_t presence_offset = 0;  ///< nullable: where its presence byte is
 };
 
 /// The names of the two columns every table gets in addition to the record's.
@@ -92,6 +97,12 @@ inline T load(const std::byte* p) noexcept {
   return v;
 }
 }  // namespace detail
+
+/// Whether column `c` of `record` is SQL NULL. Every writer of a value asks
+/// this first; a NULL's value bytes are never read.
+inline bool is_null(const std::byte* record, const Column& c) noexcept {
+  return c.nullable && record[c.presence_offset] == std::byte{0};
+}
 
 /// Integer-like columns (booleans, integers, timestamps) widened to int64.
 inline std::int64_t read_integer(const std::byte* record, const Column& c) noexcept {

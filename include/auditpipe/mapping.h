@@ -14,17 +14,25 @@
 //                               auditpipe::stamp_now(&AuditRow::at));
 //   }
 //
+// A record member declared auditpipe::nullable<T> is filled from a
+// std::optional<U> or nullable<U> source (empty: NULL), from a pointer
+// (nullptr: NULL; a `const char*` into nullable text is a C string, null:
+// NULL) or from a plain U (never NULL). A member that cannot be NULL filled
+// from a source that can be empty is a compile error (check_emptiness).
+//
 // With that overload next to either type, logger.log(message) does acquire,
 // map and commit. A mapping can also be passed explicitly: logger.log(m, map).
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <tuple>
 #include <type_traits>
 
 #include "auditpipe/fixed_string.h"
+#include "auditpipe/nullable.h"
 #include "auditpipe/table.h"
 #include "auditpipe/timestamp.h"
 
@@ -37,8 +45,31 @@ struct is_fixed_string : std::false_type {};
 template <std::size_t N>
 struct is_fixed_string<fixed_string<N>> : std::true_type {};
 
+// Sources that may hold no value: std::optional<U> and nullable<U>.
+template <class T>
+struct maybe_empty : std::false_type {};
+template <class U>
+struct maybe_empty<std::optional<U>> : std::true_type {
+  using value_type = U;
+};
+template <class U>
+struct maybe_empty<nullable<U>> : std::true_type {
+  using value_type = U;
+};
+
+// A pointer source for a nullable member: nullptr is NULL. Character
+// pointers into a text member are C strings, not pointers to one char.
 template <class D, class S>
-constexpr bool assignable_field() {
+constexpr bool is_pointer_source() {
+  if constexpr (!std::is_pointer_v<S>) {
+    return false;
+  } else {
+    return !(is_fixed_string<D>::value && std::is_convertible_v<const S&, const char*>);
+  }
+}
+
+template <class D, class S>
+constexpr bool assignable_value() {
   if constexpr (is_fixed_string<D>::value) {
     return std::is_convertible_v<const S&, std::string_view>;
   } else if constexpr (std::is_same_v<D, timestamp>) {
@@ -56,9 +87,39 @@ constexpr bool assignable_field() {
   }
 }
 
-/// The copy of one value into one record field.
 template <class D, class S>
-inline void assign_field(D& dst, const S& src) noexcept {
+constexpr bool assignable_field() {
+  if constexpr (is_nullable_v<D>) {
+    using V = typename D::value_type;
+    if constexpr (maybe_empty<S>::value) {
+      return assignable_value<V, std::remove_cv_t<typename maybe_empty<S>::value_type>>();
+    } else if constexpr (is_pointer_source<V, S>()) {
+      return assignable_value<V, std::remove_cv_t<std::remove_pointer_t<S>>>();
+    } else {
+      return assignable_value<V, S>();
+    }
+  } else if constexpr (maybe_empty<S>::value) {
+    return false;  // field() and assign_field() say why
+  } else {
+    return assignable_value<D, S>();
+  }
+}
+
+// A source that can be empty goes only into a member that can be NULL: an
+// empty optional stored as '' or 0 is the confusion nullable<T> exists to
+// end, and silently writing value_or(T{}) would bring it back.
+template <class D, class S>
+constexpr void check_emptiness() {
+  static_assert(is_nullable_v<D> || !maybe_empty<S>::value,
+                "auditpipe: this source (std::optional or auditpipe::nullable) may be empty, but "
+                "the record member cannot be NULL. Declare the member auditpipe::nullable<T>, or "
+                "map an explicit fallback with auditpipe::compute(&Record::member, [](const Src& "
+                "s) { return s.member.value_or(...); }).");
+}
+
+// The copy of one present value into one record field.
+template <class D, class S>
+inline void assign_value(D& dst, const S& src) noexcept {
   if constexpr (is_fixed_string<D>::value) {
     // Character pointers go through assign(const char*): a null one is an
     // empty, counted field, not a strlen(nullptr).
@@ -80,6 +141,40 @@ inline void assign_field(D& dst, const S& src) noexcept {
   }
 }
 
+// The copy of one source value into one record field: into a nullable
+// member, an empty optional or nullable, or a null pointer, is NULL.
+template <class D, class S>
+inline void assign_field(D& dst, const S& src) noexcept {
+  check_emptiness<D, S>();
+  if constexpr (is_nullable_v<D>) {
+    using V = typename D::value_type;
+    if constexpr (maybe_empty<S>::value) {
+      if (src.has_value()) {
+        assign_value(dst.emplace(), *src);
+      } else {
+        dst.reset();
+      }
+    } else if constexpr (is_pointer_source<V, S>()) {
+      if (src != nullptr) {
+        assign_value(dst.emplace(), *src);
+      } else {
+        dst.reset();
+      }
+    } else if constexpr (is_fixed_string<V>::value &&
+                         std::is_convertible_v<const S&, const char*>) {
+      if (static_cast<const char*>(src) != nullptr) {
+        dst.emplace().assign(static_cast<const char*>(src));
+      } else {
+        dst.reset();
+      }
+    } else {
+      assign_value(dst.emplace(), src);
+    }
+  } else {
+    assign_value(dst, src);
+  }
+}
+
 }  // namespace detail
 
 /// Copies src.*from into record.*to.
@@ -98,11 +193,15 @@ struct Field {
 /// types cannot be mapped.
 template <class Src, class SrcMember, class Dst, class DstMember>
 constexpr Field<Src, SrcMember, Dst, DstMember> field(SrcMember Src::*from, DstMember Dst::*to) {
-  static_assert(detail::assignable_field<DstMember, SrcMember>(),
-                "auditpipe: this source member cannot be mapped onto that record field. Text "
-                "fields take anything convertible to std::string_view; timestamps take "
-                "auditpipe::timestamp or std::chrono::system_clock::time_point; integers take "
-                "integers and enums; double takes numbers; bool takes bool.");
+  detail::check_emptiness<DstMember, SrcMember>();
+  static_assert(
+      detail::assignable_field<DstMember, SrcMember>(),
+      "auditpipe: this source member cannot be mapped onto that record field. Text "
+      "fields take anything convertible to std::string_view; timestamps take "
+      "auditpipe::timestamp or std::chrono::system_clock::time_point; integers take "
+      "integers and enums; double takes numbers; bool takes bool. An auditpipe::nullable<T> "
+      "member takes what T takes, a std::optional or nullable of it, or a pointer to it "
+      "(nullptr: NULL; for text, a null const char*).");
   return {from, to};
 }
 
@@ -141,6 +240,12 @@ struct now_fn {
 /// count the writer turns into wall time before the record reaches a sink).
 template <class Dst>
 constexpr ComputedField<Dst, timestamp, detail::now_fn> stamp_now(timestamp Dst::*to) {
+  return {to, detail::now_fn{}};
+}
+/// The same for a nullable timestamp member (then never NULL).
+template <class Dst>
+constexpr ComputedField<Dst, nullable<timestamp>, detail::now_fn> stamp_now(
+    nullable<timestamp> Dst::*to) {
   return {to, detail::now_fn{}};
 }
 

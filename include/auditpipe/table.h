@@ -18,8 +18,10 @@
 // own name, or another with AUDITPIPE_COLUMN_AS) and records its offset, size
 // and SQL-neutral type. The result is a constexpr table; descriptor_of<R>()
 // turns it into the type-erased TableDescriptor the rest of auditpipe uses.
-// Member types auditpipe cannot store, duplicate or reserved column names,
-// and names that are not plain SQL identifiers are compile errors.
+// A member declared auditpipe::nullable<T> (nullable.h) is a T column that
+// may be NULL. Member types auditpipe cannot store, duplicate or reserved
+// column names, and names that are not plain SQL identifiers are compile
+// errors.
 #pragma once
 
 #include <array>
@@ -30,6 +32,7 @@
 
 #include "auditpipe/column.h"
 #include "auditpipe/fixed_string.h"
+#include "auditpipe/nullable.h"
 #include "auditpipe/timestamp.h"
 
 namespace auditpipe {
@@ -92,6 +95,14 @@ struct column_traits<fixed_string<N>> {
   static constexpr std::uint32_t max_length = static_cast<std::uint32_t>(N);
 };
 
+/// A nullable<T> is a T column that may be NULL (column.h: Column::nullable).
+template <class T>
+struct column_traits<nullable<T>> {
+  static_assert(!is_nullable_v<T>, "auditpipe: nullable<nullable<T>> is not a column type");
+  static constexpr ColumnType type = column_traits<T>::type;                 ///< T's
+  static constexpr std::uint32_t max_length = column_traits<T>::max_length;  ///< T's
+};
+
 namespace detail {
 
 template <class P>
@@ -139,8 +150,24 @@ consteval Column make_column(std::string_view name, std::size_t offset) {
                 "auditpipe: AUDITPIPE_COLUMN names a member of another type");
   using M = std::remove_cv_t<typename traits::member_type>;
   if (!is_identifier(name)) auditpipe_error_column_name_is_not_a_plain_sql_identifier();
-  return Column{name, column_traits<M>::type, static_cast<std::uint32_t>(offset),
-                static_cast<std::uint32_t>(sizeof(M)), column_traits<M>::max_length};
+  if constexpr (is_nullable_v<M>) {
+    using T = typename M::value_type;
+    return Column{name,
+                  column_traits<M>::type,
+                  static_cast<std::uint32_t>(offset + nullable_layout<T>::value_offset),
+                  static_cast<std::uint32_t>(sizeof(T)),
+                  column_traits<M>::max_length,
+                  true,
+                  static_cast<std::uint32_t>(offset + nullable_layout<T>::presence_offset)};
+  } else {
+    return Column{name,
+                  column_traits<M>::type,
+                  static_cast<std::uint32_t>(offset),
+                  static_cast<std::uint32_t>(sizeof(M)),
+                  column_traits<M>::max_length,
+                  false,
+                  0};
+  }
 }
 
 }  // namespace detail

@@ -29,6 +29,8 @@ inline std::uint64_t fingerprint(const TableDescriptor& t) noexcept {
     mix(&c.offset, sizeof c.offset);
     mix(&c.size, sizeof c.size);
     mix(&c.max_length, sizeof c.max_length);
+    mix(&c.nullable, sizeof c.nullable);
+    mix(&c.presence_offset, sizeof c.presence_offset);
   }
   return h;
 }

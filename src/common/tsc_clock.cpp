@@ -124,6 +124,7 @@ TscClock::Snapshot TscClock::snapshot() {
 void resolve_timestamps(std::byte* record, std::span<const Column* const> columns,
                         const TscClock::Snapshot& clock) noexcept {
   for (const Column* c : columns) {
+    if (is_null(record, *c)) continue;  // a NULL's bytes are nobody's value
     timestamp t;
     std::memcpy(&t.micros, record + c->offset, sizeof t.micros);
     if (!t.pending()) continue;

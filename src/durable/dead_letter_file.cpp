@@ -46,6 +46,10 @@ void append_record_json(std::string& out, const TableDescriptor& table, const st
     first = false;
     append_json_string(out, c.name);
     out += ':';
+    if (is_null(record, c)) {
+      out += "null";
+      continue;
+    }
     switch (c.type) {
       case ColumnType::text:
         append_json_string(out, read_text(record, c));

@@ -29,6 +29,7 @@ RecoveredTimestamps::~RecoveredTimestamps() {
 
 void RecoveredTimestamps::resolve(std::byte* record) noexcept {
   for (const Column* c : columns_) {
+    if (is_null(record, *c)) continue;  // a NULL's bytes are nobody's time, nor counted
     timestamp t;
     std::memcpy(&t.micros, record + c->offset, sizeof t.micros);
     if (!t.pending()) continue;

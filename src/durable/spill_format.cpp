@@ -71,8 +71,10 @@ std::uint32_t load32(const std::byte* p) noexcept {
 
 RecordCodec::RecordCodec(const TableDescriptor& table) : table_(table) {
   for (const Column& c : table_.columns) {
-    max_encoded_size_ += c.type == ColumnType::text ? 2 * max_varint32 + c.max_length : c.size;
-    min_encoded_size_ += c.type == ColumnType::text ? 1 : c.size;
+    max_encoded_size_ += (c.nullable ? 1 : 0) +
+                         (c.type == ColumnType::text ? 2 * max_varint32 + c.max_length : c.size);
+    // A NULL is its presence byte alone.
+    min_encoded_size_ += c.nullable ? 1 : c.type == ColumnType::text ? 1 : c.size;
   }
 }
 
@@ -80,6 +82,11 @@ std::size_t RecordCodec::encode(const std::byte* record, std::byte* out) const n
   std::byte* const start = out;
   for (const Column& c : table_.columns) {
     const std::byte* field = record + c.offset;
+    if (c.nullable) {
+      const bool present = !is_null(record, c);
+      *out++ = std::byte{present ? std::uint8_t{1} : std::uint8_t{0}};
+      if (!present) continue;
+    }
     if (c.type != ColumnType::text) {
       std::memcpy(out, field, c.size);
       out += c.size;
@@ -101,6 +108,13 @@ bool RecordCodec::decode(std::span<const std::byte> in, std::byte* record) const
   const std::byte* const end = p + in.size();
   if (record != nullptr) std::memcpy(record, table_.prototype, table_.record_size);
   for (const Column& c : table_.columns) {
+    if (c.nullable) {
+      if (p == end) return false;
+      const auto presence = static_cast<std::uint8_t>(*p++);
+      if (presence > 1) return false;
+      if (record != nullptr) record[c.presence_offset] = std::byte{presence};
+      if (presence == 0) continue;
+    }
     if (c.type != ColumnType::text) {
       if (static_cast<std::size_t>(end - p) < c.size) return false;
       if (record != nullptr) std::memcpy(record + c.offset, p, c.size);

@@ -13,6 +13,10 @@
 //   fixed-size column (integers, bool, float64, timestamp): its bytes;
 //   text column: varint(length << 1 | has flags), [varint(flag word)],
 //                the `length` bytes in use
+// A nullable column (auditpipe::nullable<T>) is first a presence byte, 0
+// for NULL (nothing follows) or 1, then its value as above. (Descriptors
+// without nullable columns encode as before; the layout fingerprint keeps
+// a segment from being read under another descriptor.)
 // (varint: LEB128, 7 bits a byte, low bits first). Bytes no column owns,
 // and text bytes past a field's length, are not stored: a reader starts
 // from the table's prototype record. The seal is 0 while the segment is

@@ -25,6 +25,9 @@ unsigned RecordFinisher::finish(std::byte* record, const TscClock::Snapshot& clo
   unsigned truncated = 0;
   unsigned from_null = 0;
   for (const Column* c : text_columns_) {
+    // A NULL has no text: its bytes (stale, or the prototype's) are never
+    // validated, repaired or counted.
+    if (is_null(record, *c)) continue;
     repair_text(record, *c);
     const std::uint32_t flags = read_text_flags(record, *c);
     truncated += (flags & text_flags::truncated) != 0;

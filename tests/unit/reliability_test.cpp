@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -17,6 +18,7 @@
 #include "collecting_sink.h"
 #include "eventually.h"
 #include "exactly_once.h"
+#include "null_row.h"
 #include "temp_dir.h"
 #include "wait_slack.h"
 
@@ -300,6 +302,136 @@ TEST(Reliability, ADurablePoolKeepsCommittedRecordsForTheNextStart) {
   EXPECT_EQ(sources.size(), 1u);
   source = *sources.begin();
   EXPECT_NE(source, 0);
+}
+
+// The records a sink stored, as NullRows compared with what was logged:
+// every NULL still NULL, every zero, empty string and value as it was.
+void expect_null_rows_intact(const CollectingSink& sink, std::int64_t n) {
+  const auto rows = sink.rows();
+  ASSERT_EQ(rows.size(), static_cast<std::size_t>(n));
+  std::set<std::int64_t> seen;
+  for (const auto& bytes : rows) {
+    testing_support::NullRow back;
+    std::memcpy(static_cast<void*>(&back), bytes.data(), sizeof back);
+    const testing_support::NullRow logged = testing_support::null_row(back.message_id);
+    EXPECT_EQ(testing_support::null_row_difference(reinterpret_cast<const std::byte*>(&logged),
+                                                   bytes.data()),
+              "")
+        << "record " << back.message_id;
+    seen.insert(back.message_id);
+  }
+  EXPECT_EQ(seen.size(), static_cast<std::size_t>(n));
+}
+
+void log_null_rows(auditpipe::Logger<testing_support::NullRow>& logger, std::int64_t from,
+                   std::int64_t to) {
+  for (std::int64_t i = from; i < to; ++i) {
+    auto r = logger.acquire();
+    ASSERT_TRUE(r);
+    *r = testing_support::null_row(i);
+    ASSERT_EQ(r.commit(), Status::ok);
+  }
+}
+
+TEST(Reliability, NullsSurviveASpillAndItsReplay) {
+  TempDir dir;
+  Options o;
+  o.capacity = 64;
+  o.batch_size = 16;
+  o.spill_path = dir.path() / "spill";
+  o.retry_backoff_initial = 1ms;
+  o.retry_backoff_max = 5ms;
+  {
+    auto down = std::make_shared<CollectingSink>();
+    down->fail_next(1'000'000);
+    auditpipe::Logger<testing_support::NullRow> logger(down, o);
+    log_null_rows(logger, 0, 30);
+    EXPECT_EQ(logger.close(100ms).spilled, 30u);
+  }
+  auto up = std::make_shared<CollectingSink>();
+  up->keep_bytes();
+  {
+    auditpipe::Logger<testing_support::NullRow> logger(up, o);
+    EXPECT_TRUE(eventually([&] { return logger.stats().replayed == 30; }));
+    logger.close();
+  }
+  expect_null_rows_intact(*up, 30);
+}
+
+TEST(Reliability, NullsSurviveTheDurablePoolsRecovery) {
+  TempDir dir;
+  Options o;
+  o.capacity = 64;
+  o.batch_size = 16;
+  o.durable_path = dir.path() / "pool.dat";
+  o.retry_backoff_initial = 1ms;
+  o.retry_backoff_max = 5ms;
+  {
+    auto down = std::make_shared<CollectingSink>();
+    down->fail_next(1'000'000);
+    auditpipe::Logger<testing_support::NullRow> logger(down, o);
+    log_null_rows(logger, 0, 30);
+    EXPECT_EQ(logger.close(50ms).unwritten, 30u);  // kept in the file
+  }
+  auto up = std::make_shared<CollectingSink>();
+  up->keep_bytes();
+  {
+    auditpipe::Logger<testing_support::NullRow> logger(up, o);
+    const auto report = logger.close();
+    EXPECT_EQ(report.stats.recovered, 30u);
+  }
+  expect_null_rows_intact(*up, 30);
+}
+
+TEST(Reliability, ANullIsJsonNullInTheDeadLetterFile) {
+  TempDir dir;
+  auto sink = std::make_shared<CollectingSink>();
+  sink->refuse_if([](const auditpipe::RecordRef&) { return true; });
+  Options o;
+  o.dead_letter_path = dir.path() / "dead.jsonl";
+  {
+    auditpipe::Logger<testing_support::NullRow> logger(sink, o);
+    auto r = logger.acquire();
+    r->message_id = 1;
+    r->i32 = 0;
+    r->note = "";
+    r->detail = "stale";
+    r->detail = std::nullopt;
+    ASSERT_EQ(r.commit(), Status::ok);
+    EXPECT_EQ(logger.close().stats.dead_lettered, 1u);
+  }
+  std::ifstream in(o.dead_letter_path);
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  EXPECT_NE(line.find(R"("i32":0,)"), std::string::npos) << line;
+  EXPECT_NE(line.find(R"("note":"",)"), std::string::npos) << line;
+  EXPECT_NE(line.find(R"("detail":null})"), std::string::npos) << line;
+  EXPECT_NE(line.find(R"("at":null,)"), std::string::npos) << line;
+  EXPECT_NE(line.find(R"("amount":null,)"), std::string::npos) << line;
+}
+
+// The text under a NULL is nobody's: the writer neither repairs nor
+// counts it, and the sink gets it NULL.
+TEST(Reliability, TheTextOfANullIsNeverRepairedOrCounted) {
+  auto sink = std::make_shared<CollectingSink>();
+  sink->keep_bytes();
+  {
+    auditpipe::Logger<testing_support::NullRow> logger(sink);
+    auto r = logger.acquire();
+    r->message_id = 1;
+    r->note = "bad \xFF\xFE";
+    r->note = std::nullopt;
+    r->detail = "bad \xFF";
+    ASSERT_EQ(r.commit(), Status::ok);
+    const auto report = logger.close();
+    EXPECT_EQ(report.stats.invalid_utf8_fields, 1u);  // detail's, not note's
+  }
+  ASSERT_EQ(sink->rows().size(), 1u);
+  testing_support::NullRow back;
+  std::memcpy(static_cast<void*>(&back), sink->rows()[0].data(), sizeof back);
+  EXPECT_FALSE(back.note.has_value());
+  ASSERT_TRUE(back.detail.has_value());
+  EXPECT_EQ(*back.detail, "bad \xEF\xBF\xBD");
 }
 
 struct OtherRow {

@@ -21,6 +21,9 @@ struct ColumnArrays {
   std::vector<unsigned long> lengths;
   std::vector<MYSQL_TIME> times;
   std::vector<MYSQL_TIME*> time_pointers;
+  // A nullable column's per-row STMT_INDICATOR_NULL or _NONE (the
+  // connector's u.indicator array); empty for the others.
+  std::vector<char> indicators;
 };
 
 struct BulkState : MysqlConnection::PathState {
@@ -81,6 +84,7 @@ std::optional<MysqlError> execute_rows(const MysqlConnection& connection, BulkSt
       b.buffer = a.texts.data() + begin;
       b.length = a.lengths.data() + begin;
     }
+    b.u.indicator = c != nullptr && c->nullable ? a.indicators.data() + begin : nullptr;
   }
   unsigned int size = static_cast<unsigned int>(end - begin);
   if (mysql_stmt_attr_set(s.stmt, STMT_ATTR_ARRAY_SIZE, &size) != 0 ||
@@ -96,6 +100,7 @@ void size_arrays(BulkState& s, const TableDescriptor& table, std::size_t n) {
   for (std::size_t col = 0; col < k + 2; ++col) {
     ColumnArrays& a = s.arrays[col];
     const Column* c = col < k ? &table.columns[col] : nullptr;
+    if (c != nullptr && c->nullable) a.indicators.resize(n);
     if (c == nullptr || is_integer(c->type)) {
       a.integers.resize(n);
     } else if (c->type == ColumnType::float64) {
@@ -122,6 +127,14 @@ std::optional<MysqlError> fill_row(BulkState& s, const Batch& batch, std::size_t
   for (std::size_t col = 0; col < k; ++col) {
     const Column& c = columns[col];
     ColumnArrays& a = s.arrays[col];
+    if (c.nullable) {
+      const bool null = is_null(r.data, c);
+      a.indicators[i] = static_cast<char>(null ? STMT_INDICATOR_NULL : STMT_INDICATOR_NONE);
+      if (null) {
+        n += 1;  // the indicator byte alone: a NULL sends no value, and is not checked
+        continue;
+      }
+    }
     if (c.type == ColumnType::text) {
       const std::string_view t = read_text(r.data, c);
       a.texts[i] = t.data();

@@ -10,6 +10,7 @@ namespace auditpipe::mysql {
 std::optional<MysqlError> check_values(const Batch& batch) {
   for (const RecordRef& r : batch.records) {
     for (const Column& c : batch.table.columns) {
+      if (is_null(r.data, c)) continue;  // NULL fits every column the table check let through
       if (c.type == ColumnType::float64 && !std::isfinite(read_float64(r.data, c))) {
         return value_out_of_range(c, r, "is not a finite number");
       }

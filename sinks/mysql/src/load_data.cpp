@@ -82,6 +82,12 @@ std::optional<MysqlError> write_load_data(MysqlConnection& c, const SqlTableText
   s.data.clear();
   for (const RecordRef& r : batch.records) {
     for (const Column& col : batch.table.columns) {
+      if (is_null(r.data, col)) {
+        // LOAD DATA's NULL with ESCAPED BY '\\'; a text "\N" is escaped to
+        // "\\N", so the two never meet.
+        s.data += "\\N\t";
+        continue;
+      }
       switch (col.type) {
         case ColumnType::float64:
           append_number(s.data, read_float64(r.data, col));

@@ -34,7 +34,7 @@ MysqlConfig parse_mysql_url(std::string_view text) {
       [&] {
         return parse_sink_url(
             text, url_schemes,
-            {"write_path", "create_table", "charset", "connect_timeout", "read_timeout",
+            {"write_path", "create_table", "migrate", "charset", "connect_timeout", "read_timeout",
              "write_timeout", "tls", "tls_ca", "tls_cert", "tls_key", "socket"},
             pool_option_names);
       },
@@ -66,6 +66,8 @@ MysqlConfig parse_mysql_url(std::string_view text) {
       c.write_path = static_cast<WritePath>(url_choice(url, key, value, write_path_names));
     } else if (key == "create_table") {
       c.sink.create_table = boolean(url, key, value);
+    } else if (key == "migrate") {
+      c.sink.migrate_add_columns = url_choice(url, key, value, migrate_names) == 1;
     } else if (key == "charset") {
       // The sink sends UTF-8 (fixed_string text, cut at UTF-8 boundaries):
       // with any other connection charset the server re-encodes it, and

@@ -19,6 +19,10 @@ struct TextState : MysqlConnection::PathState {
 void append_row(MysqlConnection& c, std::string& out, const Batch& batch, const RecordRef& r) {
   out += '(';
   for (const Column& col : batch.table.columns) {
+    if (is_null(r.data, col)) {
+      out += "NULL,";
+      continue;
+    }
     switch (col.type) {
       case ColumnType::float64:
         append_number(out, read_float64(r.data, col));  // shortest exact form

@@ -101,6 +101,10 @@ bool append_binary_copy(std::string& out, const Batch& batch, const std::vector<
   std::size_t size = 19 + 2 + fixed * batch.records.size();
   for (const RecordRef& r : batch.records) {
     for (std::size_t i = 0; i < columns.size(); ++i) {
+      if (is_null(r.data, columns[i])) {
+        size -= width(wire[i]);  // a NULL is its length word (-1) alone: `size` stays exact
+        continue;
+      }
       if (wire[i] == WireType::text) {
         size += read_text(r.data, columns[i]).size();
       } else if (wire[i] == WireType::timestamp && read_integer(r.data, columns[i]) < earliest_us) {
@@ -119,6 +123,10 @@ bool append_binary_copy(std::string& out, const Batch& batch, const std::vector<
     o.put(fields);
     for (std::size_t i = 0; i < columns.size(); ++i) {
       const Column& c = columns[i];
+      if (is_null(r.data, c)) {
+        o.put(static_cast<std::uint32_t>(-1));  // field length -1: NULL, no value bytes
+        continue;
+      }
       switch (wire[i]) {
         case WireType::text: {
           const std::string_view v = read_text(r.data, c);

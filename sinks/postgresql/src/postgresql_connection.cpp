@@ -31,8 +31,8 @@ PostgresqlConfig parse_postgresql_url(std::string_view text) {
       [&] {
         return parse_sink_url(
             text, url_schemes,
-            {"write_path", "create_table", "connect_timeout", "sslmode", "sslrootcert", "sslcert",
-             "sslkey", "application_name", "host", "port"},
+            {"write_path", "create_table", "migrate", "connect_timeout", "sslmode", "sslrootcert",
+             "sslcert", "sslkey", "application_name", "host", "port"},
             pool_option_names);
       },
       "postgresql://user:password@host:port[,host2:port2]/database?option=value (or postgres://)");
@@ -93,6 +93,8 @@ PostgresqlConfig parse_postgresql_url(std::string_view text) {
     } else if (key == "create_table") {
       if (value != "true" && value != "false") bad(url, "create_table must be true or false");
       c.sink.create_table = value == "true";
+    } else if (key == "migrate") {
+      c.sink.migrate_add_columns = url_choice(url, key, value, migrate_names) == 1;
     } else if (key == "connect_timeout") {
       c.connect_timeout_s = static_cast<unsigned>(url_number(url, key, value, 1, 3600));
       connect_timeout = std::to_string(c.connect_timeout_s);

@@ -24,7 +24,10 @@ const SqlDialect postgresql_dialect{
     .catalog_parameter = "$1",
     .columns_query =
         "SELECT lower(column_name), coalesce(character_maximum_length, 0), t.type, "
-        "t.type || coalesce('(' || character_maximum_length || ')', '') "
+        "t.type || coalesce('(' || character_maximum_length || ')', ''), "
+        "CASE WHEN is_nullable = 'YES' THEN '1' ELSE '0' END, "
+        "CASE WHEN is_nullable = 'NO' AND column_default IS NULL AND is_identity = 'NO' AND "
+        "is_generated = 'NEVER' THEN '1' ELSE '0' END "
         "FROM information_schema.columns, LATERAL (SELECT data_type || CASE WHEN data_type LIKE "
         "'timestamp%' THEN '(' || datetime_precision || ')' ELSE '' END AS type) t "
         "WHERE table_schema = current_schema() AND table_name = $1",

@@ -98,6 +98,9 @@ void append_value(std::string& out, const std::byte* record, const Column& c) {
   }
 }
 
+// In the INSERT path's parameter offsets: this parameter is NULL.
+constexpr std::size_t null_parameter = static_cast<std::size_t>(-1);
+
 bool starts_with(const std::string& s, const char* prefix) {
   return s.rfind(prefix, 0) == 0;
 }
@@ -227,7 +230,9 @@ class PostgresqlSinkImpl final : public PostgresqlSink {
     data.clear();
     for (const RecordRef& r : batch.records) {
       for (const Column& col : batch.table.columns) {
-        if (col.type == ColumnType::text) {
+        if (is_null(r.data, col)) {
+          data += "\\N";  // COPY text's NULL
+        } else if (col.type == ColumnType::text) {
           // COPY's text format: backslash, tab, newline and carriage return
           // escaped.
           detail::append_escaped(data, read_text(r.data, col), detail::backslash_escapes);
@@ -278,6 +283,10 @@ class PostgresqlSinkImpl final : public PostgresqlSink {
       for (std::size_t i = begin; i < begin + n; ++i) {
         const RecordRef& r = batch.records[i];
         for (const Column& col : batch.table.columns) {
+          if (is_null(r.data, col)) {
+            offsets.push_back(null_parameter);  // a null paramValues entry: SQL NULL
+            continue;
+          }
           offsets.push_back(values.size());
           append_value(values, r.data, col);
           values += '\0';
@@ -290,7 +299,9 @@ class PostgresqlSinkImpl final : public PostgresqlSink {
         values += '\0';
       }
       c.params.resize(offsets.size());
-      for (std::size_t k = 0; k < offsets.size(); ++k) c.params[k] = values.data() + offsets[k];
+      for (std::size_t k = 0; k < offsets.size(); ++k) {
+        c.params[k] = offsets[k] == null_parameter ? nullptr : values.data() + offsets[k];
+      }
       if (c.insert_rows != n) {  // the statement text depends only on the row count
         c.insert_rows = n;
         std::string& sql = c.insert_sql;

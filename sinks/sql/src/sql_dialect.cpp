@@ -59,9 +59,17 @@ std::string_view SqlDialect::accepted_types_of(const Column& column) const {
 std::string SqlDialect::table_columns_query() const {
   if (!columns_query.empty()) return std::string(columns_query);
   return "SELECT lower(column_name), coalesce(character_maximum_length, 0), lower(data_type), "
-         "data_type FROM "
+         "data_type, CASE WHEN is_nullable = 'YES' THEN '1' ELSE '0' END, CASE WHEN is_nullable "
+         "= 'NO' AND column_default IS NULL THEN '1' ELSE '0' END FROM "
          "information_schema.columns WHERE table_schema = " +
          std::string(current_schema) + " AND table_name = " + std::string(catalog_parameter);
+}
+
+std::string SqlDialect::add_column(std::string_view table, const Column& column) const {
+  // Nullable whatever the member: rows already in the table never had the
+  // value, and NULL says so where a DEFAULT of '' or 0 would make one up.
+  return "ALTER TABLE " + quote(table) + " ADD COLUMN " + quote(column.name) + " " +
+         column_type(column);
 }
 
 std::string SqlTableText::single_row_insert() const {
@@ -88,7 +96,10 @@ SqlTableText sql_table_text(const SqlDialect& d, const TableDescriptor& table) {
   }
   t.create_table = "CREATE TABLE IF NOT EXISTS " + t.table + " (";
   for (const Column& c : table.columns) {
-    t.create_table += d.quote(c.name) + " " + d.column_type(c) + " NOT NULL, ";
+    // A nullable member's column takes NULL; every other refuses it, so a
+    // value the record always has is never missing from a row.
+    t.create_table +=
+        d.quote(c.name) + " " + d.column_type(c) + (c.nullable ? ", " : " NOT NULL, ");
   }
   const std::string key_type(d.key_column_type);
   t.create_table += source_id + " " + key_type + " NOT NULL, " + seq + " " + key_type +

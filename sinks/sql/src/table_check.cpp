@@ -79,24 +79,90 @@ void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const Sq
     std::uint64_t characters = 0;  // a text column's, or 0
     std::string type;              // as accepted_types names it
     std::string declared;          // as the table declares it
+    bool takes_null = true;        // no NOT NULL
+    bool needs_value = false;      // an insert that leaves it out fails
   };
   std::map<std::string, Present> present;  // by lower-cased name
-  for (const auto& row : existing) {
-    present[row.at(0)] = {std::stoull(row.at(1)), row.size() > 2 ? row[2] : "",
-                          row.size() > 3 ? row[3] : ""};
-  }
-  std::set<std::string> written;
-  std::string missing;
-  auto need = [&](std::string_view column) {
-    const std::string key = lower(column);
-    written.insert(key);
-    if (!present.count(key)) missing += (missing.empty() ? "" : ", ") + std::string(column);
+  auto read_present = [&] {
+    present.clear();
+    for (const auto& row : existing) {
+      present[row.at(0)] = {std::stoull(row.at(1)), row.size() > 2 ? row[2] : "",
+                            row.size() > 3 ? row[3] : "", row.size() <= 4 || row[4] != "0",
+                            row.size() > 5 && row[5] == "1"};
+    }
   };
-  for (const Column& col : table.columns) need(col.name);
-  need(source_id_column);
-  need(seq_column);
-  if (!missing.empty()) {
-    throw error("auditpipe: " + where + " lacks the columns the record needs: " + missing);
+  read_present();
+  std::set<std::string> written;
+  for (const Column& col : table.columns) written.insert(lower(col.name));
+  written.insert(lower(source_id_column));
+  written.insert(lower(seq_column));
+  auto names = [](const std::vector<std::string_view>& list) {
+    std::string out;
+    for (std::string_view n : list) out += (out.empty() ? "" : ", ") + std::string(n);
+    return out;
+  };
+  std::vector<std::string_view> missing_keys;
+  std::vector<const Column*> missing_columns;
+  auto find_missing = [&] {
+    missing_keys.clear();
+    missing_columns.clear();
+    for (const Column& col : table.columns) {
+      if (!present.count(lower(col.name))) missing_columns.push_back(&col);
+    }
+    for (std::string_view key : {source_id_column, seq_column}) {
+      if (!present.count(lower(key))) missing_keys.push_back(key);
+    }
+  };
+  find_missing();
+  std::vector<std::string_view> missing;
+  for (const Column* col : missing_columns) missing.push_back(col->name);
+  missing.insert(missing.end(), missing_keys.begin(), missing_keys.end());
+  if (!missing_keys.empty()) {
+    // Without its key the table is not one auditpipe made: adding key
+    // columns to rows that exist cannot give them values.
+    throw error("auditpipe: " + where + " lacks the columns the record needs: " + names(missing));
+  }
+  if (!missing_columns.empty()) {
+    std::vector<std::string> statements;
+    for (const Column* col : missing_columns) statements.push_back(dialect.add_column(name, *col));
+    if (!settings.migrate_add_columns) {
+      std::string fix;
+      for (const std::string& sql : statements) fix += "\n  " + sql + ";";
+      throw error("auditpipe: " + where + " lacks the columns the record needs: " + names(missing) +
+                  ". These statements add them (nullable):" + fix +
+                  "\nor open with the URL option migrate=add_columns to have auditpipe run them");
+    }
+    std::string failure;
+    for (const std::string& sql : statements) {
+      diagnostics()->warn("auditpipe: migrate=add_columns: {} on {}", sql, where);
+      try {
+        c.execute_ddl(sql);
+      } catch (const std::exception& e) {
+        // Another opener may have added it first: the catalog decides.
+        failure += std::string(failure.empty() ? "" : "; ") + e.what();
+      }
+    }
+    existing = catalog(dialect.table_columns_query());
+    read_present();
+    find_missing();
+    if (!missing_columns.empty()) {
+      std::vector<std::string_view> still;
+      for (const Column* col : missing_columns) still.push_back(col->name);
+      throw error("auditpipe: cannot add the columns " + names(still) + " to " + where + ": " +
+                  failure);
+    }
+  }
+  // Columns the insert leaves out must fill themselves: one that cannot
+  // would make the server refuse every row, one by one, at write time.
+  std::vector<std::string_view> unfillable;
+  for (const auto& [column, p] : present) {
+    if (!written.count(column) && p.needs_value) unfillable.push_back(column);
+  }
+  if (!unfillable.empty()) {
+    throw error("auditpipe: " + where + " has columns the record does not have that are NOT NULL " +
+                "without a default: " + names(unfillable) +
+                "; every row would be refused. Give them a DEFAULT, allow NULL in them, or add " +
+                "them to the record");
   }
   std::string mistyped;
   auto check_type = [&](std::string_view column, std::string_view kind, std::string_view allowed) {
@@ -112,6 +178,16 @@ void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const Sq
   check_type(seq_column, "key", dialect.key_accepted_types);
   if (!mistyped.empty()) {
     throw error("auditpipe: " + where + " has columns of the wrong type: " + mistyped);
+  }
+  std::vector<std::string_view> refuse_null;
+  for (const Column& col : table.columns) {
+    if (col.nullable && !present[lower(col.name)].takes_null) refuse_null.push_back(col.name);
+  }
+  if (!refuse_null.empty()) {
+    throw error("auditpipe: " + where + " has NOT NULL columns for record members that may be " +
+                "NULL (auditpipe::nullable): " + names(refuse_null) +
+                "; a NULL would be refused at write time. Drop NOT NULL from them, or make the " +
+                "members not nullable");
   }
   for (const Column& col : table.columns) {
     const std::uint64_t length = present[lower(col.name)].characters;

@@ -36,7 +36,12 @@ const SqlDialect sqlite_dialect{
         "WHEN c.type = '' OR instr(upper(c.type), 'BLOB') THEN 'blob' "
         "WHEN instr(upper(c.type), 'REAL') OR instr(upper(c.type), 'FLOA') "
         "OR instr(upper(c.type), 'DOUB') THEN 'real' ELSE 'numeric' END, "
-        "CASE WHEN c.type = '' THEN '(no type)' ELSE c.type END "
+        "CASE WHEN c.type = '' THEN '(no type)' ELSE c.type END, "
+        "CASE WHEN c.\"notnull\" THEN '0' ELSE '1' END, "
+        // An INTEGER PRIMARY KEY alone is the rowid: SQLite fills it in.
+        "CASE WHEN c.\"notnull\" AND c.dflt_value IS NULL AND NOT (c.pk = 1 AND "
+        "upper(c.type) = 'INTEGER' AND (SELECT count(*) FROM pragma_table_info(m.name) k "
+        "WHERE k.pk > 0) = 1) THEN '1' ELSE '0' END "
         "FROM sqlite_master m JOIN pragma_table_info(m.name) c "
         "JOIN pragma_table_list l ON l.name = m.name AND l.schema = 'main' "
         "WHERE m.type = 'table' AND m.name = :table",

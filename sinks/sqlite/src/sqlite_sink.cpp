@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,11 @@ SqliteConfig parse_sqlite_url(std::string_view url) {
       if (key == "create_table") {
         if (value != "true" && value != "false") bad_url(url, "create_table must be true or false");
         c.sink.create_table = value == "true";
+      } else if (key == "migrate") {
+        if (value != "none" && value != "add_columns") {
+          bad_url(url, "migrate must be none or add_columns");
+        }
+        c.sink.migrate_add_columns = value == "add_columns";
       } else if (key == "synchronous") {
         std::string v = value;
         std::transform(v.begin(), v.end(), v.begin(), [](char ch) {
@@ -86,8 +92,8 @@ SqliteConfig parse_sqlite_url(std::string_view url) {
           bad_url(url, "busy_timeout_ms must be a non-negative integer");
         }
       } else {
-        bad_url(url,
-                "unknown option '" + key + "' (known: create_table, synchronous, busy_timeout_ms)");
+        bad_url(url, "unknown option '" + key +
+                         "' (known: create_table, migrate, synchronous, busy_timeout_ms)");
       }
     }
   } catch (const error& e) {
@@ -203,7 +209,15 @@ class SqliteSink final : public SqlSink {
   std::optional<WriteFailure> write_batch(SqlConnection& connection, const Batch& batch) override {
     auto& c = static_cast<SqliteConnection&>(connection);
     int rc = sqlite3_exec(c.handle, "BEGIN", nullptr, nullptr, nullptr);
-    if (rc == SQLITE_OK) rc = insert_all(c, batch);
+    const Column* nan_column = nullptr;
+    if (rc == SQLITE_OK) rc = insert_all(c, batch, &nan_column);
+    if (rc == nan_into_nullable) {
+      sqlite3_reset(c.insert);
+      sqlite3_exec(c.handle, "ROLLBACK", nullptr, nullptr, nullptr);
+      return WriteFailure{WriteFailure::Kind::data, "a NaN in nullable column " +
+                                                        std::string(nan_column->name) +
+                                                        ", which SQLite would store as NULL"};
+    }
     if (rc == SQLITE_OK) rc = sqlite3_exec(c.handle, "COMMIT", nullptr, nullptr, nullptr);
     if (rc == SQLITE_OK) return std::nullopt;
     // Read before anything else runs on the handle.
@@ -226,10 +240,16 @@ class SqliteSink final : public SqlSink {
     for (std::size_t off = 0; off < size; off += 64) __builtin_prefetch(p + off, 0, 3);
   }
 
+  // insert_all()'s answer for a NaN bound into a nullable column: SQLite
+  // binds a NaN as NULL, which a NOT NULL column refuses but a nullable one
+  // would store, making a value indistinguishable from a missing one.
+  static constexpr int nan_into_nullable = -1;
+
   // Every record through the prepared insert; the text is bound where it
   // lies in the record (SQLITE_STATIC: it stays put until the write ends).
   // The first failing bind or step ends it, its code returned.
-  static int insert_all(SqliteConnection& c, const Batch& batch) {
+
+  static int insert_all(SqliteConnection& c, const Batch& batch, const Column** nan_column) {
     sqlite_api::sqlite3_stmt* st = c.insert;
     const auto& columns = batch.table.columns;
     const int key = static_cast<int>(columns.size()) + 1;
@@ -243,11 +263,18 @@ class SqliteSink final : public SqlSink {
       int rc = SQLITE_OK;
       int i = 1;
       for (const Column& col : columns) {
-        if (col.type == ColumnType::text) {
+        if (is_null(r.data, col)) {
+          rc = sqlite3_bind_null(st, i);
+        } else if (col.type == ColumnType::text) {
           const std::string_view v = read_text(r.data, col);
           rc = sqlite3_bind_text(st, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
         } else if (col.type == ColumnType::float64) {
-          rc = sqlite3_bind_double(st, i, read_float64(r.data, col));
+          const double v = read_float64(r.data, col);
+          if (col.nullable && std::isnan(v)) {
+            *nan_column = &col;
+            return nan_into_nullable;
+          }
+          rc = sqlite3_bind_double(st, i, v);
         } else {
           rc = sqlite3_bind_int64(st, i, read_integer(r.data, col));
         }

@@ -94,8 +94,10 @@ struct AUDITPIPE_EXPORT SqlDialect {
   /// text. The columns of the table come from information_schema.columns in
   /// `current_schema`, unless the dialect gives its own columns_query: a row
   /// (lower-cased name, characters a text column holds or 0, type as
-  /// accepted_types names it, type as declared) per column, none if there
-  /// is no such table.
+  /// accepted_types names it, type as declared, "1" if it takes NULL else
+  /// "0", "1" if an insert that leaves it out fails, i.e. NOT NULL without a
+  /// default, an identity, auto-increment or generated value, else "0") per
+  /// column, none if there is no such table.
   std::string_view catalog_parameter = "?";
   /// The schema the table is looked for in (an SQL expression).
   std::string_view current_schema = "current_schema()";
@@ -122,6 +124,10 @@ struct AUDITPIPE_EXPORT SqlDialect {
   /// The query for the table's columns (columns_query, or the one on
   /// information_schema.columns).
   std::string table_columns_query() const;
+  /// The statement that adds `column` to `table` (unquoted name), nullable:
+  /// what the table check prints for a missing column and runs with
+  /// migrate=add_columns.
+  std::string add_column(std::string_view table, const Column& column) const;
 };
 
 /// A table's statement pieces in one dialect.

@@ -103,6 +103,10 @@ struct AUDITPIPE_EXPORT SqlSinkSettings {
   std::string table_location;
   /// Create the table when it does not exist (URL option create_table).
   bool create_table = true;
+  /// URL option migrate=add_columns: an existing table that lacks columns
+  /// of the record gets them (ALTER TABLE ... ADD COLUMN, nullable) at open
+  /// instead of being refused.
+  bool migrate_add_columns = false;
   /// One connection, and one write at a time on it (SQLite: one writer per
   /// file, and no server to pool connections to), instead of a pool.
   bool single_connection = false;

@@ -128,6 +128,11 @@ AUDITPIPE_EXPORT std::size_t url_choice(const Url& url, std::string_view key,
                                         std::string_view value,
                                         std::span<const std::string_view> choices);
 
+/// The values of every SQL sink's `migrate` option: leave a table that lacks
+/// the record's columns alone (refused at open, with the ALTER TABLE that
+/// would fix it), or add those columns at open (SqlSinkSettings).
+inline constexpr std::string_view migrate_names[] = {"none", "add_columns"};
+
 /// If `key` is one of pool_option_names, applies it and returns true.
 AUDITPIPE_EXPORT bool apply_pool_option(const Url& url, std::string_view key,
                                         std::string_view value, ConnectionPoolOptions& pool,
