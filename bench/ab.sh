@@ -31,17 +31,21 @@ fi
 jemalloc=$(dpkg -L libjemalloc2 | grep -m1 '/libjemalloc\.so\.2$')
 mimalloc=$(dpkg -L libmimalloc2.0 | grep -m1 '/libmimalloc\.so\.2$')
 
-base_src=build/ab-base-src
-rm -rf "$base_src"
-git clone -q --no-checkout . "$base_src"
-git -C "$base_src" checkout -q "$(git rev-parse "$rev")"
-configure() {
-  cmake -S "$1" -B "$2" -DCMAKE_BUILD_TYPE=Release -DAUDITPIPE_BUILD_TESTS=OFF \
-    -DAUDITPIPE_BUILD_EXAMPLES=OFF -DAUDITPIPE_BUILD_BENCH=ON >/dev/null
-  cmake --build "$2" -j"$(nproc)" --target hot_path alloc ingest >/dev/null
-}
-configure "$base_src" build/ab-base
-configure . build/ab-head
+# AB_REUSE=1: run the trees build/ab-base and build/ab-head as they are
+# (REV then only labels the output), e.g. after a run that built them.
+if [ "${AB_REUSE:-0}" != 1 ]; then
+  base_src=build/ab-base-src
+  rm -rf "$base_src"
+  git clone -q --no-checkout . "$base_src"
+  git -C "$base_src" checkout -q "$(git rev-parse "$rev")"
+  configure() {
+    cmake -S "$1" -B "$2" -DCMAKE_BUILD_TYPE=Release -DAUDITPIPE_BUILD_TESTS=OFF \
+      -DAUDITPIPE_BUILD_EXAMPLES=OFF -DAUDITPIPE_BUILD_BENCH=ON >/dev/null
+    cmake --build "$2" -j"$(nproc)" --target hot_path alloc ingest >/dev/null
+  }
+  configure "$base_src" build/ab-base
+  configure . build/ab-head
+fi
 
 url=${AUDITPIPE_BENCH_MYSQL_URL:-}
 if [ -z "$url" ] && [ "$scale" != 0 ]; then
