@@ -333,21 +333,31 @@ void log_null_rows(auditpipe::Logger<testing_support::NullRow>& logger, std::int
   }
 }
 
-TEST(Reliability, NullsSurviveASpillAndItsReplay) {
-  TempDir dir;
+// Small batches and quick retries, for 30 NullRows written through a sink
+// that is down and then through one that is up.
+Options null_row_options() {
   Options o;
   o.capacity = 64;
   o.batch_size = 16;
-  o.spill_path = dir.path() / "spill";
   o.retry_backoff_initial = 1ms;
   o.retry_backoff_max = 5ms;
-  {
-    auto down = std::make_shared<CollectingSink>();
-    down->fail_next(1'000'000);
-    auditpipe::Logger<testing_support::NullRow> logger(down, o);
-    log_null_rows(logger, 0, 30);
-    EXPECT_EQ(logger.close(100ms).spilled, 30u);
-  }
+  return o;
+}
+
+// Logs 30 NullRows while every write fails, and closes within `grace`.
+auditpipe::CloseReport log_null_rows_while_down(const Options& o, std::chrono::milliseconds grace) {
+  auto down = std::make_shared<CollectingSink>();
+  down->fail_next(1'000'000);
+  auditpipe::Logger<testing_support::NullRow> logger(down, o);
+  log_null_rows(logger, 0, 30);
+  return logger.close(grace);
+}
+
+TEST(Reliability, NullsSurviveASpillAndItsReplay) {
+  TempDir dir;
+  Options o = null_row_options();
+  o.spill_path = dir.path() / "spill";
+  EXPECT_EQ(log_null_rows_while_down(o, 100ms).spilled, 30u);
   auto up = std::make_shared<CollectingSink>();
   up->keep_bytes();
   {
@@ -360,19 +370,9 @@ TEST(Reliability, NullsSurviveASpillAndItsReplay) {
 
 TEST(Reliability, NullsSurviveTheDurablePoolsRecovery) {
   TempDir dir;
-  Options o;
-  o.capacity = 64;
-  o.batch_size = 16;
+  Options o = null_row_options();
   o.durable_path = dir.path() / "pool.dat";
-  o.retry_backoff_initial = 1ms;
-  o.retry_backoff_max = 5ms;
-  {
-    auto down = std::make_shared<CollectingSink>();
-    down->fail_next(1'000'000);
-    auditpipe::Logger<testing_support::NullRow> logger(down, o);
-    log_null_rows(logger, 0, 30);
-    EXPECT_EQ(logger.close(50ms).unwritten, 30u);  // kept in the file
-  }
+  EXPECT_EQ(log_null_rows_while_down(o, 50ms).unwritten, 30u);  // kept in the file
   auto up = std::make_shared<CollectingSink>();
   up->keep_bytes();
   {
