@@ -23,6 +23,9 @@ packages=(
   jq                       # a real JSON reader for the dead-letter file's test
   dpkg-dev file lintian    # the Debian packages: cpack's dpkg-shlibdeps, and their check
   doxygen                  # the API reference (target docs), checked by the test api_docs
+  libcli11-dev             # the auditpipe command's option parser
+  libssl-dev               # libcrypto's SHA-256: auditpipe ingest's input identities
+  tmux                     # a real terminal for the progress display's test
 )
 
 missing=()

@@ -1,0 +1,194 @@
+// See ingest_command.h.
+#include "ingest_command.h"
+
+#include <csignal>
+#include <cstdio>
+
+#include "auditpipe/status.h"
+#include "byte_source.h"
+#include "record_reader.h"
+#include "replay_source.h"
+#include "schema_file.h"
+
+namespace auditpipe::cli {
+namespace {
+
+// Set by SIGINT/SIGTERM: the load stops reading, drains and checkpoints. A
+// second signal ends the process at once (the default action restored).
+std::atomic<bool> stop_requested{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
+
+extern "C" void on_stop_signal(int signal) {
+  stop_requested.store(true);
+  std::signal(signal, SIG_DFL);
+}
+
+constexpr const char* description = R"(Loads audit logs (JSON lines, CSV or TSV; plain, gzip or zstd) into a table of a
+MySQL/MariaDB, PostgreSQL or SQLite database, exactly once.
+
+URL is a database URL as auditpipe::open() takes it: sqlite:///abs/path.db,
+mysql://user:password@host:3306/db, postgresql://user@host/db (see the README).
+FILE... are the inputs; - is standard input. Compression is recognized from
+the data. The format comes from the name (.csv, .tsv, anything else is JSON
+lines; .gz/.zst ignored) unless --format says.)";
+
+constexpr const char* footer = R"(
+COLUMNS
+  By default the table must exist: its columns are read from the database.
+  --schema FILE describes them instead (and the table is created if missing):
+    {"table": "audit_log", "columns": [
+      {"name": "at", "type": "timestamp"},
+      {"name": "user_name", "type": "text", "size": 64, "nullable": true,
+       "path": "user.name"}]}
+  Types: bool, int8, int16, int32, int64, uint8, uint16, uint32, float64,
+  timestamp, text (with "size" in bytes). --infer FILE... prints such a file,
+  guessed from the first lines, to edit and pass back.
+  Input fields go to the column of the same name; --map column=path takes a
+  nested JSON field (user.name) or another CSV header; --set column=value puts
+  a constant. A field that is missing or null becomes NULL if the column is
+  nullable, else the column's default, else the line is rejected.
+
+VALUES
+  timestamps: ISO 8601 (2026-11-30T12:34:56.123456Z, +02:00 offsets, a space
+  instead of T, a date alone) or epoch numbers: seconds (with a fraction),
+  13 digits milliseconds, 16 microseconds, 19 nanoseconds. booleans: true/false,
+  1/0, t/f, yes/no. Integers out of the column's range, and fractions for an
+  integer column, are rejected. Text longer than the column is cut at a
+  character boundary and counted; invalid UTF-8 is repaired (U+FFFD) and counted.
+
+REJECTS
+  Each line that cannot be loaded is appended to the reject file as a JSON line
+  with its file, line number, byte offset, the reason and the text. The load
+  goes on; --max-rejects N stops it once more than N lines were rejected.
+
+EXACTLY ONCE
+  Every row gets a key (source_id, seq): source_id from the input's first 4 KiB,
+  seq the record's byte offset in the (decompressed) input. Loading the same
+  input again, after a crash, kill -9, Ctrl-C or a database outage, stores no
+  row twice. A checkpoint per input in the table auditpipe_ingest_checkpoints
+  (--checkpoint-table), written only after the rows it covers are stored, lets
+  a rerun skip what is done; a file that grew continues where it stopped.
+
+FOLLOW
+  --follow keeps reading a plain file as it grows. A rotated file (renamed
+  away, or truncated in place) is read to its end and the new file loaded from
+  its start. Ctrl-C or SIGTERM drains, checkpoints and exits 0.
+
+EXIT STATUS
+  0    every record stored, none rejected
+  3    every good record stored, some lines rejected (see the reject file)
+  1    something is not stored: an input failed, the database refused or
+       could not take rows, or --max-rejects was exceeded
+  2    a usage error
+  130  interrupted (not --follow): run the same command again to continue
+
+EXAMPLES
+  auditpipe ingest --infer audit.jsonl > audit.schema.json
+  auditpipe ingest --schema audit.schema.json sqlite:///var/lib/audit.db audit.jsonl
+  auditpipe ingest --table audit_log --set host=web1 \
+      mysql://loader@db1/audit audit-2026-11.jsonl.zst
+  tail -F app.log | auditpipe ingest --table audit_log --source-name app.log \
+      postgresql://loader@db/audit -
+)";
+
+bool split_assignment(const std::string& text, std::pair<std::string, std::string>& out) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0) return false;
+  out = {text.substr(0, eq), text.substr(eq + 1)};
+  return true;
+}
+
+}  // namespace
+
+IngestCommand::IngestCommand(CLI::App& app) {
+  command_ = app.add_subcommand("ingest", description);
+  command_->footer(footer);
+  command_->add_option("URL FILE", arguments_, "the database URL, then the inputs (- is stdin)")
+      ->required();
+  command_->add_option("--table,-t", config_.table, "the table to load into");
+  command_->add_option("--schema", config_.schema_file,
+                       "the columns, from a schema file (see COLUMNS)");
+  command_->add_flag("--infer", infer_,
+                     "print a schema file guessed from the inputs' first lines, and stop "
+                     "(no URL then)");
+  command_->add_option("--infer-lines", infer_lines_, "lines --infer looks at")
+      ->default_val(1000);
+  command_->add_option("--format,-f", config_.format, "auto, jsonl, csv or tsv")
+      ->check(CLI::IsMember({"auto", "jsonl", "json", "csv", "tsv"}))
+      ->default_val("auto");
+  command_->add_option("--map,-m", maps_, "column=path: the input field a column comes from");
+  command_->add_option("--set,-s", sets_, "column=value: a constant for a column");
+  command_->add_option("--reject-file", config_.reject_file,
+                       "where rejected lines go (default TABLE.rejects.jsonl)");
+  command_->add_option("--max-rejects", max_rejects_, "stop after more than N rejected lines");
+  command_->add_flag("--follow,-F", config_.follow, "keep reading the files as they grow");
+  command_->add_flag("--quiet,-q", config_.quiet, "no progress line");
+  command_->add_option("--source-name", config_.source_name,
+                       "the name checkpoints keep for the (one) input; needed to resume stdin");
+  command_->add_option("--checkpoint-table", config_.checkpoint_table,
+                       "the table of checkpoints (default auditpipe_ingest_checkpoints)");
+  command_->add_flag("!--no-checkpoint", config_.checkpoints,
+                     "keep no checkpoints (a rerun reads everything again; keys still "
+                     "prevent duplicates)");
+  command_->add_option("--parallel,-j", config_.parallel, "inputs read at once (default up to 4)");
+  command_->add_option("--writers", config_.writers, "database writer threads (default: the sink's)");
+  command_->add_option("--batch-size", config_.batch_size, "rows per statement (default: the sink's)");
+  command_->add_option("--text-bytes", config_.unbounded_text_bytes,
+                       "bytes kept of columns the table declares without a length (TEXT)")
+      ->default_val(1024);
+  command_->add_option("--max-record-bytes", config_.max_record_bytes,
+                       "longer records are rejected")
+      ->default_val(1 << 20);
+}
+
+int IngestCommand::run() {
+  if (!command_->parsed()) return 0;
+  if (max_rejects_ > 0 || command_->count("--max-rejects") > 0) config_.max_rejects = max_rejects_;
+  for (const auto& [text, out] : {std::pair{&maps_, &config_.maps}, std::pair{&sets_, &config_.sets}})
+    for (const std::string& m : *text) {
+      std::pair<std::string, std::string> kv;
+      if (!split_assignment(m, kv))
+        throw error("auditpipe ingest: expected column=value, got \"" + m + "\"");
+      out->push_back(std::move(kv));
+    }
+  if (infer_) return infer();
+  if (arguments_.size() < 2)
+    throw error("auditpipe ingest: give a database URL and at least one input (see --help)");
+  config_.url = arguments_.front();
+  config_.files.assign(arguments_.begin() + 1, arguments_.end());
+  if (config_.follow)
+    for (const std::string& f : config_.files)
+      if (f == "-") throw error("auditpipe ingest: --follow reads files, not standard input");
+
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
+  const ingest::LoadSummary summary = ingest::load(config_, stop_requested);
+  if (!config_.quiet || summary.exit_code() != 0)
+    std::fputs(ingest::format_summary(summary).c_str(), stderr);
+  if (config_.follow && stop_requested.load() && summary.exit_code() == 0) return 0;
+  return summary.exit_code();
+}
+
+int IngestCommand::infer() {
+  if (arguments_.empty()) throw error("auditpipe ingest --infer: give the input files");
+  std::vector<std::string> records_text;
+  ingest::Format format = ingest::Format::jsonl;
+  for (const std::string& f : arguments_) {
+    format = ingest::format_of(config_.format, f);
+    auto source = ingest::open_byte_source(f);
+    ingest::RecordReader reader(*source, format, config_.max_record_bytes);
+    ingest::RawRecord raw;
+    while (records_text.size() < infer_lines_ && reader.next(raw))
+      if (raw.kind == ingest::RawRecord::Kind::record ||
+          raw.kind == ingest::RawRecord::Kind::incomplete)
+        records_text.emplace_back(raw.text);
+  }
+  const std::string table = config_.table.empty() ? "audit_log" : config_.table;
+  const ingest::InferredColumns inferred = ingest::infer_columns(records_text, format);
+  // Checked like any schema before it is printed: what --infer writes loads.
+  Schema check(table, inferred.columns);
+  std::fputs(ingest::to_schema_json(table, inferred.columns, inferred.paths).c_str(), stdout);
+  return 0;
+}
+
+}  // namespace auditpipe::cli

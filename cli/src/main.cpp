@@ -1,0 +1,31 @@
+// The `auditpipe` command: its subcommands, parsed with CLI11 (Debian's
+// libcli11-dev). Each subcommand lives in its own file; this one only
+// dispatches and turns errors into a message and an exit status.
+//
+// Who may call: the shell.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <exception>
+
+#include "auditpipe/version.h"
+#include "ingest_command.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"auditpipe: audit logs into SQL databases, exactly once", "auditpipe"};
+  app.set_version_flag("--version", std::string("auditpipe ") + AUDITPIPE_VERSION);
+  app.require_subcommand(1);
+  auditpipe::cli::IngestCommand ingest(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // CLI11 prints the message (or the help); usage errors exit 2, as is usual.
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  try {
+    return ingest.run();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 1;
+  }
+}

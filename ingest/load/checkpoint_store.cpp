@@ -1,0 +1,103 @@
+// The checkpoint table in each dialect (see checkpoint_store.h). Values are
+// bound as parameters, never spliced into the statement: a source name is
+// a path the user chose.
+#include "checkpoint_store.h"
+
+#include <chrono>
+#include <string_view>
+
+#include "auditpipe/status.h"
+
+namespace auditpipe::ingest {
+namespace {
+
+constexpr std::string_view columns =
+    "target_table, source_id, source_name, prefix_bytes, bytes_done, lines_done, records_done, "
+    "rejects, updated_at";
+
+std::uint64_t to_u64(const std::optional<std::string>& v) {
+  return v ? std::stoull(*v) : 0;
+}
+
+std::string now_text() {
+  return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count());
+}
+
+}  // namespace
+
+CheckpointStore::CheckpointStore(Database& db, std::string target_table,
+                                 std::string checkpoint_table)
+    : db_(db),
+      target_table_(std::move(target_table)),
+      checkpoint_table_(std::move(checkpoint_table)) {
+  const bool mysql = db_.dialect() == "mysql";
+  const std::string t = db_.quote(checkpoint_table_);
+  // The name is a path: MySQL keys cannot be that long, and need not be (the
+  // key is the table and the id).
+  const std::string name_type = mysql ? "VARCHAR(1024)" : "TEXT";
+  const std::string integer = db_.dialect() == "sqlite" ? "INTEGER" : "BIGINT";
+  try {
+    db_.execute("CREATE TABLE IF NOT EXISTS " + t + " (target_table VARCHAR(64) NOT NULL, " +
+                "source_id " + integer + " NOT NULL, source_name " + name_type + " NOT NULL, " +
+                "prefix_bytes " + integer + " NOT NULL, bytes_done " + integer + " NOT NULL, " +
+                "lines_done " + integer + " NOT NULL, records_done " + integer + " NOT NULL, " +
+                "rejects " + integer + " NOT NULL, updated_at " + integer + " NOT NULL, " +
+                "PRIMARY KEY (target_table, source_id))");
+  } catch (const error& e) {
+    throw error("auditpipe ingest: cannot create the checkpoint table " + checkpoint_table_ +
+                " on " + db_.describe() + ": " + e.what());
+  }
+  upsert_ = "INSERT INTO " + t + " (" + std::string(columns) + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)";
+  static constexpr std::string_view updated[] = {"source_name",  "prefix_bytes", "bytes_done",
+                                                 "lines_done",   "records_done", "rejects",
+                                                 "updated_at"};
+  upsert_ += mysql ? " ON DUPLICATE KEY UPDATE " : " ON CONFLICT (target_table, source_id) DO UPDATE SET ";
+  for (std::size_t i = 0; i < std::size(updated); ++i) {
+    if (i > 0) upsert_ += ", ";
+    const std::string c(updated[i]);
+    upsert_ += c + (mysql ? " = VALUES(" + c + ")" : " = excluded." + c);
+  }
+}
+
+std::vector<Checkpoint> CheckpointStore::select(const std::string& where,
+                                                const std::vector<std::string>& params) {
+  const auto rows = db_.query(
+      "SELECT source_id, source_name, prefix_bytes, bytes_done, lines_done, records_done, rejects "
+      "FROM " + db_.quote(checkpoint_table_) + " WHERE target_table = ? AND " + where,
+      params);
+  std::vector<Checkpoint> out;
+  for (const auto& r : rows) {
+    if (r.size() < 7) continue;
+    Checkpoint c;
+    c.source_id = static_cast<std::int64_t>(to_u64(r[0]));
+    c.source_name = r[1].value_or("");
+    c.prefix_bytes = to_u64(r[2]);
+    c.bytes_done = to_u64(r[3]);
+    c.lines_done = to_u64(r[4]);
+    c.records_done = to_u64(r[5]);
+    c.rejects = to_u64(r[6]);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::vector<Checkpoint> CheckpointStore::find_by_name(const std::string& source_name) {
+  return select("source_name = ?", {target_table_, source_name});
+}
+
+std::optional<Checkpoint> CheckpointStore::find(std::int64_t source_id) {
+  auto found = select("source_id = ?", {target_table_, std::to_string(source_id)});
+  if (found.empty()) return std::nullopt;
+  return std::move(found.front());
+}
+
+void CheckpointStore::save(const Checkpoint& c) {
+  db_.execute(upsert_, {target_table_, std::to_string(c.source_id), c.source_name,
+                        std::to_string(c.prefix_bytes), std::to_string(c.bytes_done),
+                        std::to_string(c.lines_done), std::to_string(c.records_done),
+                        std::to_string(c.rejects), now_text()});
+}
+
+}  // namespace auditpipe::ingest

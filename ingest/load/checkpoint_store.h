@@ -1,0 +1,61 @@
+// CheckpointStore: how far each input has been loaded, kept in the target
+// database next to the data (table auditpipe_ingest_checkpoints, or the
+// name given), so that a rerun skips what is already stored instead of
+// sending it again.
+//
+// A checkpoint is written only after every record before bytes_done is
+// stored (or rejected into the reject file and synced): the loader flushes
+// the pipeline first (loader.cpp). Losing one therefore only costs a
+// resend, which the (source_id, seq) key makes harmless.
+//
+// Who may call: the loader, on its checkpoint thread (one Database
+// connection, one thread).
+//
+// Thread safety: none; one thread.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "auditpipe/database.h"
+
+namespace auditpipe::ingest {
+
+/// One input's progress.
+struct Checkpoint {
+  std::int64_t source_id = 0;
+  std::string source_name;        ///< the path given (or --source-name)
+  std::uint64_t prefix_bytes = 0;  ///< the identity prefix's length (source_identity.h)
+  std::uint64_t bytes_done = 0;    ///< every record starting before this is stored or rejected
+  std::uint64_t lines_done = 0;    ///< lines before bytes_done
+  std::uint64_t records_done = 0;  ///< records committed before bytes_done, all runs
+  std::uint64_t rejects = 0;       ///< lines rejected before bytes_done, all runs
+};
+
+class CheckpointStore {
+ public:
+  /// Creates the checkpoint table if it is missing. Throws auditpipe::error.
+  CheckpointStore(Database& db, std::string target_table, std::string checkpoint_table);
+
+  /// The checkpoints of this target table recorded for `source_name`.
+  std::vector<Checkpoint> find_by_name(const std::string& source_name);
+  /// The checkpoint of `source_id` for this target table, if any.
+  std::optional<Checkpoint> find(std::int64_t source_id);
+  /// Inserts or replaces the checkpoint of c.source_id.
+  void save(const Checkpoint& c);
+
+  /// The checkpoint table's name, for messages.
+  const std::string& table() const noexcept { return checkpoint_table_; }
+
+ private:
+  std::vector<Checkpoint> select(const std::string& where, const std::vector<std::string>& params);
+
+  Database& db_;
+  std::string target_table_;
+  std::string checkpoint_table_;
+  std::string upsert_;
+};
+
+}  // namespace auditpipe::ingest

@@ -1,0 +1,555 @@
+// See loader.h.
+#include "loader.h"
+
+#include <sys/stat.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "auditpipe/database.h"
+#include "auditpipe/dynamic_logger.h"
+#include "auditpipe/open.h"
+#include "auditpipe/schema.h"
+#include "auditpipe/status.h"
+#include "byte_source.h"
+#include "checkpoint_store.h"
+#include "progress.h"
+#include "record_reader.h"
+#include "reject_file.h"
+#include "replay_source.h"
+#include "row_mapper.h"
+#include "schema_file.h"
+#include "source_identity.h"
+
+namespace auditpipe::ingest {
+namespace {
+
+// Bytes read ahead of each input: its identity prefix, and room for a CSV
+// header line, which a resumed load needs without reading from the start.
+constexpr std::size_t lookahead_bytes = 64 * 1024;
+
+Format format_of(const std::string& configured, const std::string& path) {
+  if (configured == "jsonl" || configured == "json") return Format::jsonl;
+  if (configured == "csv") return Format::csv;
+  if (configured == "tsv") return Format::tsv;
+  std::string name = path;
+  for (const char* ext : {".gz", ".zst", ".zstd"})
+    if (name.size() > std::strlen(ext) && name.ends_with(ext)) name.resize(name.size() - std::strlen(ext));
+  if (name.ends_with(".csv")) return Format::csv;
+  if (name.ends_with(".tsv") || name.ends_with(".tab")) return Format::tsv;
+  return Format::jsonl;
+}
+
+// How far one input is handled, published by its reader for the checkpoint
+// thread. Guarded by InputState::mutex.
+struct Position {
+  std::uint64_t bytes_done = 0;
+  std::uint64_t lines_done = 0;
+  std::uint64_t records_done = 0;
+  std::uint64_t rejects = 0;
+};
+
+struct InputState {
+  std::string path;  ///< as given
+  std::string name;  ///< the checkpoint's name
+  Format format = Format::jsonl;
+  std::mutex mutex;
+  bool identified = false;  ///< guarded by mutex
+  Checkpoint saved;         ///< guarded by mutex: the last checkpoint stored
+  Position position;        ///< guarded by mutex
+  std::atomic<std::uint64_t> input_bytes{0};
+  std::optional<std::uint64_t> input_size;  ///< set before the readers start
+};
+
+class Load {
+ public:
+  Load(const LoadConfig& config, const std::atomic<bool>& stop) : config_(config), stop_(stop) {}
+
+  LoadSummary run();
+
+ private:
+  void read_inputs();
+  void read_input(InputState& input);
+  // One pass over the input from its position: false when there is nothing
+  // more to wait for (the end without follow, a stop, an error).
+  bool pass(InputState& input, const std::string& open_path, RowMapper& mapper, bool& header_seen,
+            std::uint64_t& source_id);
+  Checkpoint identify(InputState& input, const std::string& prefix);
+  DynamicLogger::Record acquire();
+  void reject(InputState& input, const RawRecord& raw, std::string_view reason);
+  void checkpoint_loop();
+  void checkpoint_now();
+  void fail(InputState& input, const std::string& message);
+  bool stopping() const { return stop_.load(std::memory_order_relaxed) || aborted_.load(); }
+
+  const LoadConfig& config_;
+  const std::atomic<bool>& stop_;
+  std::unique_ptr<Database> db_;
+  std::mutex db_mutex_;  ///< one thread at a time on db_ and store_
+  std::unique_ptr<CheckpointStore> store_;
+  std::optional<Schema> schema_;
+  std::vector<std::pair<std::string, std::string>> maps_;
+  std::unique_ptr<DynamicLogger> logger_;
+  std::unique_ptr<RejectFile> rejects_;
+  std::vector<std::unique_ptr<InputState>> inputs_;
+  std::atomic<std::size_t> next_input_{0};
+  std::atomic<bool> aborted_{false};
+  std::atomic<std::uint64_t> records_{0};
+  std::atomic<std::uint64_t> rejected_{0};
+  std::atomic<std::uint64_t> empty_lines_{0};
+  std::atomic<std::uint64_t> repaired_lines_{0};
+  std::atomic<std::uint64_t> skipped_{0};
+  std::mutex errors_mutex_;
+  std::vector<std::string> errors_;
+  std::mutex checkpoint_mutex_;
+  std::condition_variable checkpoint_wake_;
+  bool readers_done_ = false;  ///< guarded by checkpoint_mutex_
+};
+
+LoadSummary Load::run() {
+  const auto started = std::chrono::steady_clock::now();
+  db_ = Database::connect(config_.url);
+
+  std::string table = config_.table;
+  maps_ = config_.maps;
+  if (config_.schema_file) {
+    SchemaFile file = read_schema_file(*config_.schema_file);
+    if (table.empty()) table = file.table;
+    if (table.empty())
+      throw error("auditpipe ingest: " + *config_.schema_file +
+                  " names no table and --table was not given");
+    for (const auto& [column, path] : file.paths)
+      if (std::none_of(maps_.begin(), maps_.end(), [&](const auto& m) { return m.first == column; }))
+        maps_.emplace_back(column, path);
+    schema_.emplace(table, file.columns);
+  } else {
+    if (table.empty()) throw error("auditpipe ingest: give --table (or --schema FILE)");
+    std::optional<Schema> found = db_->read_schema(table, config_.unbounded_text_bytes);
+    if (!found)
+      throw error("auditpipe ingest: there is no table " + table + " on " + db_->describe() +
+                  "; give --schema FILE to create it (`auditpipe ingest --infer FILE > "
+                  "schema.json` writes one to start from)");
+    schema_.emplace(std::move(*found));
+  }
+
+  if (config_.checkpoints)
+    store_ = std::make_unique<CheckpointStore>(*db_, table, config_.checkpoint_table);
+
+  rejects_ = std::make_unique<RejectFile>(
+      config_.reject_file.empty() ? table + ".rejects.jsonl" : config_.reject_file);
+
+  for (const std::string& f : config_.files) {
+    auto in = std::make_unique<InputState>();
+    in->path = f;
+    in->format = format_of(config_.format, f);
+    if (config_.source_name && config_.files.size() == 1) {
+      in->name = *config_.source_name;
+    } else if (f == "-") {
+      in->name = "stdin";
+    } else {
+      std::error_code ec;
+      const auto abs = std::filesystem::absolute(f, ec);
+      in->name = ec ? f : abs.string();
+      struct stat st{};
+      if (::stat(f.c_str(), &st) == 0 && S_ISREG(st.st_mode))
+        in->input_size = static_cast<std::uint64_t>(st.st_size);
+    }
+    inputs_.push_back(std::move(in));
+  }
+
+  Options options;
+  const std::size_t record = schema_->descriptor().record_size;
+  options.capacity = std::clamp<std::size_t>(config_.memory_bytes / std::max<std::size_t>(record, 1),
+                                             256, 65536);
+  options.writers = config_.writers;
+  if (config_.batch_size != 0) options.batch_size = config_.batch_size;
+  options.overflow = Overflow::block;
+  options.dead_letter_path = rejects_->path() + ".refused";
+  logger_ = std::make_unique<DynamicLogger>(*schema_, auditpipe::open(config_.url), options);
+
+  Progress progress(stderr, Progress::mode_for(stderr, config_.quiet), [this] {
+    ProgressSample s;
+    std::uint64_t total = 0;
+    bool known = true;
+    for (const auto& in : inputs_) {
+      s.input_bytes += in->input_bytes.load(std::memory_order_relaxed);
+      if (in->input_size) total += *in->input_size; else known = false;
+    }
+    if (known) s.input_total = total;
+    const Stats st = logger_->stats();
+    s.records = records_.load();
+    s.written = st.written;
+    s.rejects = rejected_.load();
+    s.retries = st.retries;
+    s.health = std::string(to_string(st.health));
+    return s;
+  });
+
+  std::thread checkpointer([this] { checkpoint_loop(); });
+  read_inputs();
+  {
+    std::lock_guard lock(checkpoint_mutex_);
+    readers_done_ = true;
+  }
+  checkpoint_wake_.notify_all();
+  checkpointer.join();
+
+  const CloseReport report = logger_->close();
+  if (report.drained) checkpoint_now();  // everything committed is stored: the final positions
+  progress.stop();
+
+  LoadSummary s;
+  s.records = records_.load();
+  s.written = report.stats.written;
+  s.rejects = rejected_.load();
+  s.refused = report.stats.rejected_by_sink;
+  s.unwritten = report.unwritten + report.on_disk;
+  s.skipped = skipped_.load();
+  s.empty_lines = empty_lines_.load();
+  s.repaired_lines = repaired_lines_.load();
+  s.truncated_fields = report.stats.truncated_fields;
+  for (const auto& in : inputs_) s.input_bytes += in->input_bytes.load();
+  s.inputs = inputs_.size();
+  s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  s.interrupted = stop_.load() && !config_.follow;
+  s.aborted = aborted_.load();
+  s.errors = errors_;
+  s.reject_file = rejects_->path();
+  return s;
+}
+
+void Load::read_inputs() {
+  unsigned n = config_.parallel != 0 ? config_.parallel
+                                     : static_cast<unsigned>(std::min<std::size_t>(inputs_.size(), 4));
+  n = std::max(1u, std::min<unsigned>(n, static_cast<unsigned>(inputs_.size())));
+  std::vector<std::thread> readers;
+  for (unsigned i = 0; i < n; ++i)
+    readers.emplace_back([this] {
+      for (;;) {
+        const std::size_t k = next_input_.fetch_add(1);
+        if (k >= inputs_.size() || stopping()) return;
+        read_input(*inputs_[k]);
+      }
+    });
+  for (auto& t : readers) t.join();
+}
+
+void Load::fail(InputState& input, const std::string& message) {
+  std::lock_guard lock(errors_mutex_);
+  errors_.push_back(input.path + ": " + message);
+}
+
+Checkpoint Load::identify(InputState& input, const std::string& prefix) {
+  const std::string_view id_prefix =
+      std::string_view(prefix).substr(0, std::min(prefix.size(), identity_prefix_bytes));
+  Checkpoint c;
+  c.source_id = source_id_of(id_prefix);
+  c.source_name = input.name;
+  c.prefix_bytes = id_prefix.size();
+  if (!store_) return c;
+  std::lock_guard lock(db_mutex_);
+  // The same input under its name, perhaps grown since (its prefix length
+  // is the one it had when first seen) ...
+  for (Checkpoint& known : store_->find_by_name(input.name))
+    if (known.prefix_bytes <= prefix.size() &&
+        source_id_of(std::string_view(prefix).substr(0, known.prefix_bytes)) == known.source_id)
+      return known;
+  // ... or under another name (moved, rotated, a copy).
+  if (auto known = store_->find(c.source_id)) return *known;
+  // A new input: recorded before any of its records is sent, so that a
+  // crash before the first checkpoint still finds this identity again.
+  store_->save(c);
+  return c;
+}
+
+DynamicLogger::Record Load::acquire() {
+  for (;;) {
+    DynamicLogger::Record r = logger_->acquire();
+    // The pool full means the database is behind: wait for it (that is the
+    // backpressure), but not past a stop.
+    if (r || r.status() != Status::timed_out || stopping()) return r;
+  }
+}
+
+void Load::reject(InputState& input, const RawRecord& raw, std::string_view reason) {
+  rejects_->add(input.path, raw.line, raw.offset, reason, raw.text);
+  const std::uint64_t n = rejected_.fetch_add(1) + 1;
+  if (config_.max_rejects && n > *config_.max_rejects) aborted_.store(true);
+}
+
+void Load::read_input(InputState& input) {
+  // follow: the file is kept open by descriptor, so that a rotated (renamed)
+  // file can still be read to its end through /proc/self/fd.
+  int keep_fd = -1;
+  std::string open_path = input.path;
+  if (config_.follow && input.path != "-") {
+    keep_fd = ::open(input.path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (keep_fd < 0) {
+      fail(input, std::strerror(errno));
+      return;
+    }
+    open_path = "/proc/self/fd/" + std::to_string(keep_fd);
+  }
+  try {
+    for (;;) {
+      std::uint64_t source_id = 0;
+      bool header_seen = false;
+      RowMapper mapper(schema_->columns(), input.format, MappingOptions{maps_, config_.sets});
+      while (pass(input, open_path, mapper, header_seen, source_id)) {
+        if (!config_.follow || stopping()) break;
+        // Wait for growth or a rotation.
+        std::this_thread::sleep_for(config_.follow_poll);
+        if (stopping()) break;
+        struct stat now{}, kept{};
+        ::fstat(keep_fd, &kept);
+        const bool renamed = ::stat(input.path.c_str(), &now) != 0 || now.st_ino != kept.st_ino ||
+                             now.st_dev != kept.st_dev;
+        std::uint64_t done;
+        {
+          std::lock_guard lock(input.mutex);
+          done = input.position.bytes_done;
+        }
+        if (renamed && static_cast<std::uint64_t>(kept.st_size) <= done) {
+          // The old file is read to its end: go on with the new one, once it exists.
+          if (::stat(input.path.c_str(), &now) != 0) continue;
+          const int fd = ::open(input.path.c_str(), O_RDONLY | O_CLOEXEC);
+          if (fd < 0) continue;
+          ::close(keep_fd);
+          keep_fd = fd;
+          open_path = "/proc/self/fd/" + std::to_string(keep_fd);
+          std::lock_guard lock(input.mutex);
+          input.identified = false;
+          input.position = {};
+          header_seen = false;
+          repaired_lines_.fetch_add(mapper.repaired_lines());
+          mapper = RowMapper(schema_->columns(), input.format, MappingOptions{maps_, config_.sets});
+        } else if (!renamed && static_cast<std::uint64_t>(kept.st_size) < done) {
+          // Truncated in place (copytruncate): a new input from its start.
+          std::lock_guard lock(input.mutex);
+          input.identified = false;
+          input.position = {};
+          header_seen = false;
+          repaired_lines_.fetch_add(mapper.repaired_lines());
+          mapper = RowMapper(schema_->columns(), input.format, MappingOptions{maps_, config_.sets});
+        }
+      }
+      repaired_lines_.fetch_add(mapper.repaired_lines());
+      break;
+    }
+  } catch (const std::exception& e) {
+    fail(input, e.what());
+  }
+  if (keep_fd >= 0) ::close(keep_fd);
+}
+
+bool Load::pass(InputState& input, const std::string& open_path, RowMapper& mapper,
+                bool& header_seen, std::uint64_t& source_id) {
+  auto source = std::make_unique<ReplaySource>(open_byte_source(open_path), lookahead_bytes);
+  const std::string& prefix = source->prefix();
+  if (prefix.empty()) return true;  // nothing yet: follow waits, anything else is done
+
+  Position start;
+  {
+    std::unique_lock lock(input.mutex);
+    const bool known = input.identified;
+    lock.unlock();
+    if (known && static_cast<std::uint64_t>(source_id_of(std::string_view(prefix).substr(
+                     0, std::min<std::size_t>(prefix.size(), input.saved.prefix_bytes)))) !=
+                     input.saved.source_id) {
+      // Not the file identified before (replaced between two passes).
+      lock.lock();
+      input.identified = false;
+      input.position = {};
+      lock.unlock();
+    }
+    lock.lock();
+    if (!input.identified) {
+      lock.unlock();
+      Checkpoint c = identify(input, prefix);
+      lock.lock();
+      input.saved = c;
+      input.identified = true;
+      input.position = {c.bytes_done, c.lines_done, c.records_done, c.rejects};
+      skipped_.fetch_add(c.records_done);
+    }
+    start = input.position;
+    source_id = static_cast<std::uint64_t>(input.saved.source_id);
+  }
+
+  // A CSV header is the input's first record: read again from the prefix
+  // when the load resumes past it.
+  if ((input.format == Format::csv || input.format == Format::tsv) && !header_seen &&
+      start.bytes_done > 0) {
+    auto head = std::make_unique<ReplaySource>(open_byte_source(open_path), lookahead_bytes);
+    RecordReader header_reader(*head, input.format, config_.max_record_bytes);
+    RawRecord raw;
+    while (header_reader.next(raw) && raw.kind == RawRecord::Kind::empty) {
+    }
+    if (raw.kind != RawRecord::Kind::record)
+      throw error("the CSV header line does not fit in " + std::to_string(lookahead_bytes) + " bytes");
+    mapper.set_header(raw);
+    header_seen = true;
+  }
+
+  if (start.bytes_done > 0 && !source->skip_to(start.bytes_done)) {
+    // Shorter than its checkpoint with the same first bytes: read it all
+    // again; the keys make that harmless.
+    source = std::make_unique<ReplaySource>(open_byte_source(open_path), lookahead_bytes);
+    start = {};
+  }
+  RecordReader reader(*source, input.format, config_.max_record_bytes, start.bytes_done,
+                      start.lines_done + 1);
+  Position pos = start;
+  std::uint64_t unpublished = 0;
+  auto publish = [&] {
+    input.input_bytes.store(source->input_bytes_read(), std::memory_order_relaxed);
+    std::lock_guard lock(input.mutex);
+    input.position = pos;
+    unpublished = 0;
+  };
+  std::string reason;
+  RawRecord raw;
+  bool more = true;
+  while (!stopping()) {
+    if (!reader.next(raw)) {
+      more = config_.follow;
+      break;
+    }
+    if (raw.kind == RawRecord::Kind::incomplete && config_.follow) break;  // wait for its end
+    const std::uint64_t lines =
+        raw.line + static_cast<std::uint64_t>(std::count(raw.text.begin(), raw.text.end(), '\n'));
+    if (raw.kind == RawRecord::Kind::empty) {
+      empty_lines_.fetch_add(1, std::memory_order_relaxed);
+    } else if (raw.kind == RawRecord::Kind::too_long) {
+      reject(input, raw,
+             "the record is longer than " + std::to_string(config_.max_record_bytes) +
+                 " bytes (--max-record-bytes)");
+      ++pos.rejects;
+    } else if ((input.format == Format::csv || input.format == Format::tsv) && !header_seen) {
+      mapper.set_header(raw);
+      header_seen = true;
+    } else {
+      DynamicLogger::Record r = acquire();
+      if (!r) {
+        if (stopping()) break;
+        throw error(std::string("the pipeline refused a record: ") +
+                    std::string(to_string(r.status())));
+      }
+      reason.clear();
+      if (mapper.fill(raw, r, reason)) {
+        const Status st = r.commit(static_cast<std::int64_t>(source_id),
+                                   static_cast<std::int64_t>(raw.offset));
+        if (st != Status::ok)
+          throw error(std::string("the pipeline refused a record: ") + std::string(to_string(st)));
+        records_.fetch_add(1, std::memory_order_relaxed);
+        ++pos.records_done;
+      } else {
+        r.reset();
+        reject(input, raw, reason);
+        ++pos.rejects;
+      }
+    }
+    pos.bytes_done = raw.end_offset;
+    pos.lines_done = lines;
+    if (++unpublished == 256) publish();
+  }
+  publish();
+  return more && !stopping();
+}
+
+void Load::checkpoint_now() {
+  if (!store_) return;
+  struct Pending {
+    InputState* input;
+    Checkpoint c;
+  };
+  std::vector<Pending> pending;
+  for (const auto& in : inputs_) {
+    std::lock_guard lock(in->mutex);
+    if (!in->identified || in->position.bytes_done == in->saved.bytes_done) continue;
+    Checkpoint c = in->saved;
+    c.bytes_done = in->position.bytes_done;
+    c.lines_done = in->position.lines_done;
+    c.records_done = in->position.records_done;
+    c.rejects = in->position.rejects;
+    pending.push_back({in.get(), c});
+  }
+  if (pending.empty()) return;
+  // Rejected lines are on disk, and every record before the positions taken
+  // above is stored, before a checkpoint says so.
+  rejects_->sync();
+  if (!logger_->flush(std::chrono::seconds(30))) return;
+  std::lock_guard db_lock(db_mutex_);
+  for (Pending& p : pending) {
+    try {
+      store_->save(p.c);
+    } catch (const std::exception&) {
+      continue;  // the next checkpoint tries again; a lost one costs a resend only
+    }
+    std::lock_guard lock(p.input->mutex);
+    if (p.input->saved.source_id == p.c.source_id) p.input->saved = p.c;
+  }
+}
+
+void Load::checkpoint_loop() {
+  std::unique_lock lock(checkpoint_mutex_);
+  while (!readers_done_) {
+    checkpoint_wake_.wait_for(lock, config_.checkpoint_interval, [this] { return readers_done_; });
+    if (readers_done_) break;
+    lock.unlock();
+    checkpoint_now();
+    lock.lock();
+  }
+}
+
+}  // namespace
+
+int LoadSummary::exit_code() const {
+  if (interrupted) return 130;
+  if (!errors.empty() || refused > 0 || unwritten > 0 || aborted) return 1;
+  return rejects > 0 ? 3 : 0;
+}
+
+LoadSummary load(const LoadConfig& config, const std::atomic<bool>& stop) {
+  return Load(config, stop).run();
+}
+
+std::string format_summary(const LoadSummary& s) {
+  std::string out;
+  char rate[64];
+  std::snprintf(rate, sizeof rate, "%.1f s, %s rows/s", s.seconds,
+                with_commas(static_cast<std::uint64_t>(s.written / std::max(s.seconds, 1e-3))).c_str());
+  out += "auditpipe ingest: ";
+  out += s.aborted ? "aborted" : s.interrupted ? "interrupted" : "done";
+  out += " in " + std::string(rate) + "\n";
+  out += "  inputs    " + with_commas(s.inputs) + " (" + human_bytes(s.input_bytes) + " read)\n";
+  out += "  read      " + with_commas(s.records + s.rejects) + " records\n";
+  out += "  written   " + with_commas(s.written) + " rows\n";
+  out += "  rejected  " + with_commas(s.rejects);
+  if (s.rejects > 0) out += " (see " + s.reject_file + ")";
+  out += "\n";
+  out += "  skipped   " + with_commas(s.skipped) + " (stored by an earlier run, not read again)\n";
+  if (s.refused > 0)
+    out += "  refused   " + with_commas(s.refused) + " by the database (see " + s.reject_file +
+           ".refused)\n";
+  if (s.unwritten > 0) out += "  unwritten " + with_commas(s.unwritten) + " (rerun to send them)\n";
+  if (s.empty_lines > 0) out += "  empty     " + with_commas(s.empty_lines) + " lines skipped\n";
+  if (s.repaired_lines > 0)
+    out += "  repaired  " + with_commas(s.repaired_lines) + " lines of invalid UTF-8 (U+FFFD)\n";
+  if (s.truncated_fields > 0)
+    out += "  truncated " + with_commas(s.truncated_fields) + " text fields cut to their column\n";
+  for (const std::string& e : s.errors) out += "  error     " + e + "\n";
+  if (s.aborted) out += "  more rejects than --max-rejects: stopped early\n";
+  if (s.interrupted) out += "  interrupted: run the same command again to continue\n";
+  return out;
+}
+
+}  // namespace auditpipe::ingest

@@ -1,0 +1,52 @@
+// RejectFile: where `auditpipe ingest` puts every input record it could not
+// convert, one JSON object per line: {"file": ..., "line": N, "offset": N,
+// "reason": ..., "text": ...} (text cut to max_text_bytes, invalid UTF-8
+// escaped as \u00XX so the file itself is valid JSON lines).
+//
+// Who may call: the loader's reader threads (add), its checkpoint thread
+// (sync, before a checkpoint covers the rejected lines).
+//
+// Thread safety: add() and sync() from any thread.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+namespace auditpipe::ingest {
+
+class RejectFile {
+ public:
+  /// Opens `path` for appending (created if missing). Throws auditpipe::error.
+  explicit RejectFile(std::string path, std::size_t max_text_bytes = 4096);
+  ~RejectFile();
+  RejectFile(const RejectFile&) = delete;
+  RejectFile& operator=(const RejectFile&) = delete;
+
+  /// Appends one rejected record.
+  void add(std::string_view file, std::uint64_t line, std::uint64_t offset,
+           std::string_view reason, std::string_view text);
+  /// Everything added so far is on disk (fflush + fsync). Throws auditpipe::error.
+  void sync();
+  /// Records added by this process.
+  std::uint64_t count() const;
+  /// The file's path.
+  const std::string& path() const noexcept { return path_; }
+
+ private:
+  const std::string path_;
+  const std::size_t max_text_bytes_;
+  mutable std::mutex mutex_;
+  std::FILE* file_ = nullptr;
+  std::uint64_t count_ = 0;
+  std::string line_;  ///< reused: no allocation per reject in steady state
+};
+
+/// `text` as a JSON string's contents (no quotes), appended to `out`:
+/// quotes, backslashes and control characters escaped, bytes that are not
+/// valid UTF-8 written as \u00XX.
+void append_json_escaped(std::string& out, std::string_view text);
+
+}  // namespace auditpipe::ingest

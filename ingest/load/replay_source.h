@@ -1,0 +1,68 @@
+// ReplaySource: a byte source whose first bytes were already read (to
+// identify the input, source_identity.h) and are served again, so that
+// stdin and compressed inputs, which cannot seek back, are read once.
+//
+// Who may call: the loader.
+//
+// Thread safety: one thread, like any ByteSource.
+#pragma once
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "byte_source.h"
+
+namespace auditpipe::ingest {
+
+class ReplaySource final : public ByteSource {
+ public:
+  /// Reads up to `prefix_limit` bytes from `inner` and keeps them for replay.
+  ReplaySource(std::unique_ptr<ByteSource> inner, std::size_t prefix_limit)
+      : inner_(std::move(inner)) {
+    prefix_.resize(prefix_limit);
+    std::size_t got = 0;
+    while (got < prefix_limit) {
+      const std::size_t n = inner_->read(prefix_.data() + got, prefix_limit - got);
+      if (n == 0) break;
+      got += n;
+    }
+    prefix_.resize(got);
+  }
+
+  /// The bytes read ahead (the input's first bytes).
+  const std::string& prefix() const noexcept { return prefix_; }
+
+  std::size_t read(char* out, std::size_t n) override {
+    if (cursor_ < prefix_.size()) {
+      const std::size_t k = std::min(n, prefix_.size() - cursor_);
+      std::memcpy(out, prefix_.data() + cursor_, k);
+      cursor_ += k;
+      return k;
+    }
+    return inner_->read(out, n);
+  }
+  bool skip_to(std::uint64_t offset) override {
+    if (offset <= prefix_.size()) {
+      if (offset < cursor_ && cursor_ > prefix_.size()) return false;
+      cursor_ = static_cast<std::size_t>(offset);
+      return true;
+    }
+    cursor_ = prefix_.size();
+    return inner_->skip_to(offset);
+  }
+  std::uint64_t position() const override {
+    return cursor_ < prefix_.size() ? cursor_ : inner_->position();
+  }
+  std::uint64_t input_bytes_read() const override { return inner_->input_bytes_read(); }
+  std::optional<std::uint64_t> input_size() const override { return inner_->input_size(); }
+  bool compressed() const override { return inner_->compressed(); }
+
+ private:
+  std::unique_ptr<ByteSource> inner_;
+  std::string prefix_;
+  std::size_t cursor_ = 0;
+};
+
+}  // namespace auditpipe::ingest

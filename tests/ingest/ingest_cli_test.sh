@@ -1,0 +1,247 @@
+#!/usr/bin/env bash
+# `auditpipe ingest` as a user runs it: the installed command against a real
+# database (a SQLite file, the test MariaDB, the test PostgreSQL), with real
+# files, real signals and a real terminal (tmux).
+#
+#   ingest_cli_test.sh <auditpipe binary> <sqlite|mysql|postgresql> <scratch dir> <case>
+#
+# Cases: formats, hostile, rerun, kill9, interrupt, follow, copytruncate,
+# schema_from_table, bad_schema, max_rejects, terminal. Exits 77 (skipped)
+# when the database's server is not configured (AUDITPIPE_TEST_MYSQL_URL,
+# AUDITPIPE_TEST_POSTGRES_URL).
+set -euo pipefail
+bin=$1 backend=$2 work=$3 case=$4
+rm -rf "$work"
+mkdir -p "$work"
+cd "$work"
+table="ingest_${case}"
+
+fail() { echo "FAIL [$backend/$case]: $*" >&2; exit 1; }
+expect_eq() { [ "$1" = "$2" ] || fail "$3: expected '$2', got '$1'"; }
+
+case $backend in
+  sqlite)
+    url="sqlite://$work/audit.db"
+    q() { sqlite3 "$work/audit.db" "$1"; } ;;
+  mysql)
+    [ -n "${AUDITPIPE_TEST_MYSQL_URL:-}" ] || { echo "no AUDITPIPE_TEST_MYSQL_URL"; exit 77; }
+    url=$AUDITPIPE_TEST_MYSQL_URL
+    re='^mysql://([^:]+):([^@]*)@([^:/]+):([0-9]+)/(.+)$'
+    [[ $url =~ $re ]] || fail "cannot read $url"
+    q() { MYSQL_PWD=${BASH_REMATCH[2]} mariadb -u "${BASH_REMATCH[1]}" -h "${BASH_REMATCH[3]}" \
+            -P "${BASH_REMATCH[4]}" -N -B "${BASH_REMATCH[5]}" -e "$1"; }
+    [[ $url =~ $re ]] ;;
+  postgresql)
+    [ -n "${AUDITPIPE_TEST_POSTGRES_URL:-}" ] || { echo "no AUDITPIPE_TEST_POSTGRES_URL"; exit 77; }
+    url=$AUDITPIPE_TEST_POSTGRES_URL
+    q() { psql "$url" -X -q -At -c "$1"; } ;;
+  *) fail "unknown backend" ;;
+esac
+# A clean slate: this case's table and its checkpoints.
+q "DROP TABLE IF EXISTS $table" >/dev/null
+q "CREATE TABLE IF NOT EXISTS auditpipe_ingest_checkpoints (target_table VARCHAR(64) NOT NULL, source_id BIGINT NOT NULL, source_name TEXT NOT NULL, prefix_bytes BIGINT NOT NULL, bytes_done BIGINT NOT NULL, lines_done BIGINT NOT NULL, records_done BIGINT NOT NULL, rejects BIGINT NOT NULL, updated_at BIGINT NOT NULL, PRIMARY KEY (target_table, source_id))" >/dev/null 2>&1 || true
+q "DELETE FROM auditpipe_ingest_checkpoints WHERE target_table = '$table'" >/dev/null
+
+cat > schema.json <<JSON
+{"table": "$table", "columns": [
+  {"name": "at", "type": "timestamp"},
+  {"name": "user_name", "type": "text", "size": 32, "path": "user.name"},
+  {"name": "level", "type": "uint8"},
+  {"name": "amount", "type": "float64", "nullable": true},
+  {"name": "ok", "type": "bool"},
+  {"name": "msg", "type": "text", "size": 64, "nullable": true},
+  {"name": "region", "type": "text", "size": 8, "default": "eu"},
+  {"name": "host", "type": "text", "size": 16}
+]}
+JSON
+
+# jsonl N FIRST: N good lines numbered from FIRST.
+jsonl() {
+  awk -v n="$1" -v first="${2:-0}" 'BEGIN { for (i = first; i < first + n; i++)
+    printf "{\"at\":\"2026-11-30T12:%02d:%02d.%06dZ\",\"user\":{\"name\":\"user%d\"},\"level\":%d,\"amount\":%d.25,\"ok\":%s,\"msg\":\"message %d, with \\\"quotes\\\"\"}\n",
+      int(i / 60) % 60, i % 60, i % 1000000, i, i % 200, i, (i % 2 ? "true" : "false"), i }'
+}
+csv() {
+  echo 'at,user.name,level,amount,ok,msg'
+  awk -v n="$1" 'BEGIN { for (i = 0; i < n; i++)
+    printf "2026-11-30 12:%02d:%02d,user%d,%d,%d.25,%s,\"message %d, with \"\"quotes\"\"\nand a second line\"\n",
+      int(i / 60) % 60, i % 60, i, i % 200, i, (i % 2 ? "t" : "f"), i }'
+}
+ingest() { "$bin" ingest --schema schema.json --set host=testhost --reject-file rejects.jsonl "$@"; }
+count() { q "SELECT COUNT(*) FROM $table"; }
+distinct_keys() { q "SELECT COUNT(*) FROM (SELECT DISTINCT source_id, seq FROM $table) k"; }
+no_duplicates() { expect_eq "$(distinct_keys)" "$(count)" "distinct (source_id, seq)"; }
+
+case $case in
+  formats)
+    jsonl 3000 > a.jsonl
+    gzip -k -c a.jsonl > a.jsonl.gz
+    jsonl 3000 3000 | zstd -q -c > b.jsonl.zst
+    csv 500 > c.csv
+    tr ',' '\t' < <(echo 'at,user.name,level,amount,ok,msg'; awk 'BEGIN { for (i = 0; i < 200; i++) printf "%d,tsv%d,%d,,1,plain\n", 1764504000 + i, i, i % 100 }') > d.tsv
+    ingest --quiet "$url" a.jsonl b.jsonl.zst c.csv d.tsv || fail "first load exited $?"
+    expect_eq "$(count)" 6700 "rows after jsonl+zst+csv+tsv"
+    # a.jsonl.gz has a.jsonl's bytes: the same input, nothing new.
+    ingest --quiet "$url" a.jsonl.gz || fail "gz load exited $?"
+    expect_eq "$(count)" 6700 "rows after the gzip copy of a loaded file"
+    no_duplicates
+    expect_eq "$(q "SELECT user_name FROM $table WHERE msg = 'message 7, with \"quotes\"' AND level = 7 ORDER BY user_name LIMIT 1")" "user7" "a JSON row's nested field"
+    expect_eq "$(q "SELECT COUNT(*) FROM $table WHERE msg LIKE '%and a second line'")" 500 "CSV fields with an embedded newline"
+    expect_eq "$(q "SELECT COUNT(*) FROM $table WHERE amount IS NULL")" 200 "empty CSV field into a nullable column"
+    expect_eq "$(q "SELECT COUNT(*) FROM $table WHERE host = 'testhost' AND region = 'eu'")" 6700 "--set and default"
+    ;;
+
+  hostile)
+    {
+      printf '\xef\xbb\xbf'; jsonl 1 0                                   # 1: BOM, good
+      jsonl 1 1 | sed 's/$/\r/'                                          # 2: CRLF, good
+      echo                                                               # 3: empty
+      echo '{"at":"2026-11-30T12:00:00Z","user":{"name":"x"},"level":'   # 4: bad JSON
+      printf '{"at":"2026-11-30T12:00:00Z","user":{"name":"bad\xff\xfeutf"},"level":1,"ok":true}\n'  # 5: invalid UTF-8: repaired, loaded
+      echo '{"at":"2026-11-30T12:00:00Z","level":1,"ok":true}'           # 6: user.name missing, not nullable
+      echo '{"at":"2026-11-30T12:00:00Z","user":{"name":"y"},"level":300,"ok":true}'  # 7: out of range
+      echo '{"at":"yesterday","user":{"name":"y"},"level":1,"ok":true}'  # 8: bad timestamp
+      echo '{"at":"2026-11-30T12:00:00Z","user":{"name":"z"},"level":1,"ok":true,"extra":[1,2]}'  # 9: extra field: fine
+      awk 'BEGIN { printf "{\"at\":\"2026-11-30T12:00:00Z\",\"msg\":\""; for (i = 0; i < 3000; i++) printf "x"; print "\"}" }'  # 10: too long
+      echo '{"at":"2026-11-30T12:00:00Z","user":{"name":"w"},"level":1,"ok":"maybe"}'  # 11: bad bool
+      jsonl 1 11                                                         # 12: good
+      printf '%s' "$(jsonl 1 12)"                                        # 13: good, no final newline
+    } > hostile.jsonl
+    set +e
+    ingest --quiet --max-record-bytes 2048 "$url" hostile.jsonl
+    rc=$?
+    set -e
+    expect_eq "$rc" 3 "exit status with rejects"
+    expect_eq "$(count)" 6 "good lines stored"
+    expect_eq "$(wc -l < rejects.jsonl | tr -d ' ')" 6 "lines in the reject file"
+    for line in 4 6 7 8 10 11; do
+      jq -e --argjson l $line 'select(.line == $l and .file == "hostile.jsonl" and (.reason | length) > 0)' rejects.jsonl >/dev/null ||
+        fail "line $line not in the reject file with a reason: $(cat rejects.jsonl)"
+    done
+    jq -e 'select(.line == 7 and (.reason | test("300")) and (.reason | test("level")))' rejects.jsonl >/dev/null ||
+      fail "the out-of-range reason names the value and the column"
+    expect_eq "$(q "SELECT COUNT(*) FROM $table WHERE user_name LIKE 'bad%utf'")" 1 "the invalid UTF-8 line, repaired"
+    ;;
+
+  rerun)
+    jsonl 20000 > big.jsonl
+    ingest --quiet "$url" big.jsonl || fail "first load exited $?"
+    expect_eq "$(count)" 20000 "first load"
+    out=$(ingest "$url" big.jsonl 2>&1) || fail "rerun exited $?: $out"
+    expect_eq "$(count)" 20000 "after the rerun"
+    grep -q 'written   0 rows' <<<"$out" || fail "the rerun wrote rows: $out"
+    grep -q 'skipped   20,000' <<<"$out" || fail "the rerun did not skip the done prefix: $out"
+    # The file grows (an append-only log): only the new lines are sent.
+    jsonl 500 20000 >> big.jsonl
+    out=$(ingest "$url" big.jsonl 2>&1) || fail "load of the grown file exited $?: $out"
+    grep -q 'written   500 rows' <<<"$out" || fail "the grown file was not continued: $out"
+    expect_eq "$(count)" 20500 "after the grown file"
+    no_duplicates
+    ;;
+
+  kill9|interrupt)
+    jsonl 300000 > big.jsonl
+    ingest --quiet --batch-size 500 "$url" big.jsonl & pid=$!
+    # Stop it while it loads: once some rows are stored, well before the end.
+    for _ in $(seq 1 600); do
+      n=$(count 2>/dev/null || echo 0)
+      [ "${n:-0}" -ge 20000 ] && break
+      sleep 0.05
+    done
+    if [ "$case" = kill9 ]; then kill -9 $pid; else kill -INT $pid; fi
+    set +e; wait $pid; rc=$?; set -e
+    [ "$case" = interrupt ] && expect_eq "$rc" 130 "exit status after Ctrl-C"
+    partial=$(count)
+    [ "$partial" -lt 300000 ] || fail "the load finished before it was stopped ($partial rows)"
+    ingest --quiet "$url" big.jsonl || fail "rerun exited $?"
+    expect_eq "$(count)" 300000 "rows after the rerun"
+    no_duplicates
+    ;;
+
+  follow|copytruncate)
+    jsonl 1000 > app.log
+    ingest --quiet --follow "$url" app.log & pid=$!
+    wait_rows() { for _ in $(seq 1 200); do [ "$(count 2>/dev/null || echo 0)" -ge "$1" ] && return 0; sleep 0.1; done; fail "waited for $1 rows, have $(count)"; }
+    wait_rows 1000
+    jsonl 500 1000 >> app.log
+    wait_rows 1500
+    if [ "$case" = follow ]; then
+      mv app.log app.log.1           # rename + new file
+      jsonl 100 1500 >> app.log.1    # the old file still gets its last lines
+      jsonl 700 2000 > app.log
+    else
+      cp app.log app.log.1           # copytruncate
+      : > app.log
+      jsonl 700 2000 >> app.log
+    fi
+    expected=$([ "$case" = follow ] && echo 2300 || echo 2200)
+    wait_rows $expected
+    kill -TERM $pid
+    set +e; wait $pid; rc=$?; set -e
+    expect_eq "$rc" 0 "exit status after SIGTERM with --follow"
+    expect_eq "$(count)" $expected "rows across the rotation"
+    no_duplicates
+    ;;
+
+  schema_from_table)
+    # The table exists (made by a first load with a schema file): the
+    # second load reads its columns from the database.
+    jsonl 10 > a.jsonl
+    ingest --quiet "$url" a.jsonl || fail "first load exited $?"
+    jsonl 10 100 > b.jsonl
+    "$bin" ingest --quiet --table $table --map user_name=user.name --set host=h2 --set region=us \
+      --reject-file rejects.jsonl "$url" b.jsonl || fail "load by the table's own schema exited $?"
+    expect_eq "$(q "SELECT COUNT(*) FROM $table WHERE host = 'h2'")" 10 "rows loaded by the table's schema"
+    set +e
+    out=$("$bin" ingest --quiet --table no_such_table "$url" b.jsonl 2>&1); rc=$?
+    set -e
+    expect_eq "$rc" 1 "exit status for a missing table"
+    grep -q 'no table no_such_table' <<<"$out" || fail "unclear message: $out"
+    ;;
+
+  bad_schema)
+    sed 's/"user_name"/"user name"/' schema.json > bad.json
+    jsonl 10 > a.jsonl
+    set +e
+    out=$("$bin" ingest --schema bad.json "$url" a.jsonl 2>&1); rc=$?
+    set -e
+    expect_eq "$rc" 1 "exit status for a bad identifier"
+    grep -q 'user name' <<<"$out" || fail "the message does not name the column: $out"
+    grep -qi 'identifier' <<<"$out" || fail "the message does not say what is wrong: $out"
+    ;;
+
+  max_rejects)
+    { jsonl 100; for i in $(seq 1 50); do echo 'not json'; done; jsonl 100 100; } > r.jsonl
+    set +e
+    ingest --quiet --max-rejects 10 "$url" r.jsonl; rc=$?
+    set -e
+    expect_eq "$rc" 1 "exit status past --max-rejects"
+    [ "$(wc -l < rejects.jsonl)" -ge 11 ] || fail "fewer than 11 rejects recorded"
+    [ "$(count)" -ge 100 ] || fail "the good lines before the rejects were not stored"
+    ;;
+
+  terminal)
+    command -v tmux >/dev/null || fail "tmux is missing (scripts/deps.sh installs it)"
+    jsonl 200000 > big.jsonl
+    sock="$work/tmux.sock"
+    tmux -S "$sock" new-session -d -x 160 -y 20 \
+      "'$bin' ingest --schema schema.json --set host=t --reject-file rejects.jsonl --batch-size 200 '$url' big.jsonl; echo EXIT=\$?; sleep 60"
+    seen_live=0
+    for _ in $(seq 1 300); do
+      pane=$(tmux -S "$sock" capture-pane -p)
+      if grep -Eq '^ *[0-9]+%  .* / .*rows written.*rows/s.*ETA .*rejects 0.*db (ok|degraded)' <<<"$pane"; then
+        seen_live=1
+      fi
+      grep -q 'EXIT=' <<<"$pane" && break
+      sleep 0.1
+    done
+    tmux -S "$sock" kill-server || true
+    [ $seen_live -eq 1 ] || fail "no live progress line seen; last pane: $pane"
+    grep -q 'EXIT=0' <<<"$pane" || fail "the load did not succeed: $pane"
+    grep -q 'written   200,000 rows' <<<"$pane" || fail "no summary: $pane"
+    # The live line is redrawn in place: one line, not a scroll of them.
+    expect_eq "$(grep -c 'rows/s' <<<"$pane")" 2 "progress lines left on the screen (the live one, the summary)"
+    ;;
+  *) fail "unknown case" ;;
+esac
+echo "ok [$backend/$case]"
