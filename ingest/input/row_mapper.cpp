@@ -506,8 +506,16 @@ RowMapper::RowMapper(const std::vector<ColumnSpec>& columns, Format format, Mapp
   for (std::size_t c = 0; c < columns.size(); ++c)
     if (m.plans[c].constant) values_[c] = m.plans[c].fixed;
   // Room for a typical line up front, so steady state does not allocate.
-  if (m.parser.allocate(64 * 1024))
-    throw auditpipe::error("ingest: cannot allocate the JSON parser");
+  // The parser's document grows to the longest line parsed so far: parse a
+  // 64 KiB document once, so steady state never reallocates it.
+  {
+    std::string warm(64 * 1024 + simdjson::SIMDJSON_PADDING, ' ');
+    warm[0] = '{';
+    warm[1] = '}';
+    simdjson::dom::element ignored;
+    if (m.parser.parse(warm.data(), 64 * 1024, false).get(ignored))
+      throw auditpipe::error("ingest: cannot allocate the JSON parser");
+  }
   m.composite.resize(columns.size());
   m.number_buf.resize(columns.size() * Impl::number_text_size);
   m.fields.reserve(64);
