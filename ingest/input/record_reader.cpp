@@ -206,8 +206,8 @@ struct RecordReader::State {
   }
 
   // Skips a UTF-8 BOM at the stream's start. False when next() must return
-  // now: nothing to read yet (out.kind untouched... set to record) or a
-  // BOM's first bytes without more (incomplete).
+  // now: with false when nothing has arrived yet (out.kind is left `record`),
+  // or with an incomplete record when only a BOM's first bytes have.
   bool settle_bom(RawRecord& out) {
     while (end - start < 3 && refill()) {
     }
