@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <simdjson.h>
+
 #include "input/byte_source.h"
 #include "input/record_reader.h"
 #include "input/row_mapper.h"
@@ -134,6 +136,7 @@ void run(const char* name, const std::string& data, Format format, std::size_t r
 int main(int argc, char** argv) {
   const std::size_t rows = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 1000000;
   const int runs = argc > 2 ? std::atoi(argv[2]) : 3;
+  std::printf("simdjson kernel %s\n", simdjson::get_active_implementation()->name().c_str());
   {
     const std::string data = jsonl(rows);
     run("jsonl", data, Format::jsonl, rows, runs);

@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <concepts>
+
+#include "auditpipe/dynamic_logger.h"
 #include "auditpipe/status.h"
 #include "fake_target.h"
 
@@ -56,6 +59,16 @@ Fill fill(RowMapper& m, const std::vector<ColumnSpec>& cols, std::string_view te
   for (const auto& [c, v] : t.calls) EXPECT_NE(v, "SET TWICE") << c;
   return {ok, reason, t.calls};
 }
+
+// The command fills DynamicLogger::Record: fill() calls nothing it lacks.
+static_assert(requires(auditpipe::DynamicLogger::Record & r, std::string_view s) {
+  r.set_null(std::size_t{0});
+  r.set_bool(std::size_t{0}, true);
+  { r.set_integer(std::size_t{0}, std::int64_t{1}) } -> std::same_as<bool>;
+  r.set_float64(std::size_t{0}, 1.0);
+  r.set_timestamp(std::size_t{0}, auditpipe::timestamp{});
+  r.set_text(std::size_t{0}, s);
+});
 
 const std::vector<ColumnSpec> audit_columns = {
     {"at", ColumnType::timestamp}, {"user_name", ColumnType::text, 64, true},
