@@ -1,4 +1,4 @@
-// RowMapper's parsing and conversion: the JSON walk over simdjson On-Demand,
+// RowMapper's parsing and conversion: the JSON walk over simdjson's DOM,
 // the CSV/TSV field splitter, and the per-type conversions into FieldValue.
 #include "input/row_mapper.h"
 
