@@ -21,6 +21,10 @@ packages=(
   openssl                  # the test server's TLS certificates
   prometheus               # promtool: checks the shipped alerting rules and the metrics page
   jq                       # a real JSON reader for the dead-letter file's test
+  libsimdjson-dev          # auditpipe ingest: parses JSON lines and schema files
+  zlib1g-dev               # auditpipe ingest: reads gzip-compressed input
+  libzstd-dev              # auditpipe ingest: reads zstd-compressed input
+  gzip zstd                # the ingest input tests compress their files with the real tools
   dpkg-dev file lintian    # the Debian packages: cpack's dpkg-shlibdeps, and their check
   doxygen                  # the API reference (target docs), checked by the test api_docs
   libcli11-dev             # the auditpipe command's option parser

@@ -1,0 +1,60 @@
+// ByteSource: the decompressed bytes of one input file (or stdin), read in
+// pieces with bounded memory. Owned by ingest/input; the ingest command opens
+// one per input with open_byte_source() and hands it to a RecordReader.
+//
+// Compression is detected from the first bytes, never from the name: gzip
+// (1f 8b; concatenated members are one stream) and zstd (28 b5 2f fd;
+// several frames are one stream). Anything else is read as it is.
+//
+// Thread safety: one thread at a time.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace auditpipe::ingest {
+
+/// A stream of (decompressed) bytes; see the file's comment.
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+
+  /// Reads up to `n` bytes into `out`; returns how many. 0 means no more
+  /// data now: for a plain file a later call may return more when the file
+  /// has grown (follow mode relies on it). Throws auditpipe::error naming
+  /// the path on a read error or corrupt compressed data.
+  virtual std::size_t read(char* out, std::size_t n) = 0;
+
+  /// Moves to decompressed byte `offset`: a seek for a plain file, reading
+  /// and discarding otherwise (forward only: an offset behind position()
+  /// throws). False if the stream ends first (position() is then its end).
+  virtual bool skip_to(std::uint64_t offset) = 0;
+
+  /// Decompressed bytes consumed so far (the offset of the next byte read).
+  virtual std::uint64_t position() const noexcept = 0;
+  /// Bytes read from the file itself (compressed bytes), for progress.
+  virtual std::uint64_t input_bytes_read() const noexcept = 0;
+  /// The file's size, when it is a regular file (compressed size if compressed).
+  virtual std::optional<std::uint64_t> input_size() const = 0;
+  /// Whether the bytes are decompressed from gzip or zstd.
+  virtual bool compressed() const noexcept = 0;
+  /// "gzip", "zstd" or "none".
+  virtual std::string_view compression() const noexcept = 0;
+  /// The path it was opened with ("-" for stdin).
+  virtual const std::string& path() const noexcept = 0;
+};
+
+/// Opens `path` ("-" is stdin), detecting gzip or zstd from its first bytes.
+/// Throws auditpipe::error naming the path and the reason (errno's text).
+std::unique_ptr<ByteSource> open_byte_source(const std::string& path);
+
+/// The bytes of `data` (not copied: it must outlive the source), with the
+/// same detection; for tests and benchmarks. `name` appears in messages.
+std::unique_ptr<ByteSource> memory_byte_source(std::string_view data,
+                                               std::string name = "<memory>");
+
+}  // namespace auditpipe::ingest
