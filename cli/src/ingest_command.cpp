@@ -5,10 +5,11 @@
 #include <cstdio>
 
 #include "auditpipe/status.h"
-#include "byte_source.h"
-#include "record_reader.h"
+#include "input/byte_source.h"
+#include "input/record_reader.h"
 #include "replay_source.h"
-#include "schema_file.h"
+#include "input/schema_file.h"
+#include "input/schema_inference.h"
 
 namespace auditpipe::cli {
 namespace {
@@ -174,6 +175,8 @@ int IngestCommand::infer() {
   std::vector<std::string> records_text;
   ingest::Format format = ingest::Format::jsonl;
   for (const std::string& f : arguments_) {
+    // A CSV sample is one header and its records: the first file's.
+    if (!records_text.empty() && format != ingest::Format::jsonl) break;
     format = ingest::format_of(config_.format, f);
     auto source = ingest::open_byte_source(f);
     ingest::RecordReader reader(*source, format, config_.max_record_bytes);
@@ -184,7 +187,7 @@ int IngestCommand::infer() {
         records_text.emplace_back(raw.text);
   }
   const std::string table = config_.table.empty() ? "audit_log" : config_.table;
-  const ingest::InferredColumns inferred = ingest::infer_columns(records_text, format);
+  const ingest::InferredColumns inferred = ingest::infer_columns(records_text, format, infer_lines_);
   // Checked like any schema before it is printed: what --infer writes loads.
   Schema check(table, inferred.columns);
   std::fputs(ingest::to_schema_json(table, inferred.columns, inferred.paths).c_str(), stdout);

@@ -19,14 +19,14 @@
 #include "auditpipe/open.h"
 #include "auditpipe/schema.h"
 #include "auditpipe/status.h"
-#include "byte_source.h"
+#include "input/byte_source.h"
 #include "checkpoint_store.h"
 #include "progress.h"
-#include "record_reader.h"
+#include "input/record_reader.h"
 #include "reject_file.h"
 #include "replay_source.h"
-#include "row_mapper.h"
-#include "schema_file.h"
+#include "input/row_mapper.h"
+#include "input/schema_file.h"
 #include "source_identity.h"
 
 namespace auditpipe::ingest {
@@ -35,6 +35,8 @@ namespace {
 // Bytes read ahead of each input: its identity prefix, and room for a CSV
 // header line, which a resumed load needs without reading from the start.
 constexpr std::size_t lookahead_bytes = 64 * 1024;
+
+}  // namespace
 
 Format format_of(const std::string& configured, const std::string& path) {
   if (configured == "jsonl" || configured == "json") return Format::jsonl;
@@ -47,6 +49,8 @@ Format format_of(const std::string& configured, const std::string& path) {
   if (name.ends_with(".tsv") || name.ends_with(".tab")) return Format::tsv;
   return Format::jsonl;
 }
+
+namespace {
 
 // How far one input is handled, published by its reader for the checkpoint
 // thread. Guarded by InputState::mutex.
@@ -80,7 +84,7 @@ class Load {
   void read_input(InputState& input);
   // One pass over the input from its position: false when there is nothing
   // more to wait for (the end without follow, a stop, an error).
-  bool pass(InputState& input, const std::string& open_path, RowMapper& mapper, bool& header_seen,
+  bool pass(InputState& input, const std::string& open_path, RowMapper& mapper,
             std::uint64_t& source_id);
   Checkpoint identify(InputState& input, const std::string& prefix);
   DynamicLogger::Record acquire();
@@ -298,60 +302,54 @@ void Load::read_input(InputState& input) {
     }
     open_path = "/proc/self/fd/" + std::to_string(keep_fd);
   }
+  std::optional<RowMapper> mapper;
+  // A new input from its start (the first, or the file after a rotation).
+  auto restart = [&] {
+    if (mapper) repaired_lines_.fetch_add(mapper->repaired_lines());
+    mapper.emplace(schema_->columns(), input.format, MappingOptions{maps_, config_.sets});
+    std::lock_guard lock(input.mutex);
+    input.identified = false;
+    input.position = {};
+  };
   try {
-    for (;;) {
-      std::uint64_t source_id = 0;
-      bool header_seen = false;
-      RowMapper mapper(schema_->columns(), input.format, MappingOptions{maps_, config_.sets});
-      while (pass(input, open_path, mapper, header_seen, source_id)) {
-        if (!config_.follow || stopping()) break;
-        // Wait for growth or a rotation.
-        std::this_thread::sleep_for(config_.follow_poll);
-        if (stopping()) break;
-        struct stat now{}, kept{};
-        ::fstat(keep_fd, &kept);
-        const bool renamed = ::stat(input.path.c_str(), &now) != 0 || now.st_ino != kept.st_ino ||
-                             now.st_dev != kept.st_dev;
-        std::uint64_t done;
-        {
-          std::lock_guard lock(input.mutex);
-          done = input.position.bytes_done;
-        }
-        if (renamed && static_cast<std::uint64_t>(kept.st_size) <= done) {
-          // The old file is read to its end: go on with the new one, once it exists.
-          if (::stat(input.path.c_str(), &now) != 0) continue;
-          const int fd = ::open(input.path.c_str(), O_RDONLY | O_CLOEXEC);
-          if (fd < 0) continue;
-          ::close(keep_fd);
-          keep_fd = fd;
-          open_path = "/proc/self/fd/" + std::to_string(keep_fd);
-          std::lock_guard lock(input.mutex);
-          input.identified = false;
-          input.position = {};
-          header_seen = false;
-          repaired_lines_.fetch_add(mapper.repaired_lines());
-          mapper = RowMapper(schema_->columns(), input.format, MappingOptions{maps_, config_.sets});
-        } else if (!renamed && static_cast<std::uint64_t>(kept.st_size) < done) {
-          // Truncated in place (copytruncate): a new input from its start.
-          std::lock_guard lock(input.mutex);
-          input.identified = false;
-          input.position = {};
-          header_seen = false;
-          repaired_lines_.fetch_add(mapper.repaired_lines());
-          mapper = RowMapper(schema_->columns(), input.format, MappingOptions{maps_, config_.sets});
-        }
+    restart();
+    std::uint64_t source_id = 0;
+    while (pass(input, open_path, *mapper, source_id)) {
+      if (!config_.follow || stopping()) break;
+      // Wait for growth or a rotation.
+      std::this_thread::sleep_for(config_.follow_poll);
+      if (stopping()) break;
+      struct stat now {};
+      struct stat kept {};
+      ::fstat(keep_fd, &kept);
+      const bool renamed = ::stat(input.path.c_str(), &now) != 0 || now.st_ino != kept.st_ino ||
+                           now.st_dev != kept.st_dev;
+      std::uint64_t done;
+      {
+        std::lock_guard lock(input.mutex);
+        done = input.position.bytes_done;
       }
-      repaired_lines_.fetch_add(mapper.repaired_lines());
-      break;
+      if (renamed && static_cast<std::uint64_t>(kept.st_size) <= done) {
+        // The old file is read to its end: go on with the new one, once it exists.
+        const int fd = ::open(input.path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) continue;
+        ::close(keep_fd);
+        keep_fd = fd;
+        open_path = "/proc/self/fd/" + std::to_string(keep_fd);
+        restart();
+      } else if (!renamed && static_cast<std::uint64_t>(kept.st_size) < done) {
+        restart();  // truncated in place (copytruncate): a new input from its start
+      }
     }
   } catch (const std::exception& e) {
     fail(input, e.what());
   }
+  if (mapper) repaired_lines_.fetch_add(mapper->repaired_lines());
   if (keep_fd >= 0) ::close(keep_fd);
 }
 
 bool Load::pass(InputState& input, const std::string& open_path, RowMapper& mapper,
-                bool& header_seen, std::uint64_t& source_id) {
+                std::uint64_t& source_id) {
   auto source = std::make_unique<ReplaySource>(open_byte_source(open_path), lookahead_bytes);
   const std::string& prefix = source->prefix();
   if (prefix.empty()) return true;  // nothing yet: follow waits, anything else is done
@@ -359,21 +357,18 @@ bool Load::pass(InputState& input, const std::string& open_path, RowMapper& mapp
   Position start;
   {
     std::unique_lock lock(input.mutex);
-    const bool known = input.identified;
-    lock.unlock();
-    if (known && static_cast<std::uint64_t>(source_id_of(std::string_view(prefix).substr(
-                     0, std::min<std::size_t>(prefix.size(), input.saved.prefix_bytes)))) !=
-                     input.saved.source_id) {
-      // Not the file identified before (replaced between two passes).
-      lock.lock();
-      input.identified = false;
-      input.position = {};
-      lock.unlock();
+    if (input.identified) {
+      const std::string_view head = std::string_view(prefix).substr(
+          0, std::min<std::size_t>(prefix.size(), input.saved.prefix_bytes));
+      // Not the file identified before (replaced between two passes): a new input.
+      if (head.size() < input.saved.prefix_bytes || source_id_of(head) != input.saved.source_id) {
+        input.identified = false;
+        input.position = {};
+      }
     }
-    lock.lock();
     if (!input.identified) {
       lock.unlock();
-      Checkpoint c = identify(input, prefix);
+      Checkpoint c = identify(input, prefix);  // a round trip: not under the lock
       lock.lock();
       input.saved = c;
       input.identified = true;
@@ -386,9 +381,8 @@ bool Load::pass(InputState& input, const std::string& open_path, RowMapper& mapp
 
   // A CSV header is the input's first record: read again from the prefix
   // when the load resumes past it.
-  if ((input.format == Format::csv || input.format == Format::tsv) && !header_seen &&
-      start.bytes_done > 0) {
-    auto head = std::make_unique<ReplaySource>(open_byte_source(open_path), lookahead_bytes);
+  if (mapper.needs_header() && start.bytes_done > 0) {
+    auto head = memory_byte_source(prefix, input.path);
     RecordReader header_reader(*head, input.format, config_.max_record_bytes);
     RawRecord raw;
     while (header_reader.next(raw) && raw.kind == RawRecord::Kind::empty) {
@@ -396,7 +390,6 @@ bool Load::pass(InputState& input, const std::string& open_path, RowMapper& mapp
     if (raw.kind != RawRecord::Kind::record)
       throw error("the CSV header line does not fit in " + std::to_string(lookahead_bytes) + " bytes");
     mapper.set_header(raw);
-    header_seen = true;
   }
 
   if (start.bytes_done > 0 && !source->skip_to(start.bytes_done)) {
@@ -405,8 +398,7 @@ bool Load::pass(InputState& input, const std::string& open_path, RowMapper& mapp
     source = std::make_unique<ReplaySource>(open_byte_source(open_path), lookahead_bytes);
     start = {};
   }
-  RecordReader reader(*source, input.format, config_.max_record_bytes, start.bytes_done,
-                      start.lines_done + 1);
+  RecordReader reader(*source, input.format, config_.max_record_bytes, start.lines_done + 1);
   Position pos = start;
   std::uint64_t unpublished = 0;
   auto publish = [&] {
@@ -423,7 +415,10 @@ bool Load::pass(InputState& input, const std::string& open_path, RowMapper& mapp
       more = config_.follow;
       break;
     }
-    if (raw.kind == RawRecord::Kind::incomplete && config_.follow) break;  // wait for its end
+    // A record without its line end: following, wait for the end; else the
+    // input's last record, ended by the end of the input.
+    const bool last = raw.kind == RawRecord::Kind::incomplete;
+    if (last && config_.follow) break;
     const std::uint64_t lines =
         raw.line + static_cast<std::uint64_t>(std::count(raw.text.begin(), raw.text.end(), '\n'));
     if (raw.kind == RawRecord::Kind::empty) {
@@ -433,9 +428,8 @@ bool Load::pass(InputState& input, const std::string& open_path, RowMapper& mapp
              "the record is longer than " + std::to_string(config_.max_record_bytes) +
                  " bytes (--max-record-bytes)");
       ++pos.rejects;
-    } else if ((input.format == Format::csv || input.format == Format::tsv) && !header_seen) {
+    } else if (mapper.needs_header()) {
       mapper.set_header(raw);
-      header_seen = true;
     } else {
       DynamicLogger::Record r = acquire();
       if (!r) {
@@ -459,6 +453,7 @@ bool Load::pass(InputState& input, const std::string& open_path, RowMapper& mapp
     }
     pos.bytes_done = raw.end_offset;
     pos.lines_done = lines;
+    if (last) break;
     if (++unpublished == 256) publish();
   }
   publish();

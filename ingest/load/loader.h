@@ -29,7 +29,13 @@
 #include <utility>
 #include <vector>
 
+#include "input/format.h"
+
 namespace auditpipe::ingest {
+
+/// The format of `path`: `configured` unless it is "auto", else by the
+/// name (.csv, .tsv/.tab; anything else JSON lines; .gz/.zst/.zstd ignored).
+Format format_of(const std::string& configured, const std::string& path);
 
 /// What `auditpipe ingest` was asked to do.
 struct LoadConfig {

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "auditpipe/fixed_string.h"
 #include "auditpipe/status.h"
 #include "auditpipe/utf8.h"
 

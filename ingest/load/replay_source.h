@@ -12,7 +12,7 @@
 #include <memory>
 #include <string>
 
-#include "byte_source.h"
+#include "input/byte_source.h"
 
 namespace auditpipe::ingest {
 
@@ -52,12 +52,14 @@ class ReplaySource final : public ByteSource {
     cursor_ = prefix_.size();
     return inner_->skip_to(offset);
   }
-  std::uint64_t position() const override {
+  std::uint64_t position() const noexcept override {
     return cursor_ < prefix_.size() ? cursor_ : inner_->position();
   }
-  std::uint64_t input_bytes_read() const override { return inner_->input_bytes_read(); }
+  std::uint64_t input_bytes_read() const noexcept override { return inner_->input_bytes_read(); }
   std::optional<std::uint64_t> input_size() const override { return inner_->input_size(); }
-  bool compressed() const override { return inner_->compressed(); }
+  bool compressed() const noexcept override { return inner_->compressed(); }
+  std::string_view compression() const noexcept override { return inner_->compression(); }
+  const std::string& path() const noexcept override { return inner_->path(); }
 
  private:
   std::unique_ptr<ByteSource> inner_;
