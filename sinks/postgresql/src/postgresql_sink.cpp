@@ -339,3 +339,21 @@ std::shared_ptr<PostgresqlSink> open(std::string_view url) {
 }
 
 }  // namespace auditpipe::postgresql
+
+namespace auditpipe::postgresql {
+
+SqlDatabaseConnection connect_database(std::string_view url) {
+  const PostgresqlConfig config = parse_postgresql_url(url);
+  const Cancellation never;  // the connect's waits; nothing cancels them
+  SqlDatabaseConnection db;
+  db.connection = std::make_unique<PostgresqlConnection>(config, never);
+  db.dialect = &postgresql_dialect;
+  db.redacted_url = config.sink.redacted_url;
+  db.table_location = config.sink.table_location;
+  for (std::size_t i = 0; i < config.keywords.size(); ++i) {
+    if (config.keywords[i] == "password") db.password = config.values[i];
+  }
+  return db;
+}
+
+}  // namespace auditpipe::postgresql

@@ -171,3 +171,17 @@ std::shared_ptr<Sink> open(std::string_view url) {
 }
 
 }  // namespace auditpipe::sqlite
+
+namespace auditpipe::sqlite {
+
+SqlDatabaseConnection connect_database(std::string_view url) {
+  const SqliteConfig config = parse_sqlite_url(url);
+  SqlDatabaseConnection db;
+  db.connection = open_connection(config);
+  db.dialect = &sqlite_dialect;
+  db.redacted_url = config.sink.redacted_url;
+  db.table_location = config.sink.table_location;
+  return db;
+}
+
+}  // namespace auditpipe::sqlite
