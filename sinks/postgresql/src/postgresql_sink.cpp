@@ -346,7 +346,19 @@ SqlDatabaseConnection connect_database(std::string_view url) {
   const PostgresqlConfig config = parse_postgresql_url(url);
   const Cancellation never;  // the connect's waits; nothing cancels them
   SqlDatabaseConnection db;
-  db.connection = std::make_unique<PostgresqlConnection>(config, never);
+  auto connection = std::make_unique<PostgresqlConnection>(config, never);
+  // The server's notices ("table ... does not exist, skipping") go to the
+  // diagnostics logger instead of libpq's default, stderr: a tool's output
+  // stays its own.
+  PQsetNoticeProcessor(
+      connection->native(),
+      [](void*, const char* message) {
+        std::string text(message);
+        while (!text.empty() && text.back() == '\n') text.pop_back();
+        diagnostics()->info("auditpipe: PostgreSQL: {}", text);
+      },
+      nullptr);
+  db.connection = std::move(connection);
   db.dialect = &postgresql_dialect;
   db.redacted_url = config.sink.redacted_url;
   db.table_location = config.sink.table_location;
