@@ -165,9 +165,10 @@ struct AUDITPIPE_EXPORT SqlDialect {
 AUDITPIPE_EXPORT std::vector<std::size_t> sql_placeholders(std::string_view sql, bool mysql_lexing);
 
 /// The value of a catalog's column default when it is a plain literal: a
-/// quoted string (unquoted: '' and, with `backslash_escapes`, \x undone), a
-/// number, TRUE or FALSE, each possibly in parentheses and followed by
-/// PostgreSQL casts ('x'::character varying, (-1)::integer). nullopt for
+/// quoted string (unquoted: '' and, with `backslash_escapes`, backslash
+/// escapes undone), a number, TRUE or FALSE, each possibly in parentheses
+/// and followed by PostgreSQL's casts (two colons and a type name, which
+/// PostgreSQL adds to the literal defaults it reports). nullopt for
 /// NULL and for anything computed (now(), nextval(...), CURRENT_TIMESTAMP,
 /// an expression): what a loader could not put in as the same value.
 AUDITPIPE_EXPORT std::optional<std::string> sql_literal_value(std::string_view expression,
