@@ -178,7 +178,7 @@ for n in "${blocks[@]}"; do
   if grep -v "auditpipe/sink/sink.h" <<<"$includes" | grep -q "auditpipe/sink/"; then
     targets+=" auditpipe::sql"
   fi
-  if grep -q "auditpipe/open.h" <<<"$includes"; then
+  if grep -qE "auditpipe/(open|database).h" <<<"$includes"; then
     components+=" open" targets+=" auditpipe::open"
   fi
   if grep -q "auditpipe/http/" <<<"$includes"; then

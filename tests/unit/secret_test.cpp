@@ -3,8 +3,8 @@
 // password equal to the user or the host name), raw and percent-encoded,
 // in the user part and as `?password=`, for every scheme, no scheme and an
 // unknown one, through parse errors, auditpipe::open() errors, describe(),
-// Url::redacted() and redact_url(). (Connect errors on the real server:
-// mysql_hostile_test.cpp.)
+// Url::redacted() and redact_url(), and Database::connect() errors. (Connect errors on the real
+// server: mysql_hostile_test.cpp.)
 #include <gtest/gtest.h>
 
 #include <cctype>
@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "auditpipe/database.h"
 #include "auditpipe/open.h"
 #include "auditpipe/sink/url.h"
 #include "auditpipe/status.h"
@@ -142,6 +143,31 @@ TEST(Secret, NoPasswordInAnyOpenErrorOrDescribe) {
 // password shown nowhere.
 TEST(Secret, NoPasswordFromTheSqliteSink) {
   expect_no_password_from_open({"sqlite"});
+}
+
+// auditpipe::Database::connect() parses with the sinks' own parsers: every
+// URL open() refuses it refuses too, and without the password. (The URLs
+// open() takes would connect: a wrong password on the real servers is in
+// database_test.cpp.)
+TEST(Secret, NoPasswordInAnyDatabaseConnectError) {
+  for (const std::string& password : hostile_passwords) {
+    for (const std::string& scheme : schemes) {
+      for (const std::string& url : urls_with(scheme, password)) {
+        if (!identifiable(url, password)) continue;
+        try {
+          (void)auditpipe::open(url);
+          continue;
+        } catch (const auditpipe::error&) {
+        }
+        try {
+          (void)auditpipe::Database::connect(url);
+          ADD_FAILURE() << "connected: " << url;
+        } catch (const auditpipe::error& e) {
+          EXPECT_FALSE(shows(e.what(), password)) << url << " -> " << e.what();
+        }
+      }
+    }
+  }
 }
 
 // The password is found by the last '@' before the query, so reserved

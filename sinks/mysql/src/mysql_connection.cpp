@@ -263,6 +263,52 @@ std::vector<std::vector<std::string>> MysqlConnection::catalog_rows(std::string_
   return out;
 }
 
+std::vector<std::vector<std::optional<std::string>>> MysqlConnection::query_rows(
+    std::string_view sql, const std::vector<std::string>& params) {
+  const std::vector<std::size_t> marks = sql_placeholders(sql, true);
+  if (marks.size() != params.size()) {
+    throw error("auditpipe: the statement has " + std::to_string(marks.size()) +
+                " placeholders (?) but " + std::to_string(params.size()) +
+                " parameters were given");
+  }
+  std::string text;
+  std::size_t from = 0;
+  for (std::size_t i = 0; i < marks.size(); ++i) {
+    text.append(sql.substr(from, marks[i] - from));
+    const std::string& value = params[i];
+    const std::size_t start = text.size();
+    text.resize(start + value.size() * 2 + 3);
+    text[start] = '\'';
+    const unsigned long n =
+        mysql_real_escape_string(mysql_, text.data() + start + 1, value.data(), value.size());
+    text.resize(start + 1 + n);
+    text += '\'';
+    from = marks[i] + 1;
+  }
+  text.append(sql.substr(from));
+  if (mysql_real_query(mysql_, text.data(), text.size()) != 0) throw error(last_error().describe());
+  std::vector<std::vector<std::optional<std::string>>> out;
+  MYSQL_RES* r = mysql_store_result(mysql_);
+  if (r == nullptr) {
+    if (mysql_field_count(mysql_) != 0) throw error(last_error().describe());
+    return out;
+  }
+  const unsigned fields = mysql_num_fields(r);
+  while (MYSQL_ROW row = mysql_fetch_row(r)) {
+    const unsigned long* lengths = mysql_fetch_lengths(r);
+    auto& values = out.emplace_back();
+    for (unsigned i = 0; i < fields; ++i) {
+      if (row[i] == nullptr) {
+        values.emplace_back(std::nullopt);
+      } else {
+        values.emplace_back(std::string(row[i], lengths[i]));
+      }
+    }
+  }
+  mysql_free_result(r);
+  return out;
+}
+
 void MysqlConnection::execute_ddl(const std::string& sql) {
   if (const auto e = execute(sql)) throw error(e->describe());
 }

@@ -54,6 +54,12 @@ class MysqlConnection : public SqlConnection {
   std::vector<std::vector<std::string>> catalog_rows(std::string_view query,
                                                      const std::string& table) override;
   void execute_ddl(const std::string& sql) override;
+  // The parameters go in as string literals escaped by the server's
+  // function (mysql_real_escape_string: the session's charset and
+  // NO_BACKSLASH_ESCAPES), over the text protocol, so that every statement
+  // may have them and every value comes back as the server's text.
+  std::vector<std::vector<std::optional<std::string>>> query_rows(
+      std::string_view sql, const std::vector<std::string>& params) override;
   std::string server() const override { return endpoint_.describe(); }
   // Shuts the socket down: a statement waiting for the server fails with
   // 2013 at once (Connector/C sends with MSG_NOSIGNAL: no SIGPIPE).

@@ -2,7 +2,9 @@
 // SQL sink skeleton, which reads it at open().
 #include "mysql_dialect.h"
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 namespace auditpipe::mysql {
 
@@ -13,6 +15,109 @@ namespace {
 std::string text_type(std::uint32_t max_length) {
   if (max_length <= 1024) return "VARCHAR(" + std::to_string(max_length) + ")";
   return max_length <= 65535 ? "TEXT" : "MEDIUMTEXT";
+}
+
+// The row of schema_query: COLUMN_NAME, DATA_TYPE, COLUMN_TYPE,
+// CHARACTER_MAXIMUM_LENGTH, CHARACTER_OCTET_LENGTH, DATETIME_PRECISION,
+// IS_NULLABLE, COLUMN_DEFAULT, EXTRA, whether the server is MariaDB.
+// Types map to what accepted_types takes for a ColumnType whose values
+// the column holds: TINYINT(1) (what BOOLEAN is) to boolean, the integers
+// by width and sign, DOUBLE, DATETIME(6), VARCHAR(n) to n bytes and the
+// TEXT types to the smaller of their size and `unbounded`.
+CatalogColumn schema_column(const std::vector<std::optional<std::string>>& row,
+                            std::uint32_t unbounded) {
+  auto at = [&row](std::size_t i) { return i < row.size() && row[i] ? *row[i] : std::string(); };
+  CatalogColumn c;
+  c.name = at(0);
+  const std::string type = at(1), column_type = at(2);
+  c.declared = column_type;
+  const bool is_unsigned = column_type.find("unsigned") != std::string::npos;
+  ColumnSpec spec;
+  spec.name = c.name;
+  spec.nullable = at(6) == "YES";
+  auto refuse = [&c](std::string why) {
+    c.why = std::move(why);
+    return c;
+  };
+  auto number = [&](std::size_t i) -> std::uint64_t {
+    try {
+      return std::stoull(at(i));
+    } catch (...) {
+      return 0;
+    }
+  };
+  if (type == "tinyint") {
+    spec.type = is_unsigned                               ? ColumnType::uint8
+                : column_type.rfind("tinyint(1)", 0) == 0 ? ColumnType::boolean
+                                                          : ColumnType::int8;
+  } else if (type == "smallint") {
+    spec.type = is_unsigned ? ColumnType::uint16 : ColumnType::int16;
+  } else if (type == "mediumint") {
+    return refuse(std::string("the 16-bit type is too narrow for it, and the sink refuses ") +
+                  (is_unsigned ? "uint32 records in a column narrower than INT UNSIGNED"
+                               : "int32 records in a column narrower than INT") +
+                  " (make it INT)");
+  } else if (type == "int") {
+    spec.type = is_unsigned ? ColumnType::uint32 : ColumnType::int32;
+  } else if (type == "bigint") {
+    if (is_unsigned) {
+      return refuse(
+          "no column type holds BIGINT UNSIGNED's values (int64 stops at 2^63-1, and "
+          "there is no uint64)");
+    }
+    spec.type = ColumnType::int64;
+  } else if (type == "double") {
+    spec.type = ColumnType::float64;
+  } else if (type == "datetime") {
+    if (at(5) != "6") {
+      return refuse(
+          "timestamps need DATETIME(6): with fewer fractional digits the server "
+          "rounds the microseconds, and the sink refuses it");
+    }
+    spec.type = ColumnType::timestamp;
+  } else if (type == "timestamp") {
+    return refuse(
+        "TIMESTAMP holds only 1970-2038 and converts by the session's time zone; "
+        "timestamps need DATETIME(6)");
+  } else if (type == "varchar") {
+    spec.type = ColumnType::text;
+    spec.max_length = static_cast<std::uint32_t>(std::min<std::uint64_t>(number(3), 16u << 20));
+  } else if (type == "tinytext" || type == "text" || type == "mediumtext" || type == "longtext") {
+    spec.type = ColumnType::text;
+    const std::uint64_t octets = number(4);
+    spec.max_length = static_cast<std::uint32_t>(
+        octets == 0 ? unbounded : std::min<std::uint64_t>(octets, unbounded));
+  } else if (type == "char") {
+    return refuse(
+        "CHAR pads values with spaces and drops trailing ones; text needs VARCHAR or a "
+        "TEXT type");
+  } else if (type == "float") {
+    return refuse("FLOAT is single precision; float64 needs DOUBLE");
+  } else if (type == "decimal") {
+    return refuse(
+        "a double would not give DECIMAL's exact values back; make it DOUBLE, or "
+        "BIGINT for whole numbers");
+  } else {
+    return refuse(
+        "no column type maps to it (TINYINT, SMALLINT, INT, BIGINT, their UNSIGNED "
+        "kinds but BIGINT's, DOUBLE, DATETIME(6), VARCHAR and the TEXT types do)");
+  }
+  // Defaults: MariaDB (10.2.7 on) writes COLUMN_DEFAULT as SQL, a string
+  // quoted, NULL as the word, an expression as its text: only a literal is
+  // kept. MySQL writes a literal default's value unquoted and marks an
+  // expression DEFAULT_GENERATED in EXTRA (CURRENT_TIMESTAMP, before 8.0.13,
+  // only by its name).
+  if (row.size() > 7 && row[7]) {
+    const std::string& d = *row[7];
+    if (at(9) == "1") {
+      spec.default_value = sql_literal_value(d, true);
+    } else if (at(8).find("default_generated") == std::string::npos &&
+               d.rfind("CURRENT_TIMESTAMP", 0) != 0 && d.rfind("current_timestamp", 0) != 0) {
+      spec.default_value = d;
+    }
+  }
+  c.spec = std::move(spec);
+  return c;
 }
 
 }  // namespace
@@ -55,6 +160,13 @@ const SqlDialect mysql_dialect{
     .unique_keys_query =
         "SELECT INDEX_NAME, LOWER(COLUMN_NAME) FROM information_schema.STATISTICS "
         "WHERE NON_UNIQUE = 0 AND TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?",
+    .name = "mysql",
+    .schema_query =
+        "SELECT COLUMN_NAME, LOWER(DATA_TYPE), LOWER(COLUMN_TYPE), CHARACTER_MAXIMUM_LENGTH, "
+        "CHARACTER_OCTET_LENGTH, DATETIME_PRECISION, IS_NULLABLE, COLUMN_DEFAULT, LOWER(EXTRA), "
+        "IF(VERSION() LIKE '%MariaDB%', '1', '0') FROM information_schema.COLUMNS "
+        "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION",
+    .schema_column = schema_column,
 };
 
 }  // namespace auditpipe::mysql

@@ -130,3 +130,19 @@ std::shared_ptr<MysqlSink> open(std::string_view url) {
 }
 
 }  // namespace auditpipe::mysql
+
+namespace auditpipe::mysql {
+
+SqlDatabaseConnection connect_database(std::string_view url) {
+  const MysqlConfig config = parse_mysql_url(url);
+  const Cancellation never;  // the connect's waits; nothing cancels them
+  SqlDatabaseConnection db;
+  db.connection = MysqlConnection::connect(config, false, never);
+  db.dialect = &mysql_dialect;
+  db.redacted_url = config.sink.redacted_url;
+  db.table_location = config.sink.table_location;
+  db.password = config.password;
+  return db;
+}
+
+}  // namespace auditpipe::mysql

@@ -280,6 +280,48 @@ std::vector<std::vector<std::string>> PostgresqlConnection::catalog_rows(std::st
   return out;
 }
 
+std::vector<std::vector<std::optional<std::string>>> PostgresqlConnection::query_rows(
+    std::string_view sql, const std::vector<std::string>& parameters) {
+  const std::vector<std::size_t> marks = sql_placeholders(sql, false);
+  if (marks.size() != parameters.size()) {
+    throw error("auditpipe: the statement has " + std::to_string(marks.size()) +
+                " placeholders (?) but " + std::to_string(parameters.size()) +
+                " parameters were given");
+  }
+  std::string text;
+  std::size_t from = 0;
+  for (std::size_t i = 0; i < marks.size(); ++i) {
+    text.append(sql.substr(from, marks[i] - from));
+    text += "$" + std::to_string(i + 1);
+    from = marks[i] + 1;
+  }
+  text.append(sql.substr(from));
+  std::vector<const char*> values;
+  for (const std::string& p : parameters) values.push_back(p.c_str());
+  PGresult* r = PQexecParams(conn_, text.c_str(), static_cast<int>(values.size()), nullptr,
+                             values.data(), nullptr, nullptr, 0);
+  const ExecStatusType status = PQresultStatus(r);
+  if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
+    const PostgresqlError e = error_of(r, conn_);
+    PQclear(r);
+    throw error(e.describe());
+  }
+  std::vector<std::vector<std::optional<std::string>>> out(static_cast<std::size_t>(PQntuples(r)));
+  for (int row = 0; row < PQntuples(r); ++row) {
+    for (int col = 0; col < PQnfields(r); ++col) {
+      auto& values_out = out[static_cast<std::size_t>(row)];
+      if (PQgetisnull(r, row, col)) {
+        values_out.emplace_back(std::nullopt);
+      } else {
+        values_out.emplace_back(std::string(PQgetvalue(r, row, col),
+                                            static_cast<std::size_t>(PQgetlength(r, row, col))));
+      }
+    }
+  }
+  PQclear(r);
+  return out;
+}
+
 void PostgresqlConnection::execute_ddl(const std::string& sql) {
   PGresult* r = PQexec(conn_, sql.c_str());
   if (PQresultStatus(r) != PGRES_COMMAND_OK) {

@@ -79,6 +79,10 @@ class PostgresqlConnection : public SqlConnection {
   std::vector<std::vector<std::string>> catalog_rows(std::string_view query,
                                                      const std::string& table) override;
   void execute_ddl(const std::string& sql) override;
+  // `?` becomes $1, $2, ...; the parameters go in as text (PQexecParams),
+  // typed by the server from where they stand.
+  std::vector<std::vector<std::optional<std::string>>> query_rows(
+      std::string_view sql, const std::vector<std::string>& parameters) override;
   std::string server() const override { return endpoint_.describe(); }
   // Shuts the socket down: a statement waiting for the server fails at
   // once ("server closed the connection"), and the connection is broken().

@@ -2,7 +2,84 @@
 // sink gives the SQL sink skeleton, which reads it at open().
 #include "postgresql_dialect.h"
 
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
+
 namespace auditpipe::postgresql {
+
+namespace {
+
+// The row of schema_query: column_name, data_type, character_maximum_length,
+// datetime_precision, is_nullable, column_default, the type as declared
+// (format_type). Types map to what accepted_types takes for a ColumnType
+// whose values the column holds: boolean, smallint/integer/bigint to
+// int16/int32/int64, double precision, timestamps with 6 fractional digits
+// (with or without time zone), varchar(n) to n bytes, text and varchar
+// without a length to `unbounded`.
+CatalogColumn schema_column(const std::vector<std::optional<std::string>>& row,
+                            std::uint32_t unbounded) {
+  auto at = [&row](std::size_t i) { return i < row.size() && row[i] ? *row[i] : std::string(); };
+  CatalogColumn c;
+  c.name = at(0);
+  c.declared = at(6).empty() ? at(1) : at(6);
+  const std::string type = at(1);
+  ColumnSpec spec;
+  spec.name = c.name;
+  spec.nullable = at(4) == "YES";
+  auto refuse = [&c](std::string why) {
+    c.why = std::move(why);
+    return c;
+  };
+  if (type == "boolean") {
+    spec.type = ColumnType::boolean;
+  } else if (type == "smallint") {
+    spec.type = ColumnType::int16;
+  } else if (type == "integer") {
+    spec.type = ColumnType::int32;
+  } else if (type == "bigint") {
+    spec.type = ColumnType::int64;
+  } else if (type == "double precision") {
+    spec.type = ColumnType::float64;
+  } else if (type == "timestamp with time zone" || type == "timestamp without time zone") {
+    if (at(3) != "6") {
+      return refuse(
+          "timestamps need 6 fractional digits (timestamp(6), the default): with "
+          "fewer the server rounds the microseconds, and the sink refuses it");
+    }
+    spec.type = ColumnType::timestamp;
+  } else if (type == "text" || type == "character varying") {
+    spec.type = ColumnType::text;
+    std::uint64_t length = 0;
+    try {
+      length = row.size() > 2 && row[2] ? std::stoull(*row[2]) : 0;
+    } catch (...) {
+    }
+    spec.max_length = static_cast<std::uint32_t>(
+        length == 0 ? unbounded : std::min<std::uint64_t>(length, 16u << 20));
+  } else if (type == "character") {
+    return refuse("character(n) pads values with spaces; text needs text or varchar");
+  } else if (type == "real") {
+    return refuse("real is single precision; float64 needs double precision");
+  } else if (type == "numeric") {
+    return refuse(
+        "a double would not give numeric's exact values back; make it double "
+        "precision, or bigint for whole numbers");
+  } else {
+    return refuse(
+        "no column type maps to it (boolean, smallint, integer, bigint, double "
+        "precision, timestamp(6) with or without time zone, text and varchar do)");
+  }
+  // column_default is an expression: kept only when it is a literal, its
+  // casts stripped ('x'::character varying is x, (-1)::integer -1);
+  // nextval(...), now() and other expressions are left out.
+  if (row.size() > 5 && row[5]) spec.default_value = sql_literal_value(*row[5], false);
+  c.spec = std::move(spec);
+  return c;
+}
+
+}  // namespace
 
 const SqlDialect postgresql_dialect{
     // Unsigned types one size up, so that every value fits.
@@ -40,6 +117,16 @@ const SqlDialect postgresql_dialect{
     // need; without it every batch would fail with 42501.
     .insert_privilege_query =
         "SELECT has_table_privilege(to_regclass(quote_ident($1)), 'INSERT'), current_user",
+    .name = "postgresql",
+    // Found as the table check finds it (current_schema()).
+    .schema_query =
+        "SELECT c.column_name, c.data_type, c.character_maximum_length, c.datetime_precision, "
+        "c.is_nullable, c.column_default, format_type(a.atttypid, a.atttypmod) "
+        "FROM information_schema.columns c JOIN pg_attribute a ON a.attrelid = "
+        "(quote_ident(c.table_schema) || '.' || quote_ident(c.table_name))::regclass "
+        "AND a.attname = c.column_name "
+        "WHERE c.table_schema = current_schema() AND c.table_name = ? ORDER BY c.ordinal_position",
+    .schema_column = schema_column,
 };
 
 }  // namespace auditpipe::postgresql

@@ -245,4 +245,9 @@ std::optional<ConnectionPoolStats> SqlSink::connection_pool_stats() const {
   return pool_->stats();
 }
 
+std::vector<std::vector<std::optional<std::string>>> SqlConnection::query_rows(
+    std::string_view, const std::vector<std::string>&) {
+  throw error("auditpipe: connections to " + server() + " take no statements (query_rows)");
+}
+
 }  // namespace auditpipe

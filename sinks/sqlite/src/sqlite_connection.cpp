@@ -1,11 +1,193 @@
-// SqliteConnection (sqlite_connection.h): the catalog queries and DDL of
-// the skeleton's table check, through SOCI, and the interrupt.
+// SqliteConnection (sqlite_connection.h): the sqlite:// URL, the file opened
+// as the sink writes it, the catalog queries and DDL of the skeleton's table
+// check and Database's statements, and the interrupt.
 #include "sqlite_connection.h"
 
 #include <soci/sqlite3/soci-sqlite3.h>
 #include <sqlite3.h>
 
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+
+#include "auditpipe/sink/url.h"
+#include "auditpipe/status.h"
+
 namespace auditpipe::sqlite {
+
+namespace {
+
+[[noreturn]] void bad_url(std::string_view url, const std::string& why) {
+  throw error("auditpipe: malformed SQLite URL '" + redact_url(url) + "': " + why);
+}
+
+}  // namespace
+
+SqliteConfig parse_sqlite_url(std::string_view url) {
+  SqliteConfig c;
+  c.sink.redacted_url = redact_url(url);
+  // SQLite has one writer at a time per file, and no server to pool
+  // connections to: one connection, one write at a time.
+  c.sink.single_connection = true;
+  constexpr std::string_view prefix = "sqlite://";
+  if (url.size() < prefix.size() ||
+      !std::equal(prefix.begin(), prefix.end(), url.begin(), [](char a, char b) {
+        return a == std::tolower(static_cast<unsigned char>(b));
+      })) {
+    bad_url(url,
+            "expected sqlite:///absolute/path.db (or sqlite:////absolute/path.db) or "
+            "sqlite://relative/path.db");
+  }
+  std::string_view rest = url.substr(prefix.size());
+  // A file path has no user part: "sqlite://user:secret@/x.db" is a mistake
+  // whose password must not become part of a path in messages. (A relative
+  // file whose first component has an '@' is written sqlite://./a@b.db.)
+  if (rest.substr(0, rest.find_first_of("/?")).find('@') != std::string_view::npos) {
+    bad_url(url, "SQLite URLs take no user or password (sqlite:///absolute/path.db)");
+  }
+  std::string_view query;
+  if (const auto q = rest.find('?'); q != std::string_view::npos) {
+    query = rest.substr(q + 1);
+    rest = rest.substr(0, q);
+  }
+  try {
+    c.path = percent_decode(rest);
+    for (const auto& [key, value] : parse_query(query)) {
+      if (key == "create_table") {
+        if (value != "true" && value != "false") bad_url(url, "create_table must be true or false");
+        c.sink.create_table = value == "true";
+      } else if (key == "migrate") {
+        if (value != "none" && value != "add_columns") {
+          bad_url(url, "migrate must be none or add_columns");
+        }
+        c.sink.migrate_add_columns = value == "add_columns";
+      } else if (key == "synchronous") {
+        std::string v = value;
+        std::transform(v.begin(), v.end(), v.begin(), [](char ch) {
+          return static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+        });
+        if (v != "NORMAL" && v != "FULL") bad_url(url, "synchronous must be normal or full");
+        c.synchronous = v;
+      } else if (key == "busy_timeout_ms") {
+        const auto [p, ec] =
+            std::from_chars(value.data(), value.data() + value.size(), c.busy_timeout_ms);
+        if (ec != std::errc() || p != value.data() + value.size() || c.busy_timeout_ms < 0) {
+          bad_url(url, "busy_timeout_ms must be a non-negative integer");
+        }
+      } else {
+        bad_url(url, "unknown option '" + key +
+                         "' (known: create_table, migrate, synchronous, busy_timeout_ms)");
+      }
+    }
+  } catch (const error& e) {
+    const std::string_view what = e.what();
+    if (what.find("malformed SQLite URL") != std::string_view::npos) throw;
+    bad_url(url, std::string(what));
+  }
+  // Two conventions meet here. auditpipe's (and most URL libraries'):
+  // sqlite:///var/x.db is the absolute /var/x.db, sqlite://x.db relative.
+  // SQLAlchemy's: sqlite:///x.db is relative, sqlite:////var/x.db absolute.
+  // Four slashes are absolute in both, so they are taken. Three slashes
+  // and one path component (sqlite:///x.db) is where they disagree in a
+  // way that matters: a file in the root directory, which is almost always
+  // SQLAlchemy's relative file; refused, with both spellings.
+  if (c.path.size() > 1 && c.path[0] == '/' && c.path[1] == '/') c.path.erase(0, 1);
+  if (!c.path.empty() && c.path[0] == '/' && c.path.find('/', 1) == std::string::npos &&
+      rest.substr(0, 2) != "//") {
+    const std::string name = c.path.substr(1);
+    bad_url(url, "ambiguous: sqlite:///" + name + " is " + c.path +
+                     " (a file in the root directory) here, but " + name +
+                     " relative to the working directory in SQLAlchemy; write sqlite://" + name +
+                     " for the relative file or sqlite:////" + name + " for " + c.path);
+  }
+  if (c.path.empty()) bad_url(url, "no database file path");
+  if (c.path.find('\0') != std::string::npos) bad_url(url, "the path contains a NUL byte");
+  // SOCI's SQLite connection string treats '=' and '"' as syntax.
+  if (c.path.find_first_of("=\"") != std::string::npos) {
+    bad_url(url, "paths containing '=' or '\"' are not supported");
+  }
+  c.sink.table_location = "in '" + c.path + "'";
+  return c;
+}
+
+std::unique_ptr<SqliteConnection> open_connection(const SqliteConfig& config) {
+  auto c = std::make_unique<SqliteConnection>();
+  try {
+    c->session.open(::soci::sqlite3, config.path);
+  } catch (const std::exception& e) {
+    throw error("auditpipe: cannot open SQLite database '" + config.path + "': " + e.what() +
+                " (does the directory exist and is it writable?)");
+  }
+  // The busy timeout first: switching a new file to WAL takes a write
+  // lock, and loggers opening the same file at once would otherwise get
+  // SQLITE_BUSY ("database is locked") instead of waiting their turn.
+  c->session << "PRAGMA busy_timeout=" + std::to_string(config.busy_timeout_ms);
+  // SQLite opens a file it may not write read-only without a word; every
+  // batch would then fail. Refused here, at construction, instead.
+  auto* handle = static_cast<::soci::sqlite3_session_backend*>(c->session.get_backend())->conn_;
+  c->handle = handle;
+  c->path = config.path;
+  if (sqlite3_db_readonly(handle, "main") == 1) {
+    throw error("auditpipe: SQLite database '" + config.path +
+                "' is read-only for this process (file permissions or a read-only mount)");
+  }
+  std::string mode;
+  try {
+    c->session << "PRAGMA journal_mode=WAL", ::soci::into(mode);
+  } catch (const std::exception& e) {
+    throw error("auditpipe: cannot switch SQLite database '" + config.path +
+                "' to WAL: " + e.what() + " (is its directory writable?)");
+  }
+  c->session << "PRAGMA synchronous=" + config.synchronous;
+  return c;
+}
+
+std::vector<std::vector<std::optional<std::string>>> SqliteConnection::query_rows(
+    std::string_view sql, const std::vector<std::string>& params) {
+  using namespace sqlite_api;  // where SOCI's sqlite3.h puts the C API
+  std::vector<std::vector<std::optional<std::string>>> out;
+  sqlite3_stmt* st = nullptr;
+  const char* tail = nullptr;
+  if (sqlite3_prepare_v2(handle, sql.data(), static_cast<int>(sql.size()), &st, &tail) !=
+      SQLITE_OK) {
+    throw error(std::string("SQLite error: ") + sqlite3_errmsg(handle));
+  }
+  // Finalized however this ends.
+  const std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> owned(st, sqlite3_finalize);
+  const std::string_view rest(tail, static_cast<std::size_t>(sql.data() + sql.size() - tail));
+  if (rest.find_first_not_of(" \t\r\n;") != std::string_view::npos) {
+    throw error("auditpipe: one statement at a time (found more after the first)");
+  }
+  if (st == nullptr) return out;  // only whitespace or a comment
+  const int count = sqlite3_bind_parameter_count(st);
+  if (static_cast<std::size_t>(count) != params.size()) {
+    throw error("auditpipe: the statement has " + std::to_string(count) + " placeholders (?) but " +
+                std::to_string(params.size()) + " parameters were given");
+  }
+  for (int i = 0; i < count; ++i) {
+    const std::string& p = params[static_cast<std::size_t>(i)];
+    sqlite3_bind_text(st, i + 1, p.data(), static_cast<int>(p.size()), SQLITE_TRANSIENT);
+  }
+  while (true) {
+    const int rc = sqlite3_step(st);
+    if (rc == SQLITE_DONE) break;
+    if (rc != SQLITE_ROW) {
+      throw error("SQLite error " + std::to_string(sqlite3_extended_errcode(handle)) + ": " +
+                  sqlite3_errmsg(handle));
+    }
+    auto& values = out.emplace_back();
+    for (int i = 0; i < sqlite3_column_count(st); ++i) {
+      if (sqlite3_column_type(st, i) == SQLITE_NULL) {
+        values.emplace_back(std::nullopt);
+      } else {
+        const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(st, i));
+        values.emplace_back(
+            std::string(text, static_cast<std::size_t>(sqlite3_column_bytes(st, i))));
+      }
+    }
+  }
+  return out;
+}
 
 std::vector<std::vector<std::string>> SqliteConnection::catalog_rows(std::string_view query,
                                                                      const std::string& table) {

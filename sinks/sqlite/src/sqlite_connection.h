@@ -12,6 +12,7 @@
 #include <soci/sqlite3/soci-sqlite3.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +20,18 @@
 #include "auditpipe/sink/sql_sink.h"
 
 namespace auditpipe::sqlite {
+
+// What the sink and its Database take from a sqlite:// URL.
+struct SqliteConfig {
+  SqlSinkSettings sink;  // the URL (anything that looks like a password masked), create_table
+  std::string path;
+  std::string synchronous = "NORMAL";
+  int busy_timeout_ms = 5000;
+};
+
+// Throws auditpipe::error naming the problem (anything that looks like a
+// password masked).
+SqliteConfig parse_sqlite_url(std::string_view url);
 
 class SqliteConnection final : public SqlConnection {
  public:
@@ -39,11 +52,20 @@ class SqliteConnection final : public SqlConnection {
   void execute_ddl(const std::string& sql) override;
   std::string server() const override { return path; }
   void cancel_io() noexcept override;
+  // SQLite's own `?` parameters, bound as text (a STRICT table's column
+  // converts them by its affinity); one statement at a time.
+  std::vector<std::vector<std::optional<std::string>>> query_rows(
+      std::string_view sql, const std::vector<std::string>& params) override;
 
   ::soci::session session;
   sqlite_api::sqlite3* handle = nullptr;  // the session's, set once it is open
   std::string path;                       // the file, for messages
   sqlite_api::sqlite3_stmt* insert = nullptr;
 };
+
+// The file opened as the sink writes it: the busy timeout, WAL, the
+// synchronous level; a file this process may not write is refused. Throws
+// auditpipe::error naming the file and what failed.
+std::unique_ptr<SqliteConnection> open_connection(const SqliteConfig& config);
 
 }  // namespace auditpipe::sqlite

@@ -2,7 +2,61 @@
 // the SQL sink skeleton, which reads it at open().
 #include "sqlite_dialect.h"
 
+#include <optional>
+#include <string>
+#include <vector>
+
 namespace auditpipe::sqlite {
+
+namespace {
+
+// The row of schema_query: name, declared type, notnull, dflt_value, whether
+// the table is STRICT. By the affinity SQLite gives the declared type (as
+// the columns query decides it): INTEGER to int64 (SQLite stores any 64-bit
+// integer whatever the declared width, so nothing narrower holds what may
+// be there), REAL to float64, TEXT to text of `unbounded` bytes (SQLite
+// keeps no length: VARCHAR(10) holds longer values too).
+CatalogColumn schema_column(const std::vector<std::optional<std::string>>& row,
+                            std::uint32_t unbounded) {
+  auto at = [&row](std::size_t i) { return i < row.size() && row[i] ? *row[i] : std::string(); };
+  CatalogColumn c;
+  c.name = at(0);
+  std::string type = at(1);
+  c.declared = type.empty() ? "(no type)" : type;
+  for (char& ch : type) {
+    if (ch >= 'a' && ch <= 'z') ch = static_cast<char>(ch - 'a' + 'A');
+  }
+  auto has = [&type](const char* part) { return type.find(part) != std::string::npos; };
+  ColumnSpec spec;
+  spec.name = c.name;
+  spec.nullable = at(2) == "0";
+  if (type == "ANY" && at(4) == "1") {
+    c.why = "ANY keeps values of every type as given; no one column type holds them";
+    return c;
+  }
+  if (has("INT")) {
+    spec.type = ColumnType::int64;
+  } else if (has("CHAR") || has("CLOB") || has("TEXT")) {
+    spec.type = ColumnType::text;
+    spec.max_length = unbounded;
+  } else if (type.empty() || has("BLOB")) {
+    c.why = "BLOB affinity keeps bytes as given; no column type maps to it";
+    return c;
+  } else if (has("REAL") || has("FLOA") || has("DOUB")) {
+    spec.type = ColumnType::float64;
+  } else {
+    c.why =
+        "NUMERIC affinity (DECIMAL, BOOLEAN, DATE, ...) turns values into integers or reals "
+        "as it sees fit; declare it INTEGER, REAL or TEXT";
+    return c;
+  }
+  // dflt_value is the default's SQL text: kept only when it is a literal.
+  if (row.size() > 3 && row[3]) spec.default_value = sql_literal_value(*row[3], false);
+  c.spec = std::move(spec);
+  return c;
+}
+
+}  // namespace
 
 const SqlDialect sqlite_dialect{
     // Integers, booleans and timestamps (microseconds since the epoch) as
@@ -48,6 +102,13 @@ const SqlDialect sqlite_dialect{
     .unique_keys_query =
         "SELECT i.name, lower(c.name) FROM pragma_index_list(:table) i, "
         "pragma_index_info(i.name) c WHERE i.\"unique\" = 1 AND c.name IS NOT NULL",
+    .name = "sqlite",
+    .schema_query =
+        "SELECT c.name, c.type, c.\"notnull\", c.dflt_value, l.strict "
+        "FROM sqlite_master m JOIN pragma_table_info(m.name) c "
+        "JOIN pragma_table_list l ON l.name = m.name AND l.schema = 'main' "
+        "WHERE m.type = 'table' AND m.name = ? ORDER BY c.cid",
+    .schema_column = schema_column,
 };
 
 }  // namespace auditpipe::sqlite

@@ -29,104 +29,6 @@ namespace auditpipe::sqlite {
 
 namespace {
 
-struct SqliteConfig {
-  SqlSinkSettings sink;  // the URL (anything that looks like a password masked), create_table
-  std::string path;
-  std::string synchronous = "NORMAL";
-  int busy_timeout_ms = 5000;
-};
-
-[[noreturn]] void bad_url(std::string_view url, const std::string& why) {
-  throw error("auditpipe: malformed SQLite URL '" + redact_url(url) + "': " + why);
-}
-
-SqliteConfig parse_sqlite_url(std::string_view url) {
-  SqliteConfig c;
-  c.sink.redacted_url = redact_url(url);
-  // SQLite has one writer at a time per file, and no server to pool
-  // connections to: one connection, one write at a time.
-  c.sink.single_connection = true;
-  constexpr std::string_view prefix = "sqlite://";
-  if (url.size() < prefix.size() ||
-      !std::equal(prefix.begin(), prefix.end(), url.begin(), [](char a, char b) {
-        return a == std::tolower(static_cast<unsigned char>(b));
-      })) {
-    bad_url(url,
-            "expected sqlite:///absolute/path.db (or sqlite:////absolute/path.db) or "
-            "sqlite://relative/path.db");
-  }
-  std::string_view rest = url.substr(prefix.size());
-  // A file path has no user part: "sqlite://user:secret@/x.db" is a mistake
-  // whose password must not become part of a path in messages. (A relative
-  // file whose first component has an '@' is written sqlite://./a@b.db.)
-  if (rest.substr(0, rest.find_first_of("/?")).find('@') != std::string_view::npos) {
-    bad_url(url, "SQLite URLs take no user or password (sqlite:///absolute/path.db)");
-  }
-  std::string_view query;
-  if (const auto q = rest.find('?'); q != std::string_view::npos) {
-    query = rest.substr(q + 1);
-    rest = rest.substr(0, q);
-  }
-  try {
-    c.path = percent_decode(rest);
-    for (const auto& [key, value] : parse_query(query)) {
-      if (key == "create_table") {
-        if (value != "true" && value != "false") bad_url(url, "create_table must be true or false");
-        c.sink.create_table = value == "true";
-      } else if (key == "migrate") {
-        if (value != "none" && value != "add_columns") {
-          bad_url(url, "migrate must be none or add_columns");
-        }
-        c.sink.migrate_add_columns = value == "add_columns";
-      } else if (key == "synchronous") {
-        std::string v = value;
-        std::transform(v.begin(), v.end(), v.begin(), [](char ch) {
-          return static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-        });
-        if (v != "NORMAL" && v != "FULL") bad_url(url, "synchronous must be normal or full");
-        c.synchronous = v;
-      } else if (key == "busy_timeout_ms") {
-        const auto [p, ec] =
-            std::from_chars(value.data(), value.data() + value.size(), c.busy_timeout_ms);
-        if (ec != std::errc() || p != value.data() + value.size() || c.busy_timeout_ms < 0) {
-          bad_url(url, "busy_timeout_ms must be a non-negative integer");
-        }
-      } else {
-        bad_url(url, "unknown option '" + key +
-                         "' (known: create_table, migrate, synchronous, busy_timeout_ms)");
-      }
-    }
-  } catch (const error& e) {
-    const std::string_view what = e.what();
-    if (what.find("malformed SQLite URL") != std::string_view::npos) throw;
-    bad_url(url, std::string(what));
-  }
-  // Two conventions meet here. auditpipe's (and most URL libraries'):
-  // sqlite:///var/x.db is the absolute /var/x.db, sqlite://x.db relative.
-  // SQLAlchemy's: sqlite:///x.db is relative, sqlite:////var/x.db absolute.
-  // Four slashes are absolute in both, so they are taken. Three slashes
-  // and one path component (sqlite:///x.db) is where they disagree in a
-  // way that matters: a file in the root directory, which is almost always
-  // SQLAlchemy's relative file; refused, with both spellings.
-  if (c.path.size() > 1 && c.path[0] == '/' && c.path[1] == '/') c.path.erase(0, 1);
-  if (!c.path.empty() && c.path[0] == '/' && c.path.find('/', 1) == std::string::npos &&
-      rest.substr(0, 2) != "//") {
-    const std::string name = c.path.substr(1);
-    bad_url(url, "ambiguous: sqlite:///" + name + " is " + c.path +
-                     " (a file in the root directory) here, but " + name +
-                     " relative to the working directory in SQLAlchemy; write sqlite://" + name +
-                     " for the relative file or sqlite:////" + name + " for " + c.path);
-  }
-  if (c.path.empty()) bad_url(url, "no database file path");
-  if (c.path.find('\0') != std::string::npos) bad_url(url, "the path contains a NUL byte");
-  // SOCI's SQLite connection string treats '=' and '"' as syntax.
-  if (c.path.find_first_of("=\"") != std::string::npos) {
-    bad_url(url, "paths containing '=' or '\"' are not supported");
-  }
-  c.sink.table_location = "in '" + c.path + "'";
-  return c;
-}
-
 // What the skeleton does about a SQLite result code: the data itself is
 // rejected; a file this process may no longer write (its permissions or
 // mount changed after open, or an authorizer refuses) is a configuration
@@ -164,37 +66,7 @@ class SqliteSink final : public SqlSink {
   SqliteSink& operator=(const SqliteSink&) = delete;
 
  private:
-  std::unique_ptr<SqlConnection> connect() override {
-    auto c = std::make_unique<SqliteConnection>();
-    try {
-      c->session.open(::soci::sqlite3, config_.path);
-    } catch (const std::exception& e) {
-      throw error("auditpipe: cannot open SQLite database '" + config_.path + "': " + e.what() +
-                  " (does the directory exist and is it writable?)");
-    }
-    // The busy timeout first: switching a new file to WAL takes a write
-    // lock, and loggers opening the same file at once would otherwise get
-    // SQLITE_BUSY ("database is locked") instead of waiting their turn.
-    c->session << "PRAGMA busy_timeout=" + std::to_string(config_.busy_timeout_ms);
-    // SQLite opens a file it may not write read-only without a word; every
-    // batch would then fail. Refused here, at construction, instead.
-    auto* handle = static_cast<::soci::sqlite3_session_backend*>(c->session.get_backend())->conn_;
-    c->handle = handle;
-    c->path = config_.path;
-    if (sqlite3_db_readonly(handle, "main") == 1) {
-      throw error("auditpipe: SQLite database '" + config_.path +
-                  "' is read-only for this process (file permissions or a read-only mount)");
-    }
-    std::string mode;
-    try {
-      c->session << "PRAGMA journal_mode=WAL", ::soci::into(mode);
-    } catch (const std::exception& e) {
-      throw error("auditpipe: cannot switch SQLite database '" + config_.path +
-                  "' to WAL: " + e.what() + " (is its directory writable?)");
-    }
-    c->session << "PRAGMA synchronous=" + config_.synchronous;
-    return c;
-  }
+  std::unique_ptr<SqlConnection> connect() override { return open_connection(config_); }
 
   void prepare_writes(SqlConnection& connection) override {
     auto& c = static_cast<SqliteConnection&>(connection);
@@ -296,6 +168,20 @@ class SqliteSink final : public SqlSink {
 
 std::shared_ptr<Sink> open(std::string_view url) {
   return std::make_shared<SqliteSink>(parse_sqlite_url(url));
+}
+
+}  // namespace auditpipe::sqlite
+
+namespace auditpipe::sqlite {
+
+SqlDatabaseConnection connect_database(std::string_view url) {
+  const SqliteConfig config = parse_sqlite_url(url);
+  SqlDatabaseConnection db;
+  db.connection = open_connection(config);
+  db.dialect = &sqlite_dialect;
+  db.redacted_url = config.sink.redacted_url;
+  db.table_location = config.sink.table_location;
+  return db;
 }
 
 }  // namespace auditpipe::sqlite

@@ -44,6 +44,7 @@
 #include <string_view>
 
 #include "auditpipe/export.h"
+#include "auditpipe/sink/sql_database.h"
 #include "auditpipe/sink/sql_sink.h"
 
 /// The MySQL/MariaDB sink (target auditpipe::mysql; README, The MySQL/MariaDB sink).
@@ -67,5 +68,13 @@ inline constexpr std::string_view url_schemes[] = {"mysql", "mariadb"};
 /// Parses the URL (throws auditpipe::error naming the problem, with the
 /// password masked). Connecting and checking the table happen in open().
 AUDITPIPE_EXPORT std::shared_ptr<MysqlSink> open(std::string_view url);
+
+/// One plain connection to the URL's database for auditpipe::Database
+/// (target auditpipe::open), made as the sink's own are: the same URL,
+/// options and session set-up (options only a sink uses are accepted and
+/// ignored). Throws as the sink's connect does: auditpipe::error naming the
+/// problem (never the password), auditpipe::unreachable when no server
+/// answered.
+AUDITPIPE_EXPORT SqlDatabaseConnection connect_database(std::string_view url);
 
 }  // namespace auditpipe::mysql

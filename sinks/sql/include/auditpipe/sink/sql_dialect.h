@@ -15,11 +15,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "auditpipe/column.h"
 #include "auditpipe/export.h"
+#include "auditpipe/schema.h"
 
 namespace auditpipe {
 
@@ -36,6 +39,15 @@ struct AUDITPIPE_EXPORT SqlColumnTypes {
   std::string_view float64{};    ///< ColumnType::float64
   std::string_view timestamp{};  ///< ColumnType::timestamp
   std::string_view text{};       ///< ColumnType::text
+};
+
+/// One column of an existing table as a dialect's schema_column() reads it
+/// back (auditpipe::Database::read_schema).
+struct AUDITPIPE_EXPORT CatalogColumn {
+  std::string name;                ///< as the catalog spells it
+  std::string declared;            ///< its type as the table declares it, for messages
+  std::optional<ColumnSpec> spec;  ///< unset: no ColumnType holds it, and `why` says why
+  std::string why;                 ///< why no ColumnType holds it
 };
 
 /// Every field has the standard SQL default; a dialect sets what differs.
@@ -113,6 +125,21 @@ struct AUDITPIPE_EXPORT SqlDialect {
   /// file; MySQL: by preparing the insert at open, on every write path).
   std::string_view insert_privilege_query = "";
 
+  /// What auditpipe::Database::dialect() calls it: "mysql", "postgresql", "sqlite".
+  std::string_view name = "";
+  /// read_schema's catalog query, run through SqlConnection::query_rows()
+  /// with the table's name as its one `?` parameter: one row per column of
+  /// the table, in the table's order (source_id and seq among them), none
+  /// if there is no such table. Its rows are what schema_column() reads.
+  std::string_view schema_query = "";
+  /// What one row of schema_query is as a runtime schema's column: the
+  /// narrowest ColumnType that holds every value of the column AND that
+  /// this dialect's accepted_types take for it (so that a schema read back
+  /// opens a sink on the same table), or why there is none. Unbounded text
+  /// gets `unbounded_text_bytes`.
+  CatalogColumn (*schema_column)(const std::vector<std::optional<std::string>>& row,
+                                 std::uint32_t unbounded_text_bytes) = nullptr;
+
   /// `identifier` quoted, with any quote character in it doubled. Descriptor
   /// names are plain identifiers already (checked at compile time);
   /// quoting keeps keywords usable as names.
@@ -129,6 +156,23 @@ struct AUDITPIPE_EXPORT SqlDialect {
   /// migrate=add_columns.
   std::string add_column(std::string_view table, const Column& column) const;
 };
+
+/// Where the `?` placeholders of `sql` are (byte offsets): every `?` outside
+/// string literals, quoted identifiers and comments. `mysql_lexing`: MySQL's
+/// rules (backslash escapes in '...' and "..." strings, backquoted names,
+/// `#` comments); otherwise standard SQL's ('...' with '' doubled, E'...'
+/// with backslash escapes, "..." names, PostgreSQL's $tag$...$tag$ strings).
+AUDITPIPE_EXPORT std::vector<std::size_t> sql_placeholders(std::string_view sql, bool mysql_lexing);
+
+/// The value of a catalog's column default when it is a plain literal: a
+/// quoted string (unquoted: '' and, with `backslash_escapes`, backslash
+/// escapes undone), a number, TRUE or FALSE, each possibly in parentheses
+/// and followed by PostgreSQL's casts (two colons and a type name, which
+/// PostgreSQL adds to the literal defaults it reports). nullopt for
+/// NULL and for anything computed (now(), nextval(...), CURRENT_TIMESTAMP,
+/// an expression): what a loader could not put in as the same value.
+AUDITPIPE_EXPORT std::optional<std::string> sql_literal_value(std::string_view expression,
+                                                              bool backslash_escapes);
 
 /// A table's statement pieces in one dialect.
 struct AUDITPIPE_EXPORT SqlTableText {

@@ -85,6 +85,16 @@ class AUDITPIPE_EXPORT SqlConnection : public PooledConnection {
   /// Runs one statement with no result (CREATE TABLE). Throws, with the
   /// database's message.
   virtual void execute_ddl(const std::string& sql) = 0;
+  /// Runs one statement (auditpipe::Database's execute() and query()):
+  /// `?` marks positional parameters, bound from `params` as text (each
+  /// connection writes them in its database's notation); the rows of its
+  /// result, every value as text, NULL as nullopt (none for a statement
+  /// without a result). Throws auditpipe::error with the database's message
+  /// (never a password), also when the placeholders and `params` differ in
+  /// number. The default throws auditpipe::error: a sink whose connections
+  /// do not override it has no auditpipe::Database.
+  virtual std::vector<std::vector<std::optional<std::string>>> query_rows(
+      std::string_view sql, const std::vector<std::string>& params);
   /// The server this connection landed on ("db2:3306", a file's path): the
   /// table is created or checked once per server. Never a password.
   virtual std::string server() const = 0;

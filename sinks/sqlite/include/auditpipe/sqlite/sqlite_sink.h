@@ -29,6 +29,7 @@
 
 #include "auditpipe/export.h"
 #include "auditpipe/sink/sink.h"
+#include "auditpipe/sink/sql_database.h"
 
 /// The SQLite sink (target auditpipe::sqlite; README, The SQLite sink).
 namespace auditpipe::sqlite {
@@ -40,5 +41,13 @@ inline constexpr std::string_view url_schemes[] = {"sqlite"};
 /// Parses the URL (throws auditpipe::error if it is malformed or has an
 /// unknown option). The database is opened by Sink::open().
 AUDITPIPE_EXPORT std::shared_ptr<Sink> open(std::string_view url);
+
+/// One plain connection to the URL's database for auditpipe::Database
+/// (target auditpipe::open), made as the sink's own are: the same URL,
+/// options and session set-up (options only a sink uses are accepted and
+/// ignored). Throws as the sink's connect does: auditpipe::error naming the
+/// problem (never the password), auditpipe::unreachable when no server
+/// answered.
+AUDITPIPE_EXPORT SqlDatabaseConnection connect_database(std::string_view url);
 
 }  // namespace auditpipe::sqlite
