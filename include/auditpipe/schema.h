@@ -30,6 +30,7 @@
 
 #include "auditpipe/column.h"
 #include "auditpipe/export.h"
+#include "auditpipe/status.h"  // auditpipe::error, which the constructor throws
 
 namespace auditpipe {
 
