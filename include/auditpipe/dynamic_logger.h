@@ -20,7 +20,8 @@
 // value's C++ type against the column's): an index out of range or a setter
 // of another type is a programming error, caught by an assertion in debug
 // builds. set_integer() returns false, leaving the column unchanged, for a
-// value outside the column's type.
+// value outside the column's type. Setting a nullable column's value makes
+// it present; set_null() makes it NULL again.
 //
 // Thread safety: as Logger. A Record belongs to one thread at a time.
 #pragma once
@@ -204,7 +205,6 @@ class AUDITPIPE_EXPORT DynamicLogger {
     /// The schema's descriptor: kept alive by the engine, which outlives
     /// every record it handed out (the DynamicLogger gives the engine the
     /// schema to keep).
-
     const TableDescriptor* table_ = nullptr;
     Pipeline::Engine* engine_ = nullptr;
     std::byte* bytes_ = nullptr;
