@@ -182,15 +182,18 @@ class Intake {
       return Status::closed;
     }
     if (p == nullptr) p = registry_->current();
-    if (key != nullptr) [[unlikely]] {
+    if (key != nullptr) {
       s->source_id = key->source_id;
       s->seq = key->seq;
       s->state.store(static_cast<std::uint32_t>(SlotState::committed), std::memory_order_release);
-      if (!queue_.enqueue(p->token, s)) [[unlikely]]
+      // Counted before it can be written, as next_seq is below. Only this
+      // thread writes its counter: no locked instruction.
+      const std::uint64_t keyed = p->keyed_committed.load(std::memory_order_relaxed);
+      p->keyed_committed.store(keyed + 1, std::memory_order_relaxed);
+      if (!queue_.enqueue(p->token, s)) [[unlikely]] {
+        p->keyed_committed.store(keyed, std::memory_order_relaxed);
         return drop_unqueued(s);
-      // Only this thread writes its counter: no locked instruction.
-      p->keyed_committed.store(p->keyed_committed.load(std::memory_order_relaxed) + 1,
-                               std::memory_order_relaxed);
+      }
       signal_.on_commit(pool_);
       return Status::ok;
     }
