@@ -282,6 +282,53 @@ TEST(DynamicLogger, KeyedRecordsKeepTheirKeysWhenAFullSpillFallsBackToThePool) {
   EXPECT_EQ(report.stats.committed, committed.size());
 }
 
+// A durable pool keeps keyed records with their keys for the next start,
+// whose Schema (built again, equal) opens the same file; the thread's own
+// seqs carry on untouched by the keyed ones.
+TEST(DynamicLogger, ADurablePoolKeepsKeyedRecordsWithTheirKeys) {
+  TempDir dir;
+  Options o;
+  o.capacity = 64;
+  o.batch_size = 8;
+  o.durable_path = dir.path() / "pool.dat";
+  o.retry_backoff_initial = 1ms;
+  o.retry_backoff_max = 5ms;
+  {
+    auto down = std::make_shared<CollectingSink>();
+    down->fail_next(1'000'000);
+    DynamicLogger logger(every_type(), down, o);
+    for (int i = 0; i < 20; ++i) {
+      auto r = logger.acquire();
+      r.set_integer(i64, i);
+      ASSERT_EQ(r.commit(5, 1000 + i), Status::ok);
+    }
+    ASSERT_EQ(logger.acquire().commit(), Status::ok);  // the thread's seq 0
+    const auto report = logger.close(50ms);
+    EXPECT_EQ(report.stats.committed, 21u);
+    EXPECT_EQ(report.unwritten, 21u);  // kept in the file
+  }
+  auto up = std::make_shared<CollectingSink>();
+  up->keep_bytes();
+  {
+    DynamicLogger logger(every_type(), up, o);
+    ASSERT_EQ(logger.acquire().commit(), Status::ok);  // the thread's seq 1
+    const auto report = logger.close();
+    EXPECT_TRUE(report.drained);
+    EXPECT_EQ(report.stats.recovered, 21u);
+    EXPECT_EQ(report.stats.written, 22u);
+  }
+  std::set<CollectingSink::Key> keys;
+  std::int64_t own_source = -1;
+  for (const auto& k : up->keys()) {
+    keys.insert(k);
+    if (k.first != 5) own_source = k.first;
+  }
+  ASSERT_EQ(keys.size(), 22u);
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(keys.count({5, 1000 + i}), 1u) << i;
+  EXPECT_EQ(keys.count({own_source, 0}), 1u);
+  EXPECT_EQ(keys.count({own_source, 1}), 1u);
+}
+
 TEST(DynamicLogger, ThreadsCommittingTheirOwnKeysLoseNone) {
   auto sink = std::make_shared<CollectingSink>();
   Options o;
