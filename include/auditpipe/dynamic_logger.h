@@ -20,19 +20,26 @@
 // value's C++ type against the column's): an index out of range or a setter
 // of another type is a programming error, caught by an assertion in debug
 // builds. set_integer() returns false, leaving the column unchanged, for a
-// value outside the column's type.
+// value outside the column's type. Setting a nullable column's value makes
+// it present; set_null() makes it NULL again.
 //
 // Thread safety: as Logger. A Record belongs to one thread at a time.
 #pragma once
 
+#include <cassert>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <limits>
 #include <memory>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
+#include "auditpipe/column.h"
 #include "auditpipe/export.h"
+#include "auditpipe/fixed_string.h"
 #include "auditpipe/options.h"
 #include "auditpipe/pipeline.h"
 #include "auditpipe/schema.h"
@@ -51,9 +58,22 @@ class AUDITPIPE_EXPORT DynamicLogger {
    public:
     Record() = default;
     /// Takes over other's record; other is left empty.
-    Record(Record&& other) noexcept;
+    Record(Record&& other) noexcept
+        : table_(other.table_),
+          engine_(other.engine_),
+          bytes_(std::exchange(other.bytes_, nullptr)),
+          status_(other.status_) {}
     /// Gives back the record held (uncommitted), then takes over other's.
-    Record& operator=(Record&& other) noexcept;
+    Record& operator=(Record&& other) noexcept {
+      if (this != &other) {
+        reset();
+        table_ = other.table_;
+        engine_ = other.engine_;
+        bytes_ = std::exchange(other.bytes_, nullptr);
+        status_ = other.status_;
+      }
+      return *this;
+    }
     Record(const Record&) = delete;
     Record& operator=(const Record&) = delete;
     ~Record() { reset(); }
@@ -64,29 +84,95 @@ class AUDITPIPE_EXPORT DynamicLogger {
     Status status() const noexcept { return status_; }
 
     /// Column `column` (nullable) becomes SQL NULL.
-    void set_null(std::size_t column) noexcept;
+    void set_null(std::size_t column) noexcept {
+      const Column& c = column_at(column);
+      assert(c.nullable && "auditpipe: set_null() of a column that is not nullable");
+      if (c.nullable) bytes_[c.presence_offset] = std::byte{0};
+    }
     /// A boolean column.
-    void set_bool(std::size_t column, bool value) noexcept;
+    void set_bool(std::size_t column, bool value) noexcept {
+      const Column& c = column_at(column);
+      assert(c.type == ColumnType::boolean && "auditpipe: set_bool() of a non-boolean column");
+      store(c, value);
+    }
     /// An integer column of any width (bool included: 0 or 1); false if
     /// `value` does not fit the column's type (the column is unchanged).
-    bool set_integer(std::size_t column, std::int64_t value) noexcept;
+    bool set_integer(std::size_t column, std::int64_t value) noexcept {
+      const Column& c = column_at(column);
+      assert(is_integer(c.type) && "auditpipe: set_integer() of a column that is not an integer");
+      switch (c.type) {
+        case ColumnType::boolean:
+          if (value != 0 && value != 1) return false;
+          store(c, value == 1);
+          return true;
+        case ColumnType::int8:
+          return store_if_fits<std::int8_t>(c, value);
+        case ColumnType::int16:
+          return store_if_fits<std::int16_t>(c, value);
+        case ColumnType::int32:
+          return store_if_fits<std::int32_t>(c, value);
+        case ColumnType::int64:
+          store(c, value);
+          return true;
+        case ColumnType::uint8:
+          return store_if_fits<std::uint8_t>(c, value);
+        case ColumnType::uint16:
+          return store_if_fits<std::uint16_t>(c, value);
+        case ColumnType::uint32:
+          return store_if_fits<std::uint32_t>(c, value);
+        default:
+          return false;
+      }
+    }
     /// A float64 column.
-    void set_float64(std::size_t column, double value) noexcept;
+    void set_float64(std::size_t column, double value) noexcept {
+      const Column& c = column_at(column);
+      assert(c.type == ColumnType::float64 && "auditpipe: set_float64() of a non-float64 column");
+      store(c, value);
+    }
     /// A timestamp column.
-    void set_timestamp(std::size_t column, timestamp value) noexcept;
+    void set_timestamp(std::size_t column, timestamp value) noexcept {
+      const Column& c = column_at(column);
+      assert(c.type == ColumnType::timestamp &&
+             "auditpipe: set_timestamp() of a non-timestamp column");
+      store(c, value);
+    }
     /// A text column: cut at a UTF-8 boundary to the column's capacity (the
     /// writer counts the cut, and repairs invalid UTF-8, as for any record).
     /// Returns true if it was cut.
-    bool set_text(std::size_t column, std::string_view value) noexcept;
+    bool set_text(std::size_t column, std::string_view value) noexcept {
+      const Column& c = column_at(column);
+      assert(c.type == ColumnType::text && "auditpipe: set_text() of a non-text column");
+      // What fixed_string<N>::assign() does, with N the column's capacity.
+      const std::size_t n = utf8_prefix_length(value, c.max_length);
+      std::byte* field = bytes_ + c.offset;
+      detail::copy_text(reinterpret_cast<char*>(field + text_layout::data_offset), value.data(), n);
+      const auto size = static_cast<std::uint32_t>(n);
+      const std::uint32_t flags = n < value.size() ? text_flags::truncated : 0u;
+      std::memcpy(field + text_layout::size_offset, &size, sizeof size);
+      std::memcpy(field + text_layout::flags_offset, &flags, sizeof flags);
+      if (c.nullable) bytes_[c.presence_offset] = std::byte{1};
+      return n < value.size();
+    }
     /// The record's bytes, laid out as the schema's descriptor says.
     std::byte* data() const noexcept { return bytes_; }
 
-    /// Queues the record under the thread's next (source_id, seq).
-    Status commit() noexcept;
-    /// Queues the record under the caller's identity (see the file's comment).
-    Status commit(std::int64_t source_id, std::int64_t seq) noexcept;
+    /// Queues the record under the thread's next (source_id, seq); the
+    /// record is empty afterwards.
+    Status commit() noexcept {
+      if (bytes_ == nullptr) return Status::empty_handle;
+      return Pipeline::commit(engine_, std::exchange(bytes_, nullptr));
+    }
+    /// Queues the record under the caller's identity (see the file's
+    /// comment); the record is empty afterwards.
+    Status commit(std::int64_t source_id, std::int64_t seq) noexcept {
+      if (bytes_ == nullptr) return Status::empty_handle;
+      return Pipeline::commit(engine_, std::exchange(bytes_, nullptr), source_id, seq);
+    }
     /// Gives the record back unwritten.
-    void reset() noexcept;
+    void reset() noexcept {
+      if (bytes_ != nullptr) Pipeline::abandon(engine_, std::exchange(bytes_, nullptr));
+    }
 
    private:
     friend class DynamicLogger;
@@ -94,6 +180,31 @@ class AUDITPIPE_EXPORT DynamicLogger {
            Status status) noexcept
         : table_(table), engine_(engine), bytes_(bytes), status_(status) {}
 
+    const Column& column_at(std::size_t column) const noexcept {
+      assert(bytes_ != nullptr && "auditpipe: a setter of an empty DynamicLogger::Record");
+      assert(column < table_->columns.size() && "auditpipe: column index out of range");
+      return table_->columns[column];
+    }
+    template <class T>
+    void store(const Column& c, const T& value) noexcept {
+      static_assert(std::is_trivially_copyable_v<T>);
+      assert(c.size == sizeof(T) && "auditpipe: a setter of another size than the column's");
+      std::memcpy(bytes_ + c.offset, &value, sizeof(T));
+      if (c.nullable) bytes_[c.presence_offset] = std::byte{1};
+    }
+    template <class T>
+    bool store_if_fits(const Column& c, std::int64_t value) noexcept {
+      if (value < static_cast<std::int64_t>(std::numeric_limits<T>::min()) ||
+          value > static_cast<std::int64_t>(std::numeric_limits<T>::max())) {
+        return false;
+      }
+      store(c, static_cast<T>(value));
+      return true;
+    }
+
+    /// The schema's descriptor: kept alive by the engine, which outlives
+    /// every record it handed out (the DynamicLogger gives the engine the
+    /// schema to keep).
     const TableDescriptor* table_ = nullptr;
     Pipeline::Engine* engine_ = nullptr;
     std::byte* bytes_ = nullptr;
@@ -103,10 +214,17 @@ class AUDITPIPE_EXPORT DynamicLogger {
   /// Keeps a copy of `schema`, opens the sink (creating or checking the
   /// table) and starts the writers. Throws auditpipe::error as Logger does.
   DynamicLogger(const Schema& schema, std::shared_ptr<Sink> sink, const Options& options = {});
+  /// The same, sharing `schema` rather than copying it.
+  DynamicLogger(std::shared_ptr<const Schema> schema, std::shared_ptr<Sink> sink,
+                const Options& options = {});
 
   /// A record to fill (holding the schema's defaults: zeros, empty text,
   /// NULL for nullable columns), or an empty one whose status() says why.
-  Record acquire() noexcept;
+  Record acquire() noexcept {
+    Status status = Status::ok;
+    std::byte* bytes = pipeline_.acquire(&status);
+    return Record(&pipeline_.table(), pipeline_.engine(), bytes, status);
+  }
 
   /// Waits up to `timeout` for every record committed before the call to be written.
   bool flush(std::chrono::milliseconds timeout) {

@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 #include "auditpipe/column.h"
@@ -48,6 +49,11 @@ class AUDITPIPE_EXPORT Pipeline {
   /// table) and starts the writers. Throws auditpipe::error on any problem,
   /// before a single record is accepted.
   Pipeline(const TableDescriptor& table, std::shared_ptr<Sink> sink, const Options& options);
+  /// The same, for a descriptor that is not a static one (a runtime Schema's):
+  /// the engine keeps `keep_alive` (what owns the descriptor) until it is
+  /// freed, which may be after this Pipeline, while records are held.
+  Pipeline(const TableDescriptor& table, std::shared_ptr<Sink> sink, const Options& options,
+           std::shared_ptr<const void> keep_alive);
   /// Closes with Options::close_timeout if close() was not called.
   ~Pipeline();
   Pipeline(const Pipeline&) = delete;
@@ -58,6 +64,10 @@ class AUDITPIPE_EXPORT Pipeline {
   std::byte* acquire(Status* status) noexcept;
   /// Stamps (source_id, seq) and queues the record for writing.
   Status commit(std::byte* record) noexcept;
+  /// Queues the record under the caller's (source_id, seq) instead of the
+  /// thread's next one; the thread's seq does not move. The caller keeps
+  /// its keys apart from the pipeline's own (Options::source_id_base).
+  Status commit(std::byte* record, std::int64_t source_id, std::int64_t seq) noexcept;
   /// Gives back an acquired record without writing it.
   void abandon(std::byte* record) noexcept;
 
@@ -85,6 +95,9 @@ class AUDITPIPE_EXPORT Pipeline {
   Engine* engine() const noexcept { return engine_; }
   /// commit() through an engine (safe after the Pipeline is gone: Status::closed).
   static Status commit(Engine* engine, std::byte* record) noexcept;
+  /// commit(record, source_id, seq) through an engine (safe after the Pipeline is gone).
+  static Status commit(Engine* engine, std::byte* record, std::int64_t source_id,
+                       std::int64_t seq) noexcept;
   /// abandon() through an engine (safe after the Pipeline is gone).
   static void abandon(Engine* engine, std::byte* record) noexcept;
 

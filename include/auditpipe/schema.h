@@ -30,6 +30,7 @@
 
 #include "auditpipe/column.h"
 #include "auditpipe/export.h"
+#include "auditpipe/status.h"  // auditpipe::error, which the constructor throws
 
 namespace auditpipe {
 
@@ -60,7 +61,9 @@ class AUDITPIPE_EXPORT Schema {
   Schema(const Schema& other);
   /// See the copy constructor.
   Schema& operator=(const Schema& other);
-  /// Moves keep the descriptor valid (it points into storage that moves with it).
+  /// Moves keep the descriptor valid (it points into storage that moves with
+  /// it, unchanged). The moved-from Schema describes nothing: an empty name,
+  /// no columns, until it is assigned.
   Schema(Schema&& other) noexcept;
   /// See the move constructor.
   Schema& operator=(Schema&& other) noexcept;

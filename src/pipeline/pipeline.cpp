@@ -83,8 +83,10 @@ constexpr std::chrono::seconds clock_save_interval{1};
 
 class Pipeline::Engine {
  public:
-  Engine(const TableDescriptor& table, std::shared_ptr<Sink> sink, const Options& options)
-      : table_(table),
+  Engine(const TableDescriptor& table, std::shared_ptr<Sink> sink, const Options& options,
+         std::shared_ptr<const void> keep_alive)
+      : keep_alive_(std::move(keep_alive)),
+        table_(table),
         options_(options),
         sink_(std::move(sink)),
         finisher_(table_, sink_->accepts_nul_in_text(), counters_),
@@ -353,6 +355,9 @@ class Pipeline::Engine {
     return {spilled, unwritten};
   }
 
+  // What owns a descriptor that is not static (a runtime Schema): first,
+  // so it goes last, after everything that reads table_.
+  const std::shared_ptr<const void> keep_alive_;
   const TableDescriptor& table_;
   const Options options_;
   const std::shared_ptr<Sink> sink_;
@@ -371,10 +376,13 @@ class Pipeline::Engine {
   detail::Mutex held_mutex_;
   std::size_t returning_ AUDITPIPE_GUARDED_BY(held_mutex_) = 0;
 };
-Pipeline::Pipeline(const TableDescriptor& table, std::shared_ptr<Sink> sink,
-                   const Options& options) {
+Pipeline::Pipeline(const TableDescriptor& table, std::shared_ptr<Sink> sink, const Options& options)
+    : Pipeline(table, std::move(sink), options, nullptr) {}
+
+Pipeline::Pipeline(const TableDescriptor& table, std::shared_ptr<Sink> sink, const Options& options,
+                   std::shared_ptr<const void> keep_alive) {
   const Options resolved = resolve(table, sink.get(), options);
-  engine_ = new Engine(table, std::move(sink), resolved);
+  engine_ = new Engine(table, std::move(sink), resolved, std::move(keep_alive));
 }
 
 Pipeline::~Pipeline() {
@@ -386,6 +394,9 @@ std::byte* Pipeline::acquire(Status* status) noexcept {
 }
 Status Pipeline::commit(std::byte* record) noexcept {
   return engine_->intake().commit(record);
+}
+Status Pipeline::commit(std::byte* record, std::int64_t source_id, std::int64_t seq) noexcept {
+  return engine_->intake().commit(record, source_id, seq);
 }
 void Pipeline::abandon(std::byte* record) noexcept {
   engine_->intake().abandon(record);
@@ -400,6 +411,11 @@ Status Pipeline::commit(const Claim& claim) noexcept {
 }
 Status Pipeline::commit(Engine* engine, std::byte* record) noexcept {
   return Engine::give_back(engine, [record](Intake& intake) { return intake.commit(record); });
+}
+Status Pipeline::commit(Engine* engine, std::byte* record, std::int64_t source_id,
+                        std::int64_t seq) noexcept {
+  return Engine::give_back(engine,
+                           [=](Intake& intake) { return intake.commit(record, source_id, seq); });
 }
 void Pipeline::abandon(Engine* engine, std::byte* record) noexcept {
   Engine::give_back(engine, [record](Intake& intake) { intake.abandon(record); });

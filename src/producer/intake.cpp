@@ -143,15 +143,24 @@ std::byte* Intake::overflow_record() noexcept {
 }
 
 // Appended to the spill directory, or, if that is full or failing, copied
-// into a pool slot after waiting as Overflow::block does.
-Status Intake::commit_outside_pool(std::byte* record) noexcept {
+// into a pool slot after waiting as Overflow::block does. A keyed record
+// keeps its key on either way.
+Status Intake::commit_outside_pool(std::byte* record, const RecordKey* key) noexcept {
   // The append's own time counts against max_wait: a producer never waits
   // longer than that for the spill and the pool together.
   const clock::time_point t0 = clock::now();
   Producer* p = owner_of_overflow_record(record);
-  const std::int64_t seq = p->next_seq->load(std::memory_order_relaxed);
-  if (spill_->append_overflow(p->source_id, seq, record)) {
-    p->next_seq->store(seq + 1, std::memory_order_relaxed);
+  const std::int64_t source_id = key ? key->source_id : p->source_id;
+  const std::int64_t seq = key ? key->seq : p->next_seq->load(std::memory_order_relaxed);
+  if (spill_->append_overflow(source_id, seq, record)) {
+    if (key == nullptr) {
+      p->next_seq->store(seq + 1, std::memory_order_relaxed);
+    } else {
+      // The committing thread's own counter (it may not be the owner's).
+      Producer* me = registry_->current();
+      me->keyed_committed.store(me->keyed_committed.load(std::memory_order_relaxed) + 1,
+                                std::memory_order_relaxed);
+    }
     p->spill_record_in_use.store(false, std::memory_order_relaxed);
     return Status::ok;
   }
@@ -164,7 +173,7 @@ Status Intake::commit_outside_pool(std::byte* record) noexcept {
   std::byte* slot_record = pool_.record(s);
   std::memcpy(slot_record, record, table_.record_size);
   p->spill_record_in_use.store(false, std::memory_order_relaxed);
-  return commit(slot_record);
+  return commit_as(slot_record, nullptr, key);
 }
 
 std::vector<std::pair<std::uint32_t, std::uint32_t>> Intake::committed_now() const {

@@ -5,7 +5,8 @@
 //   acquire()  a free slot (the prototype's bytes), or the overflow policy:
 //              block up to max_wait | drop | fail | a record outside the
 //              pool that goes to the spill directory (Overflow::spill);
-//   commit()   stamps (source_id, seq), marks the slot committed, queues it;
+//   commit()   stamps (source_id, seq), the thread's next or the caller's,
+//              marks the slot committed, queues it;
 //   abandon()  gives an acquired record back unwritten.
 //
 // The common case (a free slot, then a commit) takes no lock, executes no
@@ -85,30 +86,14 @@ class Intake {
   Status commit(std::byte* record) noexcept { return commit(record, nullptr); }
   // `p`: the calling thread's source, from acquire(status, p) on this
   // thread; nullptr to look it up.
-  Status commit(std::byte* record, Producer* p) noexcept {
-    if (!pool_.contains(record)) [[unlikely]]
-      return commit_outside_pool(record);
-    SlotHeader* s = pool_.slot_of(record);
-    if (stopped_.load(std::memory_order_acquire)) [[unlikely]] {
-      pool_.release(&s, 1);
-      counters_.abandoned.fetch_add(1, std::memory_order_relaxed);
-      return Status::closed;
-    }
-    if (p == nullptr) p = registry_->current();
-    const std::int64_t seq = p->next_seq->load(std::memory_order_relaxed);
-    s->source_id = p->source_id;
-    s->seq = seq;
-    s->state.store(static_cast<std::uint32_t>(SlotState::committed), std::memory_order_release);
-    p->next_seq->store(seq + 1, std::memory_order_relaxed);
-    if (!queue_.enqueue(p->token, s)) [[unlikely]] {
-      // Only when the queue needs a new block and the allocation fails.
-      p->next_seq->store(seq, std::memory_order_relaxed);
-      pool_.release(&s, 1);
-      counters_.dropped.fetch_add(1, std::memory_order_relaxed);
-      return Status::dropped;
-    }
-    signal_.on_commit(pool_);
-    return Status::ok;
+  Status commit(std::byte* record, Producer* p) noexcept { return commit_as(record, p, nullptr); }
+  // Stamps the caller's (source_id, seq) instead of the thread's next one;
+  // the thread's next_seq does not move (the record is counted in the
+  // thread's keyed_committed instead). The enqueue still uses the calling
+  // thread's token.
+  Status commit(std::byte* record, std::int64_t source_id, std::int64_t seq) noexcept {
+    const RecordKey key{source_id, seq};
+    return commit_as(record, nullptr, &key);
   }
 
   void abandon(std::byte* record) noexcept;
@@ -182,13 +167,61 @@ class Intake {
   std::uint64_t committed() const { return registry_->committed(); }
 
  private:
+  struct RecordKey {
+    std::int64_t source_id;
+    std::int64_t seq;
+  };
+  // commit(): under `key` if given, else under the thread's next seq.
+  Status commit_as(std::byte* record, Producer* p, const RecordKey* key) noexcept {
+    if (!pool_.contains(record)) [[unlikely]]
+      return commit_outside_pool(record, key);
+    SlotHeader* s = pool_.slot_of(record);
+    if (stopped_.load(std::memory_order_acquire)) [[unlikely]] {
+      pool_.release(&s, 1);
+      counters_.abandoned.fetch_add(1, std::memory_order_relaxed);
+      return Status::closed;
+    }
+    if (p == nullptr) p = registry_->current();
+    if (key != nullptr) {
+      s->source_id = key->source_id;
+      s->seq = key->seq;
+      s->state.store(static_cast<std::uint32_t>(SlotState::committed), std::memory_order_release);
+      // Counted before it can be written, as next_seq is below. Only this
+      // thread writes its counter: no locked instruction.
+      const std::uint64_t keyed = p->keyed_committed.load(std::memory_order_relaxed);
+      p->keyed_committed.store(keyed + 1, std::memory_order_relaxed);
+      if (!queue_.enqueue(p->token, s)) [[unlikely]] {
+        p->keyed_committed.store(keyed, std::memory_order_relaxed);
+        return drop_unqueued(s);
+      }
+      signal_.on_commit(pool_);
+      return Status::ok;
+    }
+    const std::int64_t seq = p->next_seq->load(std::memory_order_relaxed);
+    s->source_id = p->source_id;
+    s->seq = seq;
+    s->state.store(static_cast<std::uint32_t>(SlotState::committed), std::memory_order_release);
+    p->next_seq->store(seq + 1, std::memory_order_relaxed);
+    if (!queue_.enqueue(p->token, s)) [[unlikely]] {
+      // Only when the queue needs a new block and the allocation fails.
+      p->next_seq->store(seq, std::memory_order_relaxed);
+      return drop_unqueued(s);
+    }
+    signal_.on_commit(pool_);
+    return Status::ok;
+  }
+  Status drop_unqueued(SlotHeader* s) noexcept {
+    pool_.release(&s, 1);
+    counters_.dropped.fetch_add(1, std::memory_order_relaxed);
+    return Status::dropped;
+  }
   std::byte* acquire_slow(Status* status) noexcept;
   // Waits until t0 + max_wait for a slot (Overflow::block, or a refused
   // spill, whose attempt began at t0).
   SlotHeader* acquire_blocking(Status* status, clock::time_point t0) noexcept;
   // Overflow::spill: the calling source's record outside the pool.
   std::byte* overflow_record() noexcept;
-  Status commit_outside_pool(std::byte* record) noexcept;
+  Status commit_outside_pool(std::byte* record, const RecordKey* key) noexcept;
   Producer* owner_of_overflow_record(std::byte* record) const noexcept;
 
   const TableDescriptor& table_;

@@ -116,6 +116,7 @@ std::uint64_t ProducerRegistry::committed() const {
   std::uint64_t total = 0;
   for (const auto& p : producers_) {
     total += static_cast<std::uint64_t>(p->next_seq->load(std::memory_order_relaxed));
+    total += p->keyed_committed.load(std::memory_order_relaxed);
   }
   return total - committed_before_;
 }

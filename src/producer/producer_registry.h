@@ -1,7 +1,8 @@
 // ProducerRegistry: one source of records per producer thread.
 //
 // A source is what a thread stamps its records with: a source_id and a
-// dense, increasing seq, plus its own moodycamel producer token (a token
+// dense, increasing seq (records committed under a caller's own key are
+// only counted here), plus its own moodycamel producer token (a token
 // makes an enqueue ~10 ns and keeps each thread's records in order) and its
 // own magazine of free pool slots. Giving each thread its own source keeps
 // the acquire and commit paths free of shared counters.
@@ -50,6 +51,11 @@ struct alignas(64) Producer {
   // read by stats(). Lives in the durable pool's file when there is one.
   std::atomic<std::int64_t>* const next_seq;
   std::atomic<std::int64_t> own_seq{0};
+  // Records committed under a caller's (source_id, seq) (commit(record,
+  // source_id, seq)): they leave next_seq alone, so committed() adds them.
+  // Written only by the owning thread; read by stats(). Not persisted: it
+  // counts this run's.
+  std::atomic<std::uint64_t> keyed_committed{0};
   // Overflow::spill: a record outside the pool for this source (within
   // spill_storage, aligned), allocated the first time the pool is found full.
   std::unique_ptr<std::byte[]> spill_storage;

@@ -475,6 +475,28 @@ TEST_P(SinkConformance, ARetriedBatchIsNotWrittenTwice) {
   EXPECT_EQ(backend_->scalar("SELECT COUNT(*) FROM audit_log"), 200);
 }
 
+// Caller-given keys (DynamicLogger::Record::commit(source_id, seq)) may put
+// one key twice into one batch, which the pipeline's own keys never do: the
+// first is stored, the rest are skipped as duplicates, not refused.
+TEST_P(SinkConformance, AKeyTwiceInOneBatchIsStoredOnceAsFirstGiven) {
+  auto sink = backend_->open();
+  const auto& d = auditpipe::descriptor_of<AuditRow>();
+  sink->open(d, auditpipe::SinkContext{});
+  std::vector<AuditRow> rows(100);
+  std::vector<auditpipe::RecordRef> refs;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    rows[i].message_id = static_cast<std::int64_t>(i);
+    rows[i].at = auditpipe::timestamp::now();
+    refs.push_back(
+        {7, static_cast<std::int64_t>(i % 40), reinterpret_cast<const std::byte*>(&rows[i])});
+  }
+  const auto result = sink->write({d, refs});
+  EXPECT_TRUE(result.ok()) << result.message;
+  sink->close();
+  EXPECT_EQ(backend_->scalar("SELECT COUNT(*) FROM audit_log"), 40);
+  EXPECT_EQ(backend_->scalar("SELECT MAX(message_id) FROM audit_log"), 39);
+}
+
 TEST_P(SinkConformance, ManyProducersLandExactlyOnce) {
   const long long per_producer = scaled(25000);
   constexpr int producers = 8;
