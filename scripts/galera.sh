@@ -191,12 +191,38 @@ count_running() {
   echo "$c"
 }
 
+# recovered_position N: node N's last committed position (uuid:seqno) from
+# its InnoDB logs, as mysqld_safe's and systemd's galera_recovery find it:
+# after a crash grastate.dat reads seqno -1.
+recovered_position() {
+  local nd
+  nd=$(node_dir "$1")
+  config "$1"
+  mariadbd --defaults-file="$nd/my.cnf" --wsrep-recover --log-error="$nd/recover.log" \
+    >/dev/null 2>&1 || true
+  sed -n 's/.*WSREP: Recovered position: \([0-9a-f-]*:-\?[0-9]*\).*/\1/p' "$nd/recover.log" | tail -1
+}
+
+crashed() {  # node N went down without a clean shutdown (its position is unknown)
+  local g
+  g="$(node_dir "$1")/data/grastate.dat"
+  [ -f "$g" ] && [ -d "$(node_dir "$1")/data/mysql" ] &&
+    [ "$(awk '/^seqno:/ {print $2}' "$g")" = -1 ]
+}
+
 launch() {  # launch N [--wsrep-new-cluster]
-  local n=$1 nd
+  local n=$1 nd start_at=()
   shift
   nd=$(node_dir "$n")
+  # After a crash, the node starts from what InnoDB committed, so that it
+  # asks its donor for the missing writesets only (IST), not a full SST.
+  if crashed "$n"; then
+    local position
+    position=$(recovered_position "$n")
+    [ -n "$position" ] && start_at=(--wsrep-start-position="$position")
+  fi
   config "$n"
-  mariadbd --defaults-file="$nd/my.cnf" "$@" >>"$nd/console.log" 2>&1 &
+  mariadbd --defaults-file="$nd/my.cnf" "${start_at[@]}" "$@" >>"$nd/console.log" 2>&1 &
   echo $! >"$nd/launched.pid"
 }
 
@@ -212,11 +238,8 @@ bootstrap_node() {
     local seqno
     seqno=$(awk '/^seqno:/ {print $2}' "$nd/data/grastate.dat")
     if [ "${seqno:--1}" = -1 ]; then
-      config "$m"
-      mariadbd --defaults-file="$nd/my.cnf" --wsrep-recover --log-error="$nd/recover.log" \
-        >/dev/null 2>&1 || true
-      seqno=$(sed -n 's/.*WSREP: Recovered position: [^:]*:\(-\?[0-9]*\).*/\1/p' "$nd/recover.log" |
-              tail -1)
+      seqno=$(recovered_position "$m")
+      seqno=${seqno##*:}
       seqno=${seqno:--1}
     fi
     if [ "$seqno" -gt "$best_seqno" ]; then best=$m; best_seqno=$seqno; fi
