@@ -26,18 +26,21 @@ trap '"$pair" destroy; "$pair" start "--$mode" || "$pair" status' EXIT
 table=smoke_$$
 fail() { echo "FAILED: $*" >&2; "$pair" status >&2; exit 1; }
 
-# sql 1|2 statement: as the test user on the primary (1) or the standby (2).
-sql() {
+# psql_on 1|2 [psql args]: psql as the test user on the primary (1) or the
+# standby (2).
+psql_on() {
   local url rest userpw hostport db
   url=$("$pair" url "$1")
+  shift
   rest=${url#postgresql://}
   userpw=${rest%%@*}
   hostport=${rest#*@}
   db=${hostport#*/}
   hostport=${hostport%%/*}
-  PGPASSWORD=${userpw#*:} PGCONNECT_TIMEOUT=5 timeout 30 psql -X -q -At -v ON_ERROR_STOP=1 \
-    -h "${hostport%:*}" -p "${hostport##*:}" -U "${userpw%%:*}" -d "$db" -c "$2"
+  PGPASSWORD=${userpw#*:} PGCONNECT_TIMEOUT=5 timeout 60 psql -X -q -At -v ON_ERROR_STOP=1 \
+    -h "${hostport%:*}" -p "${hostport##*:}" -U "${userpw%%:*}" -d "$db" "$@"
 }
+sql() { psql_on "$1" -c "$2"; }  # sql 1|2 statement
 
 eventually() {  # eventually <seconds> <command...>: until the command succeeds
   local limit=$1 i
@@ -62,9 +65,8 @@ if sql 2 "INSERT INTO $table (v) VALUES (0)" 2>/dev/null; then fail "the standby
 echo "--- synchronous: 200 commits, the primary killed, the standby promoted: every row there"
 "$pair" start --sync
 grep -q 'standby streaming sync' <<<"$("$pair" status)" || fail "the standby is not synchronous"
-for i in $(seq 1 200); do
-  sql 1 "INSERT INTO $table (v) VALUES ($i)" >/dev/null  # one commit each, acknowledged by the standby
-done
+# One session, 200 statements, each its own commit acknowledged by the standby.
+for i in $(seq 1 200); do echo "INSERT INTO $table (v) VALUES ($i);"; done | psql_on 1 >/dev/null
 "$pair" kill-primary
 grep -q '^primary: down' <<<"$("$pair" status)" || fail "the primary still runs after kill-primary"
 "$pair" promote
