@@ -401,8 +401,11 @@ case "${1:-}" in
   stop-node) check_node "${2:-}"; stop_node "$2" ;;
   start-node) check_node "${2:-}"; start_node "$2" ;;
   kill) check_node "${2:-}"; kill_node "$2" ;;
-  pause) check_node "${2:-}"; running "$2" && kill -STOP "$(pid_of "$2")" ;;
-  resume) check_node "${2:-}"; running "$2" && kill -CONT "$(pid_of "$2")" ;;
+  pause | resume)
+    check_node "${2:-}"
+    running "$2" || { echo "galera: node $2 does not run" >&2; exit 1; }
+    if [ "$1" = pause ]; then kill -STOP "$(pid_of "$2")"; else kill -CONT "$(pid_of "$2")"; fi
+    ;;
   destroy)
     stop
     leftovers KILL

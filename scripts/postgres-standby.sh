@@ -60,7 +60,8 @@ running() { [ -f "$dir/$1/PG_VERSION" ] && as_server "$bin/pg_ctl" -D "$dir/$1" 
 server_options() {  # server_options port: what both servers run with
   echo "-p $1 -k $dir -c listen_addresses=127.0.0.1 -c max_connections=100 -c shared_buffers=32MB" \
        "-c wal_level=replica -c max_wal_senders=5 -c max_replication_slots=5" \
-       "-c synchronous_commit=on -c hot_standby=on -c wal_receiver_status_interval=1s"
+       "-c synchronous_commit=on -c hot_standby=on -c wal_receiver_status_interval=1s" \
+       "-c wal_retrieve_retry_interval=1s"
 }
 
 start_server() {  # start_server name port [extra options]
