@@ -16,6 +16,11 @@ packages=(
   libmariadb-dev           # MariaDB Connector/C: the libmysqlclient API of the MySQL sink
   mariadb-server mariadb-client  # the throwaway server the tests start (scripts/mariadb.sh)
   libpq-dev postgresql     # PostgreSQL through SOCI; the tests' throwaway server (scripts/postgres.sh)
+                           # and primary + standby (scripts/postgres-standby.sh)
+  galera-4                 # the Galera provider of the cluster tests' 3-node cluster (scripts/galera.sh)
+  rsync                    # its state transfers (wsrep_sst_method=rsync; mariadb-backup is not needed)
+  iproute2                 # ss: wsrep_sst_rsync checks its port with it
+  procps                   # pgrep: the cluster scripts find what they started
   libgtest-dev libbenchmark-dev
   clang libclang-rt-14-dev # libFuzzer for the fuzz targets (clang's sanitizer runtimes)
   openssl                  # the test server's TLS certificates

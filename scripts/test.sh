@@ -20,12 +20,43 @@ jobs=$(nproc)
 
 # The servers the tests use: a throwaway MariaDB and PostgreSQL in
 # temporary directories, stopped and removed on the way out, whatever happens.
-export AUDITPIPE_MARIADB_DIR AUDITPIPE_POSTGRES_DIR
+export AUDITPIPE_MARIADB_DIR AUDITPIPE_POSTGRES_DIR AUDITPIPE_GALERA_DIR AUDITPIPE_PG_STANDBY_DIR
 AUDITPIPE_MARIADB_DIR=$(mktemp -d /tmp/auditpipe-mariadb.XXXXXX)
 AUDITPIPE_POSTGRES_DIR=$(mktemp -d /tmp/auditpipe-postgres.XXXXXX)
-trap './scripts/mariadb.sh destroy; ./scripts/postgres.sh destroy' EXIT
+# And the clusters of the cluster tests (label cluster): a 3-node Galera
+# cluster and a PostgreSQL primary with a streaming standby. They take about
+# 20 s to start (state transfers), so they start in the background while the
+# build runs; the tests wait for them.
+AUDITPIPE_GALERA_DIR=$(mktemp -d /tmp/auditpipe-galera.XXXXXX)
+AUDITPIPE_PG_STANDBY_DIR=$(mktemp -d /tmp/auditpipe-pg-standby.XXXXXX)
+cluster_starts=()
+cleanup() {
+  for pid in "${cluster_starts[@]}"; do wait "$pid" 2>/dev/null || true; done
+  ./scripts/mariadb.sh destroy
+  ./scripts/postgres.sh destroy
+  ./scripts/galera.sh destroy
+  ./scripts/postgres-standby.sh destroy
+  rm -f "$AUDITPIPE_GALERA_DIR.log" "$AUDITPIPE_PG_STANDBY_DIR.log"
+}
+trap cleanup EXIT
 ./scripts/mariadb.sh start
 ./scripts/postgres.sh start
+./scripts/galera.sh start >"$AUDITPIPE_GALERA_DIR.log" 2>&1 &
+cluster_starts+=($!)
+./scripts/postgres-standby.sh start --sync >"$AUDITPIPE_PG_STANDBY_DIR.log" 2>&1 &
+cluster_starts+=($!)
+clusters_started() {  # waits for the background starts; shows what a failed one said
+  local ok=0 i logs=("$AUDITPIPE_GALERA_DIR.log" "$AUDITPIPE_PG_STANDBY_DIR.log")
+  for i in "${!cluster_starts[@]}"; do
+    if ! wait "${cluster_starts[$i]}"; then
+      cat "${logs[$i]}" >&2
+      ok=1
+    fi
+    rm -f "${logs[$i]}"
+  done
+  cluster_starts=()
+  return $ok
+}
 # Their URLs, for the tests that take them from the environment (the README
 # blocks that need a server: readme_snippets_servers).
 export AUDITPIPE_TEST_MYSQL_URL AUDITPIPE_TEST_POSTGRES_URL
@@ -61,6 +92,7 @@ step() {  # step <name> <command...>: runs a step, remembers a failure, goes on
 }
 
 build build/test -DCMAKE_BUILD_TYPE=Release
+step "clusters started (scripts/galera.sh, scripts/postgres-standby.sh)" clusters_started
 step "tests (Release)" ctest --test-dir build/test --no-tests=error --output-on-failure -j"$jobs"
 
 if [ $quick -eq 0 ]; then
