@@ -64,7 +64,7 @@ cat > "$work/schema.json" <<JSON
   {"name": "ip", "type": "text", "size": 40},
   {"name": "status", "type": "int16"},
   {"name": "latency_ms", "type": "float64"},
-  {"name": "ok", "type": "bool"},
+  {"name": "ok", "type": "boolean"},
   {"name": "detail", "type": "text", "size": 192}
 ]}
 JSON

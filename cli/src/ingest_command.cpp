@@ -41,7 +41,7 @@ COLUMNS
       {"name": "at", "type": "timestamp"},
       {"name": "user_name", "type": "text", "size": 64, "nullable": true,
        "path": "user.name"}]}
-  Types: bool, int8, int16, int32, int64, uint8, uint16, uint32, float64,
+  Types: boolean, int8, int16, int32, int64, uint8, uint16, uint32, float64,
   timestamp, text (with "size" in bytes). --infer FILE... prints such a file,
   guessed from the first lines, to edit and pass back.
   Input fields go to the column of the same name; --map column=path takes a

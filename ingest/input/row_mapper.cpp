@@ -140,6 +140,7 @@ struct RowMapper::Impl {
         return bad(c, quoted(s) + " is not a timestamp (ISO 8601 or epoch)", reason);
       default:
         if (auto i = parse_integer(s)) return range_checked(c, *i, out, reason);
+        if (auto b = parse_bool(s)) return range_checked(c, *b ? 1 : 0, out, reason);  // as above
         if (parse_float(s))
           return bad(c, quoted(s) + " is not an integer (it has a fraction)", reason);
         if (!s.empty() && (s[0] == '-' || (s[0] >= '0' && s[0] <= '9')) &&
@@ -194,6 +195,13 @@ struct RowMapper::Impl {
         if (t == ColumnType::text) {
           out.kind = FieldValue::Kind::text;
           out.text = b ? "true" : "false";
+          return true;
+        }
+        // An integer column takes a boolean as 1 or 0: SQLite (INTEGER) and
+        // MySQL (TINYINT) tables read back so, having no boolean type.
+        if (is_integer(t) && t != ColumnType::boolean) {
+          out.kind = FieldValue::Kind::integer;
+          out.i = b ? 1 : 0;
           return true;
         }
         if (t != ColumnType::boolean)

@@ -48,7 +48,7 @@ cat > schema.json <<JSON
   {"name": "user_name", "type": "text", "size": 32, "path": "user.name"},
   {"name": "level", "type": "uint8"},
   {"name": "amount", "type": "float64", "nullable": true},
-  {"name": "ok", "type": "bool"},
+  {"name": "ok", "type": "boolean"},
   {"name": "msg", "type": "text", "size": 64, "nullable": true},
   {"name": "region", "type": "text", "size": 8, "default": "eu"},
   {"name": "host", "type": "text", "size": 16}
@@ -67,7 +67,8 @@ csv() {
     printf "2026-11-30 12:%02d:%02d,user%d,%d,%d.25,%s,\"message %d, with \"\"quotes\"\"\nand a second line\"\n",
       int(i / 60) % 60, i % 60, i, i % 200, i, (i % 2 ? "t" : "f"), i }'
 }
-ingest() { "$bin" ingest --schema schema.json --set host=testhost --reject-file rejects.jsonl "$@"; }
+common=(--schema schema.json --set host=testhost --reject-file rejects.jsonl)
+ingest() { "$bin" ingest "${common[@]}" "$@"; }
 count() { q "SELECT COUNT(*) FROM $table"; }
 distinct_keys() { q "SELECT COUNT(*) FROM (SELECT DISTINCT source_id, seq FROM $table) k"; }
 no_duplicates() { expect_eq "$(distinct_keys)" "$(count)" "distinct (source_id, seq)"; }
@@ -115,10 +116,11 @@ case $case in
     expect_eq "$(count)" 6 "good lines stored"
     expect_eq "$(wc -l < rejects.jsonl | tr -d ' ')" 6 "lines in the reject file"
     for line in 4 6 7 8 10 11; do
-      jq -e --argjson l $line 'select(.line == $l and .file == "hostile.jsonl" and (.reason | length) > 0)' rejects.jsonl >/dev/null ||
+      # -s: jq 1.6's -e looks at the last input only.
+      jq -se --argjson l $line 'any(.[]; .line == $l and .file == "hostile.jsonl" and (.reason | length) > 0)' rejects.jsonl >/dev/null ||
         fail "line $line not in the reject file with a reason: $(cat rejects.jsonl)"
     done
-    jq -e 'select(.line == 7 and (.reason | test("300")) and (.reason | test("level")))' rejects.jsonl >/dev/null ||
+    jq -se 'any(.[]; .line == 7 and (.reason | test("300")) and (.reason | test("level")))' rejects.jsonl >/dev/null ||
       fail "the out-of-range reason names the value and the column"
     expect_eq "$(q "SELECT COUNT(*) FROM $table WHERE user_name LIKE 'bad%utf'")" 1 "the invalid UTF-8 line, repaired"
     ;;
@@ -140,27 +142,29 @@ case $case in
     ;;
 
   kill9|interrupt)
-    jsonl 300000 > big.jsonl
-    ingest --quiet --batch-size 500 "$url" big.jsonl & pid=$!
+    jsonl 600000 > big.jsonl
+    # The command itself in the background (not a function's subshell), so
+    # that the signal reaches it.
+    "$bin" ingest "${common[@]}" --quiet --batch-size 500 "$url" big.jsonl & pid=$!
     # Stop it while it loads: once some rows are stored, well before the end.
     for _ in $(seq 1 600); do
       n=$(count 2>/dev/null || echo 0)
-      [ "${n:-0}" -ge 20000 ] && break
+      [ "${n:-0}" -ge 5000 ] && break
       sleep 0.05
     done
     if [ "$case" = kill9 ]; then kill -9 $pid; else kill -INT $pid; fi
     set +e; wait $pid; rc=$?; set -e
     [ "$case" = interrupt ] && expect_eq "$rc" 130 "exit status after Ctrl-C"
     partial=$(count)
-    [ "$partial" -lt 300000 ] || fail "the load finished before it was stopped ($partial rows)"
+    [ "$partial" -lt 600000 ] || fail "the load finished before it was stopped ($partial rows)"
     ingest --quiet "$url" big.jsonl || fail "rerun exited $?"
-    expect_eq "$(count)" 300000 "rows after the rerun"
+    expect_eq "$(count)" 600000 "rows after the rerun"
     no_duplicates
     ;;
 
   follow|copytruncate)
     jsonl 1000 > app.log
-    ingest --quiet --follow "$url" app.log & pid=$!
+    "$bin" ingest "${common[@]}" --quiet --follow "$url" app.log & pid=$!
     wait_rows() { for _ in $(seq 1 200); do [ "$(count 2>/dev/null || echo 0)" -ge "$1" ] && return 0; sleep 0.1; done; fail "waited for $1 rows, have $(count)"; }
     wait_rows 1000
     jsonl 500 1000 >> app.log
@@ -189,6 +193,9 @@ case $case in
     jsonl 10 > a.jsonl
     ingest --quiet "$url" a.jsonl || fail "first load exited $?"
     jsonl 10 100 > b.jsonl
+    # SQLite has no timestamp type (the sink stores microseconds in an
+    # INTEGER column), so its table reads back with an int64 column.
+    [ "$backend" = sqlite ] && sed -i -E 's/"at":"[^"]*"/"at":1796040000000000/' b.jsonl
     "$bin" ingest --quiet --table $table --map user_name=user.name --set host=h2 --set region=us \
       --reject-file rejects.jsonl "$url" b.jsonl || fail "load by the table's own schema exited $?"
     expect_eq "$(q "SELECT COUNT(*) FROM $table WHERE host = 'h2'")" 10 "rows loaded by the table's schema"
