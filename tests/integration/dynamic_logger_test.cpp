@@ -378,6 +378,24 @@ TEST(DynamicLogger, ARecordKeptPastItsLoggerCanStillBeCommittedOrLetGo) {
   EXPECT_TRUE(sink->keys().empty());
 }
 
+#ifndef NDEBUG
+// Debug builds catch what the setters do not check at run time.
+TEST(DynamicLoggerDeathTest, AWrongIndexOrSetterIsCaughtInDebugBuilds) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // the logger has threads
+  auto sink = std::make_shared<CollectingSink>();
+  DynamicLogger logger(every_type(), sink);
+  auto r = logger.acquire();
+  ASSERT_TRUE(r);
+  EXPECT_DEATH(r.set_integer(maybe + 1, 1), "column index out of range");
+  EXPECT_DEATH(r.set_text(i64, "x"), "set_text\\(\\) of a non-text column");
+  EXPECT_DEATH(r.set_integer(name, 1), "set_integer\\(\\) of a column that is not an integer");
+  EXPECT_DEATH(r.set_null(i64), "set_null\\(\\) of a column that is not nullable");
+  EXPECT_DEATH(r.set_float64(at, 1.0), "set_float64\\(\\) of a non-float64 column");
+  r.reset();
+  EXPECT_DEATH(r.set_bool(flag, true), "a setter of an empty DynamicLogger::Record");
+}
+#endif
+
 TEST(DynamicLogger, ANullSchemaIsRefused) {
   EXPECT_THROW(DynamicLogger(std::shared_ptr<const Schema>(), std::make_shared<CollectingSink>()),
                auditpipe::error);
