@@ -112,7 +112,8 @@ fresh_pg() { pg -c "DROP TABLE IF EXISTS bench_ingest; DROP TABLE IF EXISTS audi
 mysql_table() {
   my -e "DROP TABLE IF EXISTS bench_ingest; CREATE TABLE bench_ingest (at DATETIME(6) NOT NULL, tenant INT NOT NULL, user_id BIGINT NOT NULL, user_name VARCHAR(32) NOT NULL, action VARCHAR(16) NOT NULL, resource VARCHAR(96) NOT NULL, ip VARCHAR(40) NOT NULL, status SMALLINT NOT NULL, latency_ms DOUBLE NOT NULL, ok BOOLEAN NOT NULL, detail VARCHAR(192) NOT NULL, source_id BIGINT NOT NULL, seq BIGINT NOT NULL, PRIMARY KEY (source_id, seq)) ENGINE=InnoDB"
 }
-ingest() { "$bin" ingest --quiet --schema "$work/schema.json" --reject-file "$work/rejects.jsonl" "$@"; }
+tool=("$bin" ingest --quiet --schema "$work/schema.json" --reject-file "$work/rejects.jsonl")
+ingest() { "${tool[@]}" "$@"; }
 
 # --- MariaDB -------------------------------------------------------------------
 echo "=== MariaDB" >&2
@@ -127,13 +128,13 @@ measure "mariadb-import --local $import_threads" mysql "mariadb LOAD DATA LOCAL 
   env MYSQL_PWD="$my_pw" mariadb-import --local "$import_threads" -u "$my_user" -h "$my_host" -P "$my_port" \
   --fields-terminated-by=, --fields-optionally-enclosed-by='"' --ignore-lines=1 --columns="$cols" "$my_db" "$work/bench_ingest.csv"
 fresh_mysql
-measure "auditpipe ingest mariadb (jsonl)" mysql "mariadb LOAD DATA LOCAL (csv)" ingest "$mysql_url" "$work/rows.jsonl"
+measure "auditpipe ingest mariadb (jsonl)" mysql "mariadb LOAD DATA LOCAL (csv)" "${tool[@]}" "$mysql_url" "$work/rows.jsonl"
 t0=$(date +%s.%N); ingest "$mysql_url" "$work/rows.jsonl"; t1=$(date +%s.%N)
 echo "rerun of the completed mariadb load: $(printf '%.2f' "$(echo "$t1 - $t0" | bc -l)") s" | tee -a "$out"
 fresh_mysql
-measure "auditpipe ingest mariadb (jsonl.zst)" mysql "auditpipe ingest mariadb (jsonl)" ingest "$mysql_url" "$work/rows.jsonl.zst"
+measure "auditpipe ingest mariadb (jsonl.zst)" mysql "auditpipe ingest mariadb (jsonl)" "${tool[@]}" "$mysql_url" "$work/rows.jsonl.zst"
 fresh_mysql
-measure "auditpipe ingest mariadb (csv)" mysql "mariadb LOAD DATA LOCAL (csv)" ingest "$mysql_url" "$work/rows.csv"
+measure "auditpipe ingest mariadb (csv)" mysql "mariadb LOAD DATA LOCAL (csv)" "${tool[@]}" "$mysql_url" "$work/rows.csv"
 fresh_mysql
 echo "bench/ingest (the library's pipeline, its own rows):" | tee -a "$out"
 "$build/bench/ingest" "$mysql_url" "$work/ingest-lib" "$(( rows / 1000000 > 0 ? rows / 1000000 : 1 ))" auditpipe 2>/dev/null | tee -a "$out" || true
@@ -144,9 +145,9 @@ pg -c "DROP TABLE IF EXISTS bench_ingest; CREATE TABLE bench_ingest (at timestam
 measure "psql \\copy (csv)" postgresql "" \
   psql "$postgres_url" -X -q -c "\\copy bench_ingest($cols) FROM '$work/rows.csv' WITH (FORMAT csv, HEADER true)"
 fresh_pg
-measure "auditpipe ingest postgresql (jsonl)" postgresql "psql \\copy (csv)" ingest "$postgres_url" "$work/rows.jsonl"
+measure "auditpipe ingest postgresql (jsonl)" postgresql "psql \\copy (csv)" "${tool[@]}" "$postgres_url" "$work/rows.jsonl"
 fresh_pg
-measure "auditpipe ingest postgresql (csv)" postgresql "psql \\copy (csv)" ingest "$postgres_url" "$work/rows.csv"
+measure "auditpipe ingest postgresql (csv)" postgresql "psql \\copy (csv)" "${tool[@]}" "$postgres_url" "$work/rows.csv"
 fresh_pg
 
 # --- SQLite ------------------------------------------------------------------------
@@ -156,5 +157,5 @@ rm -f "$db"
 sqlite3 "$db" "CREATE TABLE bench_ingest (at TEXT, tenant INTEGER, user_id INTEGER, user_name TEXT, action TEXT, resource TEXT, ip TEXT, status INTEGER, latency_ms REAL, ok INTEGER, detail TEXT, source_id INTEGER, seq INTEGER, PRIMARY KEY (source_id, seq))"
 measure "sqlite3 .import (csv)" sqlite "" sqlite3 "$db" ".import --csv --skip 1 $work/rows.csv bench_ingest"
 rm -f "$db" "$db"-wal "$db"-shm
-measure "auditpipe ingest sqlite (jsonl)" sqlite "sqlite3 .import (csv)" ingest "sqlite://$db" "$work/rows.jsonl"
+measure "auditpipe ingest sqlite (jsonl)" sqlite "sqlite3 .import (csv)" "${tool[@]}" "sqlite://$db" "$work/rows.jsonl"
 echo "results in $out" >&2

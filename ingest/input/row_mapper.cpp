@@ -560,6 +560,11 @@ void RowMapper::set_header(const RawRecord& header) {
       throw auditpipe::error("ingest: the header names \"" + p.path + "\" " +
                              std::to_string(count) + " times (column " + p.spec.name + ")");
     p.field = exact >= 0 ? exact : loose;
+    // A path written for JSON inputs (user.name) that no header names: the
+    // column's own name, so that one schema file serves both formats.
+    if (p.field < 0 && p.path != p.spec.name)
+      for (std::size_t f = 0; f < names.size() && p.field < 0; ++f)
+        if (iequal(names[f], p.spec.name)) p.field = static_cast<int>(f);
     if (p.field < 0 && !p.spec.nullable && !p.has_default)
       throw auditpipe::error("ingest: no header field \"" + p.path + "\" for column " +
                              p.spec.name + ", which has no default and is not nullable (--map " +

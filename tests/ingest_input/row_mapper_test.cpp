@@ -131,8 +131,8 @@ TEST(RowMapper, IntegerConversionsAndRanges) {
   EXPECT_TRUE(r.ok) << r.reason;
   r = fill(m, audit_columns, head + "2.0}");
   EXPECT_TRUE(r.ok) << r.reason;
-  r = fill(m, audit_columns, head + "true}");
-  EXPECT_FALSE(r.ok);
+  r = fill(m, audit_columns, head + "true}");  // 1 (BooleansIntoIntegerColumnsAreOneAndZero)
+  EXPECT_TRUE(r.ok) << r.reason;
   r = fill(m, audit_columns, R"({"at":0,"ok":1,"level":1,"id":18446744073709551615})");
   EXPECT_FALSE(r.ok);
   EXPECT_NE(r.reason.find("out of range"), std::string::npos) << r.reason;
@@ -290,6 +290,39 @@ TEST(RowMapper, CsvHeaderMustCoverTheColumns) {
   EXPECT_EQ(r.calls.at(0), "int:5");
   EXPECT_EQ(r.calls.at(1), "NULL");
   EXPECT_EQ(r.calls.at(2), "int:1");
+}
+
+TEST(RowMapper, CsvFallsBackToTheColumnNameWhenNoHeaderNamesItsPath) {
+  // One schema file for JSON and CSV inputs: its path user.name is JSON's.
+  const std::vector<ColumnSpec> cols = {{"user_name", ColumnType::text, 16},
+                                        {"level", ColumnType::int32}};
+  RowMapper m(cols, Format::csv, {{{"user_name", "user.name"}}, {}});
+  m.set_header(*Padded("level,user_name"));
+  auto r = fill(m, cols, "3,alice");
+  ASSERT_TRUE(r.ok) << r.reason;
+  EXPECT_EQ(r.calls.at(0), "text:alice");
+  // A header that names the path wins over one naming the column.
+  RowMapper both(cols, Format::csv, {{{"user_name", "user.name"}}, {}});
+  both.set_header(*Padded("user_name,level,user.name"));
+  r = fill(both, cols, "no,4,yes");
+  ASSERT_TRUE(r.ok) << r.reason;
+  EXPECT_EQ(r.calls.at(0), "text:yes");
+}
+
+TEST(RowMapper, BooleansIntoIntegerColumnsAreOneAndZero) {
+  // SQLite and MySQL tables read back with integers where booleans were.
+  const std::vector<ColumnSpec> cols = {{"ok", ColumnType::int64}, {"flag", ColumnType::uint8}};
+  RowMapper json(cols, Format::jsonl);
+  auto r = fill(json, cols, R"({"ok": true, "flag": false})");
+  ASSERT_TRUE(r.ok) << r.reason;
+  EXPECT_EQ(r.calls.at(0), "int:1");
+  EXPECT_EQ(r.calls.at(1), "int:0");
+  RowMapper csv(cols, Format::csv);
+  csv.set_header(*Padded("ok,flag"));
+  r = fill(csv, cols, "false,yes");
+  ASSERT_TRUE(r.ok) << r.reason;
+  EXPECT_EQ(r.calls.at(0), "int:0");
+  EXPECT_EQ(r.calls.at(1), "int:1");
 }
 
 TEST(RowMapper, TsvFields) {
