@@ -135,6 +135,16 @@ fresh_mysql
 measure "auditpipe ingest mariadb (jsonl.zst)" mysql "auditpipe ingest mariadb (jsonl)" "${tool[@]}" "$mysql_url" "$work/rows.jsonl.zst"
 fresh_mysql
 measure "auditpipe ingest mariadb (csv)" mysql "mariadb LOAD DATA LOCAL (csv)" "${tool[@]}" "$mysql_url" "$work/rows.csv"
+# Peak RSS against input size: a 10 MB input and a 2 GB one (the rows three
+# times over: other offsets, so other keys), the same command.
+head -c 10000000 "$work/rows.jsonl" | head -n -1 > "$work/small.jsonl"
+for _ in 1 2 3; do cat "$work/rows.jsonl"; done > "$work/large.jsonl"
+for f in small large; do
+  fresh_mysql
+  /usr/bin/time -o "$work/time" -f '%M' "${tool[@]}" "$mysql_url" "$work/$f.jsonl" 2>/dev/null
+  echo "peak RSS, $(du -h "$work/$f.jsonl" | cut -f1) input: $(( $(tail -1 "$work/time") / 1024 )) MB" | tee -a "$out"
+done
+rm -f "$work/large.jsonl"
 fresh_mysql
 echo "bench/ingest (the library's pipeline, its own rows):" | tee -a "$out"
 "$build/bench/ingest" "$mysql_url" "$work/ingest-lib" "$(( rows / 1000000 > 0 ? rows / 1000000 : 1 ))" auditpipe 2>/dev/null | tee -a "$out" || true

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every benchmark in one run: builds Release, starts a throwaway MariaDB,
 # runs hot_path, alloc, the MySQL/PostgreSQL write-path sweep, ingest,
+# ingest_tool (auditpipe ingest against LOAD DATA, mariadb-import, \\copy, .import),
 # sink_ceiling, stall, overload and spill_drain, and writes CSV (and Google Benchmark JSON) plus PNG charts under
 # results/<time>/ (results/latest points at it).
 #
@@ -83,6 +84,8 @@ rows=$(awk -v s=$scale 'BEGIN {printf "%d", 300000 * s}')
 "$build/bench/write_paths" "$postgres_url" "$rows" | tee "$results/write_paths_postgresql.txt"
 echo "=== ingest" >&2
 "$build/bench/ingest" "$mysql_url" "$results" "$scale" | tee "$results/ingest.txt"
+echo "=== ingest_tool" >&2
+bench/ingest_tool.sh "$build" "$results" "$(awk -v s=$scale 'BEGIN {printf "%d", 2000000 * s}')"
 echo "=== sink_ceiling" >&2
 ceiling_rows=$(awk -v s=$scale 'BEGIN {printf "%d", 400000 * s}')
 "$build/bench/sink_ceiling" "$postgres_url" "$results" "$ceiling_rows" $((reps + 2)) \
