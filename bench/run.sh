@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every benchmark in one run: builds Release, starts a throwaway MariaDB,
 # runs hot_path, alloc, the MySQL/PostgreSQL write-path sweep, ingest,
-# ingest_tool (auditpipe ingest against LOAD DATA, mariadb-import, \\copy, .import),
+# ingest_tool (auditpipe ingest against LOAD DATA, mariadb-import, \copy, .import),
 # sink_ceiling, stall, overload and spill_drain, and writes CSV (and Google Benchmark JSON) plus PNG charts under
 # results/<time>/ (results/latest points at it).
 #
