@@ -6,7 +6,7 @@
 #   ingest_cli_test.sh <auditpipe binary> <sqlite|mysql|postgresql> <scratch dir> <case>
 #
 # Cases: formats, hostile, rerun, kill9, interrupt, follow, copytruncate,
-# schema_from_table, bad_schema, max_rejects, terminal. Exits 77 (skipped)
+# schema_from_table, bad_schema, infer, max_rejects, terminal. Exits 77 (skipped)
 # when the database's server is not configured (AUDITPIPE_TEST_MYSQL_URL,
 # AUDITPIPE_TEST_POSTGRES_URL).
 set -euo pipefail
@@ -85,11 +85,16 @@ case $case in
     # a.jsonl.gz has a.jsonl's bytes: the same input, nothing new.
     ingest --quiet "$url" a.jsonl.gz || fail "gz load exited $?"
     expect_eq "$(count)" 6700 "rows after the gzip copy of a loaded file"
+    # Standard input, compressed: recognised from the bytes; the same input again.
+    zstd -q -c a.jsonl | ingest --quiet --source-name piped "$url" - || fail "stdin load exited $?"
+    expect_eq "$(count)" 6700 "rows after a.jsonl again through stdin"
+    jsonl 50 9000 | ingest --quiet --source-name piped2 "$url" - || fail "stdin load exited $?"
+    expect_eq "$(count)" 6750 "rows after new lines through stdin"
     no_duplicates
     expect_eq "$(q "SELECT user_name FROM $table WHERE msg = 'message 7, with \"quotes\"' AND level = 7 ORDER BY user_name LIMIT 1")" "user7" "a JSON row's nested field"
     expect_eq "$(q "SELECT COUNT(*) FROM $table WHERE msg LIKE '%and a second line'")" 500 "CSV fields with an embedded newline"
     expect_eq "$(q "SELECT COUNT(*) FROM $table WHERE amount IS NULL")" 200 "empty CSV field into a nullable column"
-    expect_eq "$(q "SELECT COUNT(*) FROM $table WHERE host = 'testhost' AND region = 'eu'")" 6700 "--set and default"
+    expect_eq "$(q "SELECT COUNT(*) FROM $table WHERE host = 'testhost' AND region = 'eu'")" 6750 "--set and default"
     ;;
 
   hostile)
@@ -215,6 +220,21 @@ case $case in
     expect_eq "$rc" 1 "exit status for a bad identifier"
     grep -q 'user name' <<<"$out" || fail "the message does not name the column: $out"
     grep -qi 'identifier' <<<"$out" || fail "the message does not say what is wrong: $out"
+    ;;
+
+  infer)
+    # What --infer prints is a schema file that loads the file it came from.
+    { jsonl 300; echo '{"at":"2026-11-30T12:00:00Z","user":{"name":"late"},"level":1,"ok":true,"note":"only here"}'; } > a.jsonl
+    "$bin" ingest --infer --table $table a.jsonl > inferred.json || fail "--infer exited $?"
+    jq -e '.table == "'$table'" and (.columns | length) >= 7' inferred.json >/dev/null ||
+      fail "unexpected schema: $(cat inferred.json)"
+    jq -e '.columns[] | select(.name == "user_name") | .path == "user.name"' inferred.json >/dev/null ||
+      fail "the nested field has no path: $(cat inferred.json)"
+    jq -e '.columns[] | select(.name == "note") | .nullable == true' inferred.json >/dev/null ||
+      fail "a field seen in one line only is not nullable: $(cat inferred.json)"
+    "$bin" ingest --quiet --schema inferred.json --reject-file rejects.jsonl "$url" a.jsonl ||
+      fail "loading with the inferred schema exited $?"
+    expect_eq "$(count)" 301 "rows loaded with the inferred schema"
     ;;
 
   max_rejects)
