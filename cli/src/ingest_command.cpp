@@ -117,8 +117,12 @@ IngestCommand::IngestCommand(CLI::App& app) {
   command_->add_option("--format,-f", config_.format, "auto, jsonl, csv or tsv")
       ->check(CLI::IsMember({"auto", "jsonl", "json", "csv", "tsv"}))
       ->default_val("auto");
-  command_->add_option("--map,-m", maps_, "column=path: the input field a column comes from");
-  command_->add_option("--set,-s", sets_, "column=value: a constant for a column");
+  // One value per --map/--set (repeat the option for more): a vector
+  // option would otherwise swallow the URL and files after it.
+  command_->add_option("--map,-m", maps_, "column=path: the input field a column comes from")
+      ->allow_extra_args(false);
+  command_->add_option("--set,-s", sets_, "column=value: a constant for a column")
+      ->allow_extra_args(false);
   command_->add_option("--reject-file", config_.reject_file,
                        "where rejected lines go (default TABLE.rejects.jsonl)");
   command_->add_option("--max-rejects", max_rejects_, "stop after more than N rejected lines");

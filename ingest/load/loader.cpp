@@ -103,6 +103,7 @@ class Load {
   std::vector<std::pair<std::string, std::string>> maps_;
   std::unique_ptr<DynamicLogger> logger_;
   std::unique_ptr<RejectFile> rejects_;
+  std::string options_dead_letter_;  ///< the pipeline's dead-letter file
   std::vector<std::unique_ptr<InputState>> inputs_;
   std::atomic<std::size_t> next_input_{0};
   std::atomic<bool> aborted_{false};
@@ -176,7 +177,7 @@ LoadSummary Load::run() {
   options.writers = config_.writers;
   if (config_.batch_size != 0) options.batch_size = config_.batch_size;
   options.overflow = Overflow::block;
-  options.dead_letter_path = rejects_->path() + ".refused";
+  options.dead_letter_path = options_dead_letter_ = rejects_->path() + ".refused";
   logger_ = std::make_unique<DynamicLogger>(*schema_, auditpipe::open(config_.url), options);
 
   Progress progress(stderr, Progress::mode_for(stderr, config_.quiet), [this] {
@@ -227,6 +228,11 @@ LoadSummary Load::run() {
   s.aborted = aborted_.load();
   s.errors = errors_;
   s.reject_file = rejects_->path();
+  // The pipeline's dead-letter file, made at start: gone again when the
+  // database refused nothing.
+  std::error_code ec;
+  if (s.refused == 0 && std::filesystem::file_size(options_dead_letter_, ec) == 0 && !ec)
+    std::filesystem::remove(options_dead_letter_, ec);
   return s;
 }
 

@@ -62,6 +62,7 @@ void append_json_escaped(std::string& out, std::string_view text) {
 
 RejectFile::RejectFile(std::string path, std::size_t max_text_bytes)
     : path_(std::move(path)), max_text_bytes_(max_text_bytes) {
+  created_ = ::access(path_.c_str(), F_OK) != 0;
   file_ = std::fopen(path_.c_str(), "a");
   if (file_ == nullptr)
     throw error("auditpipe ingest: cannot open the reject file " + path_ + ": " +
@@ -70,6 +71,7 @@ RejectFile::RejectFile(std::string path, std::size_t max_text_bytes)
 
 RejectFile::~RejectFile() {
   if (file_ != nullptr) std::fclose(file_);
+  if (created_ && count_ == 0) ::unlink(path_.c_str());
 }
 
 void RejectFile::add(std::string_view file, std::uint64_t line, std::uint64_t offset,

@@ -21,6 +21,8 @@ class RejectFile {
  public:
   /// Opens `path` for appending (created if missing). Throws auditpipe::error.
   explicit RejectFile(std::string path, std::size_t max_text_bytes = 4096);
+  /// Closes it; a file this object created and never wrote to is removed
+  /// (a clean load leaves no empty reject file behind).
   ~RejectFile();
   RejectFile(const RejectFile&) = delete;
   RejectFile& operator=(const RejectFile&) = delete;
@@ -40,6 +42,7 @@ class RejectFile {
   const std::size_t max_text_bytes_;
   mutable std::mutex mutex_;
   std::FILE* file_ = nullptr;
+  bool created_ = false;  ///< the file did not exist before
   std::uint64_t count_ = 0;
   std::string line_;  ///< reused: no allocation per reject in steady state
 };

@@ -134,6 +134,7 @@ case $case in
     jsonl 20000 > big.jsonl
     ingest --quiet "$url" big.jsonl || fail "first load exited $?"
     expect_eq "$(count)" 20000 "first load"
+    [ ! -e rejects.jsonl ] && [ ! -e rejects.jsonl.refused ] || fail "a clean load left reject files"
     out=$(ingest "$url" big.jsonl 2>&1) || fail "rerun exited $?: $out"
     expect_eq "$(count)" 20000 "after the rerun"
     grep -q 'written   0 rows' <<<"$out" || fail "the rerun wrote rows: $out"
@@ -201,8 +202,9 @@ case $case in
     # SQLite has no timestamp type (the sink stores microseconds in an
     # INTEGER column), so its table reads back with an int64 column.
     [ "$backend" = sqlite ] && sed -i -E 's/"at":"[^"]*"/"at":1796040000000000/' b.jsonl
-    "$bin" ingest --quiet --table $table --map user_name=user.name --set host=h2 --set region=us \
-      --reject-file rejects.jsonl "$url" b.jsonl || fail "load by the table's own schema exited $?"
+    # --set right before the URL: each takes one value, never the URL.
+    "$bin" ingest --quiet --table $table --reject-file rejects.jsonl --map user_name=user.name \
+      --set host=h2 --set region=us "$url" b.jsonl || fail "load by the table's own schema exited $?"
     expect_eq "$(q "SELECT COUNT(*) FROM $table WHERE host = 'h2'")" 10 "rows loaded by the table's schema"
     set +e
     out=$("$bin" ingest --quiet --table no_such_table "$url" b.jsonl 2>&1); rc=$?
