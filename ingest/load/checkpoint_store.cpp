@@ -7,20 +7,23 @@
 #include <string_view>
 
 #include "auditpipe/status.h"
+#include "source_identity.h"
 
 namespace auditpipe::ingest {
 namespace {
 
 constexpr std::string_view columns =
     "target_table, source_id, source_name, prefix_bytes, bytes_done, lines_done, records_done, "
-    "rejects, updated_at";
+    "rejects, salt, updated_at";
 
 std::uint64_t to_u64(const std::optional<std::string>& v) {
   return v ? std::stoull(*v) : 0;
 }
 
 std::string now_text() {
-  return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+  // Milliseconds: candidates() orders by it, and a rotated input's
+  // successor is often written within the same second as its last save.
+  return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
                             std::chrono::system_clock::now().time_since_epoch())
                             .count());
 }
@@ -43,16 +46,25 @@ CheckpointStore::CheckpointStore(Database& db, std::string target_table,
                 "source_id " + integer + " NOT NULL, source_name " + name_type + " NOT NULL, " +
                 "prefix_bytes " + integer + " NOT NULL, bytes_done " + integer + " NOT NULL, " +
                 "lines_done " + integer + " NOT NULL, records_done " + integer + " NOT NULL, " +
-                "rejects " + integer + " NOT NULL, updated_at " + integer + " NOT NULL, " +
+                "rejects " + integer + " NOT NULL, salt " + integer + " NOT NULL DEFAULT 0, " +
+                "updated_at " + integer + " NOT NULL, " +
                 "PRIMARY KEY (target_table, source_id))");
   } catch (const error& e) {
     throw error("auditpipe ingest: cannot create the checkpoint table " + checkpoint_table_ +
                 " on " + db_.describe() + ": " + e.what());
   }
-  upsert_ = "INSERT INTO " + t + " (" + std::string(columns) + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)";
+  // A table from before the salt column: given it (the table is this
+  // program's own bookkeeping).
+  try {
+    db_.query("SELECT salt FROM " + t + " WHERE 1 = 0");
+  } catch (const error&) {
+    db_.execute("ALTER TABLE " + t + " ADD COLUMN salt " + integer + " NOT NULL DEFAULT 0");
+  }
+  upsert_ = "INSERT INTO " + t + " (" + std::string(columns) +
+            ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
   static constexpr std::string_view updated[] = {"source_name",  "prefix_bytes", "bytes_done",
                                                  "lines_done",   "records_done", "rejects",
-                                                 "updated_at"};
+                                                 "salt",         "updated_at"};
   upsert_ += mysql ? " ON DUPLICATE KEY UPDATE " : " ON CONFLICT (target_table, source_id) DO UPDATE SET ";
   for (std::size_t i = 0; i < std::size(updated); ++i) {
     if (i > 0) upsert_ += ", ";
@@ -64,12 +76,12 @@ CheckpointStore::CheckpointStore(Database& db, std::string target_table,
 std::vector<Checkpoint> CheckpointStore::select(const std::string& where,
                                                 const std::vector<std::string>& params) {
   const auto rows = db_.query(
-      "SELECT source_id, source_name, prefix_bytes, bytes_done, lines_done, records_done, rejects "
-      "FROM " + db_.quote(checkpoint_table_) + " WHERE target_table = ? AND " + where,
+      "SELECT source_id, source_name, prefix_bytes, bytes_done, lines_done, records_done, "
+      "rejects, salt FROM " + db_.quote(checkpoint_table_) + " WHERE target_table = ? AND " + where,
       params);
   std::vector<Checkpoint> out;
   for (const auto& r : rows) {
-    if (r.size() < 7) continue;
+    if (r.size() < 8) continue;
     Checkpoint c;
     c.source_id = static_cast<std::int64_t>(to_u64(r[0]));
     c.source_name = r[1].value_or("");
@@ -78,13 +90,15 @@ std::vector<Checkpoint> CheckpointStore::select(const std::string& where,
     c.lines_done = to_u64(r[4]);
     c.records_done = to_u64(r[5]);
     c.rejects = to_u64(r[6]);
+    c.salt = r[7] ? std::stoll(*r[7]) : 0;
     out.push_back(std::move(c));
   }
   return out;
 }
 
-std::vector<Checkpoint> CheckpointStore::find_by_name(const std::string& source_name) {
-  return select("source_name = ?", {target_table_, source_name});
+std::vector<Checkpoint> CheckpointStore::candidates(const std::string& source_name) {
+  return select("(source_name = ? OR prefix_bytes < ?) ORDER BY updated_at DESC",
+                {target_table_, source_name, std::to_string(identity_prefix_bytes)});
 }
 
 std::optional<Checkpoint> CheckpointStore::find(std::int64_t source_id) {
@@ -97,7 +111,7 @@ void CheckpointStore::save(const Checkpoint& c) {
   db_.execute(upsert_, {target_table_, std::to_string(c.source_id), c.source_name,
                         std::to_string(c.prefix_bytes), std::to_string(c.bytes_done),
                         std::to_string(c.lines_done), std::to_string(c.records_done),
-                        std::to_string(c.rejects), now_text()});
+                        std::to_string(c.rejects), std::to_string(c.salt), now_text()});
 }
 
 }  // namespace auditpipe::ingest

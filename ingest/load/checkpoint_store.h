@@ -32,6 +32,7 @@ struct Checkpoint {
   std::uint64_t lines_done = 0;    ///< lines before bytes_done
   std::uint64_t records_done = 0;  ///< records committed before bytes_done, all runs
   std::uint64_t rejects = 0;       ///< lines rejected before bytes_done, all runs
+  std::int64_t salt = 0;           ///< source_identity.h: source_id_of(prefix, salt)
 };
 
 class CheckpointStore {
@@ -39,8 +40,11 @@ class CheckpointStore {
   /// Creates the checkpoint table if it is missing. Throws auditpipe::error.
   CheckpointStore(Database& db, std::string target_table, std::string checkpoint_table);
 
-  /// The checkpoints of this target table recorded for `source_name`.
-  std::vector<Checkpoint> find_by_name(const std::string& source_name);
+  /// The checkpoints an input named `source_name` may have: those recorded
+  /// under that name, and those of inputs identified by fewer than
+  /// identity_prefix_bytes (they may have grown and moved since), the most
+  /// recently written first.
+  std::vector<Checkpoint> candidates(const std::string& source_name);
   /// The checkpoint of `source_id` for this target table, if any.
   std::optional<Checkpoint> find(std::int64_t source_id);
   /// Inserts or replaces the checkpoint of c.source_id.

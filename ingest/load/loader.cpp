@@ -67,6 +67,8 @@ struct InputState {
   Format format = Format::jsonl;
   std::mutex mutex;
   bool identified = false;  ///< guarded by mutex
+  /// guarded by mutex: the source a rotation replaced (never this input's id)
+  std::int64_t not_this = -1;
   Checkpoint saved;         ///< guarded by mutex: the last checkpoint stored
   Position position;        ///< guarded by mutex
   std::atomic<std::uint64_t> input_bytes{0};
@@ -86,7 +88,8 @@ class Load {
   // more to wait for (the end without follow, a stop, an error).
   bool pass(InputState& input, const std::string& open_path, RowMapper& mapper,
             std::uint64_t& source_id);
-  Checkpoint identify(InputState& input, const std::string& prefix);
+  Checkpoint identify(InputState& input, const std::string& prefix,
+                      std::optional<std::uint64_t> size, std::int64_t not_this);
   DynamicLogger::Record acquire();
   void reject(InputState& input, const RawRecord& raw, std::string_view reason);
   void checkpoint_loop();
@@ -257,7 +260,8 @@ void Load::fail(InputState& input, const std::string& message) {
   errors_.push_back(input.path + ": " + message);
 }
 
-Checkpoint Load::identify(InputState& input, const std::string& prefix) {
+Checkpoint Load::identify(InputState& input, const std::string& prefix,
+                          std::optional<std::uint64_t> size, std::int64_t not_this) {
   const std::string_view id_prefix =
       std::string_view(prefix).substr(0, std::min(prefix.size(), identity_prefix_bytes));
   Checkpoint c;
@@ -266,16 +270,28 @@ Checkpoint Load::identify(InputState& input, const std::string& prefix) {
   c.prefix_bytes = id_prefix.size();
   if (!store_) return c;
   std::lock_guard lock(db_mutex_);
-  // The same input under its name, perhaps grown since (its prefix length
-  // is the one it had when first seen) ...
-  for (Checkpoint& known : store_->find_by_name(input.name))
-    if (known.prefix_bytes <= prefix.size() &&
-        source_id_of(std::string_view(prefix).substr(0, known.prefix_bytes)) == known.source_id)
-      return known;
-  // ... or under another name (moved, rotated, a copy).
-  if (auto known = store_->find(c.source_id)) return *known;
-  // A new input: recorded before any of its records is sent, so that a
-  // crash before the first checkpoint still finds this identity again.
+  // An input seen before starts with the bytes it was identified by (fewer
+  // than identity_prefix_bytes if it was that short then: it may have grown
+  // and moved since), and is at least as long as it was loaded. Not
+  // `not_this`: the file a rotation just replaced, whose successor may
+  // start with the same bytes.
+  auto same_input = [&](const Checkpoint& known) {
+    return known.source_id != not_this && known.prefix_bytes <= prefix.size() &&
+           source_id_of(std::string_view(prefix).substr(0, known.prefix_bytes), known.salt) ==
+               known.source_id &&
+           (!size || *size >= known.bytes_done);
+  };
+  for (const Checkpoint& known : store_->candidates(input.name))
+    if (same_input(known)) return known;
+  if (auto known = store_->find(c.source_id); known && same_input(*known)) return *known;
+  // A new input. Its first bytes may be those of another one (a rotated
+  // log's successor, a copy cut short): salted until its id is its own.
+  while (store_->find(c.source_id)) {
+    c.salt = c.source_id;
+    c.source_id = source_id_of(id_prefix, c.salt);
+  }
+  // Recorded before any of its records is sent, so that a crash before the
+  // first checkpoint still finds this identity again.
   store_->save(c);
   return c;
 }
@@ -314,6 +330,7 @@ void Load::read_input(InputState& input) {
     if (mapper) repaired_lines_.fetch_add(mapper->repaired_lines());
     mapper.emplace(schema_->columns(), input.format, MappingOptions{maps_, config_.sets});
     std::lock_guard lock(input.mutex);
+    if (input.identified) input.not_this = input.saved.source_id;
     input.identified = false;
     input.position = {};
   };
@@ -367,14 +384,20 @@ bool Load::pass(InputState& input, const std::string& open_path, RowMapper& mapp
       const std::string_view head = std::string_view(prefix).substr(
           0, std::min<std::size_t>(prefix.size(), input.saved.prefix_bytes));
       // Not the file identified before (replaced between two passes): a new input.
-      if (head.size() < input.saved.prefix_bytes || source_id_of(head) != input.saved.source_id) {
+      if (head.size() < input.saved.prefix_bytes ||
+          source_id_of(head, input.saved.salt) != input.saved.source_id) {
+        input.not_this = input.saved.source_id;
         input.identified = false;
         input.position = {};
       }
     }
     if (!input.identified) {
       lock.unlock();
-      Checkpoint c = identify(input, prefix);  // a round trip: not under the lock
+      const std::int64_t not_this = input.not_this;
+      // The size bounds what was loaded only where it counts the same bytes
+      // as offsets do: not for compressed input.
+      const auto size = source->compressed() ? std::nullopt : source->input_size();
+      Checkpoint c = identify(input, prefix, size, not_this);  // a round trip: not under the lock
       lock.lock();
       input.saved = c;
       input.identified = true;

@@ -12,7 +12,7 @@
 
 namespace auditpipe::ingest {
 
-std::int64_t source_id_of(std::string_view prefix) {
+std::int64_t source_id_of(std::string_view prefix, std::int64_t salt) {
   // The domain string keeps these ids apart from any other use of the hash;
   // the length makes a file and its longer continuation differ.
   static constexpr char domain[] = "auditpipe ingest source v1";
@@ -23,6 +23,7 @@ std::int64_t source_id_of(std::string_view prefix) {
   const bool ok = ctx != nullptr && EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr) == 1 &&
                   EVP_DigestUpdate(ctx, domain, sizeof domain) == 1 &&
                   EVP_DigestUpdate(ctx, &length, sizeof length) == 1 &&
+                  (salt == 0 || EVP_DigestUpdate(ctx, &salt, sizeof salt) == 1) &&
                   EVP_DigestUpdate(ctx, prefix.data(), prefix.size()) == 1 &&
                   EVP_DigestFinal_ex(ctx, digest.data(), &digest_size) == 1;
   EVP_MD_CTX_free(ctx);

@@ -19,7 +19,10 @@ namespace auditpipe::ingest {
 /// the checkpoint keeps that length so a grown file still matches.
 inline constexpr std::size_t identity_prefix_bytes = 4096;
 
-/// A non-negative id from SHA-256 of `prefix` (its length included).
-std::int64_t source_id_of(std::string_view prefix);
+/// A non-negative id from SHA-256 of `prefix` (its length included) and
+/// `salt`: 0 for an input seen first, else the id of another input whose
+/// first bytes were the same (a rotated log's successor that starts as it
+/// did), so that the two never share keys.
+std::int64_t source_id_of(std::string_view prefix, std::int64_t salt = 0);
 
 }  // namespace auditpipe::ingest
