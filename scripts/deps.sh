@@ -33,6 +33,7 @@ packages=(
   dpkg-dev file lintian    # the Debian packages: cpack's dpkg-shlibdeps, and their check
   doxygen                  # the API reference (target docs), checked by the test api_docs
   libcli11-dev             # the auditpipe command's option parser
+  help2man                 # its manual page, made from its --help
   libssl-dev               # libcrypto's SHA-256: auditpipe ingest's input identities
   tmux                     # a real terminal for the progress display's test
 )
