@@ -63,7 +63,7 @@ jsonl() {
       int(i / 60) % 60, i % 60, (i * 7919) % 1000000, i, i % 200, (i % 5 ? sprintf("%.17g", i / 3.0) : "null"),
       (i % 2 ? "true" : "false"), (i % 7 ? "\"message " i "\"" : "null") }'
 }
-load() { "$bin" ingest --quiet --schema schema.json --batch-size 500 "$@"; }
+load() { "$bin" ingest --quiet --schema schema.json --batch-size "${batch:-500}" "$@"; }
 verify() { "$bin" verify --quiet "$url" --table "$table" "$@"; }
 # run_verify ARGS...: sets out and rc.
 run_verify() { set +e; out=$(verify "$@" 2>&1); rc=$?; set -e; echo "$out" >> verify.log; }
@@ -189,14 +189,23 @@ case $case in
     # The server killed -9 mid-load, started again; the load finishes on a
     # rerun. Every row is sealed, or reported as not yet sealed; none tampered.
     [ "$backend" = mysql ] || { echo "killdb runs against MariaDB only"; exit 77; }
-    jsonl 200000 0 > a.jsonl
-    load --batch-size 2000 "$sealed_url" a.jsonl &
+    jsonl 400000 0 > a.jsonl
+    batch=2000 load "$sealed_url" a.jsonl &
     pid=$!
-    sleep 2
-    (cd "$here" && ./scripts/mariadb.sh kill && ./scripts/mariadb.sh start) >/dev/null
+    for _ in $(seq 100); do  # until the load is under way
+      n=$(q "SELECT COUNT(*) FROM $table" 2>/dev/null || echo 0)
+      [ "${n:-0}" -gt 20000 ] && break
+      sleep 0.1
+    done
+    (cd "$here" && ./scripts/mariadb.sh kill) >/dev/null
+    kill -0 $pid 2>/dev/null || fail "the load ended before the kill"
+    sleep 1
+    (cd "$here" && ./scripts/mariadb.sh start) >/dev/null
+    stored=$(q "SELECT COUNT(*) FROM $table")
+    echo "killed with $n rows stored; $stored after the restart"
     wait $pid || true
-    load --batch-size 2000 "$sealed_url" a.jsonl || fail "the rerun exited $?"
-    expect_eq "$(q "SELECT COUNT(*) FROM $table")" 200000 "rows after the rerun"
+    batch=2000 load "$sealed_url" a.jsonl || fail "the rerun exited $?"
+    expect_eq "$(q "SELECT COUNT(*) FROM $table")" 400000 "rows after the rerun"
     run_verify --key-file key
     [ "$rc" = 0 ] || [ "$rc" = 3 ] || fail "verify after kill -9 exited $rc: $out"
     grep -qE "^(changed|deleted|inserted|seals|chain|forged)" <<<"$out" && fail "tampering reported: $out"
