@@ -70,8 +70,10 @@ class AUDITPIPE_EXPORT Sha256 {
  public:
   Sha256();
   ~Sha256();
-  Sha256(Sha256&&) noexcept;
-  Sha256& operator=(Sha256&&) noexcept;
+  /// Takes `other`'s state; `other` is then spent.
+  Sha256(Sha256&& other) noexcept;
+  /// Takes `other`'s state; `other` is then spent.
+  Sha256& operator=(Sha256&& other) noexcept;
   /// Adds bytes.
   void update(std::string_view bytes);
   /// The digest of everything added, as hex; the object is then spent.
