@@ -404,6 +404,31 @@ void SqlSink::flush_seals(SqlConnection& c) {
 
 void SqlSink::close() noexcept {
   if (settings_.seal.mode != seal::Mode::none && table_ != nullptr) {
+    // Seals whose statement failed: one last try on an idle connection (no
+    // write runs any more), so a clean shutdown leaves nothing unsealed.
+    bool pending = false;
+    {
+      detail::MutexLock lock(seal_mutex_);
+      pending = !pending_seals_.empty();
+    }
+    if (pending && !cancellation_.cancelled()) {
+      try {
+        if (pool_) {
+          if (ConnectionPool::Lease lease = pool_->try_acquire()) {
+            detail::MutexLock lock(seal_mutex_);
+            flush_seals(lease.as<LiveConnection>().connection());
+          }
+        } else {
+          detail::MutexLock single(single_mutex_);
+          if (single_) {
+            detail::MutexLock lock(seal_mutex_);
+            flush_seals(*single_);
+          }
+        }
+      } catch (const std::exception&) {
+        // reported below, as still pending
+      }
+    }
     detail::MutexLock lock(seal_mutex_);
     if (sealed_no_ > 0) {
       diagnostics()->info("auditpipe: {} sealed through seal {} digest {}", table_->name,
