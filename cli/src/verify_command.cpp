@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <ctime>
 #include <fstream>
+#include <future>
 #include <map>
 #include <optional>
 #include <vector>
@@ -157,6 +158,9 @@ VerifyCommand::VerifyCommand(CLI::App& app) {
                        "check only seals made at or after TIME (epoch seconds or "
                        "YYYY-MM-DD[THH:MM:SS] UTC), trusting the first one's link");
   command_->add_option("--max-findings", max_findings_, "findings printed (default 20)");
+  command_->add_option("--unsealed-window", unsealed_window_,
+                       "rows no seal covers among the keys of the last N seals are 'not yet "
+                       "sealed' (a crash of several writers), not 'inserted' (default 16)");
   command_->add_flag("--quiet,-q", quiet_, "no progress line");
 }
 
@@ -251,12 +255,21 @@ int VerifyCommand::run() {
     for (const std::int64_t sid : sources) {
       std::vector<Range> runs;
       std::vector<Range>* ranges = nullptr;
-      std::optional<std::int64_t> newest;  // the newest seq sealed for this source
+      std::optional<std::int64_t> newest;  // the newest seq sealed for this source, but the tail's
       if (auto it = by_source.find(sid); it != by_source.end()) {
         for (const auto& [seal_index, items] : it->second) parse_runs(items, seal_index, runs);
         std::sort(runs.begin(), runs.end(),
                   [](const Range& x, const Range& y) { return x.lo < y.lo; });
-        for (const Range& r : runs) newest = std::max(newest.value_or(r.hi), r.hi);
+        // Several writers store a source's batches at once, and each seals
+        // its own after its statement: a crash can leave the newest few
+        // batches unsealed below rows another writer sealed. Rows no seal
+        // covers count as inserted only below what the seals older than the
+        // last --unsealed-window seals cover.
+        const std::int64_t last_no = seals.empty() ? 0 : seals.back().no;
+        for (const Range& r : runs) {
+          if (seals[r.seal].no + static_cast<std::int64_t>(unsealed_window_) > last_no) continue;
+          newest = std::max(newest.value_or(r.hi), r.hi);
+        }
         ranges = &runs;
       }
       std::size_t next_range = 0;
@@ -269,12 +282,24 @@ int VerifyCommand::run() {
       };
       std::optional<std::int64_t> after;
       std::int64_t first_unsealed = 0;
-      for (;;) {
+      using Page = std::vector<std::vector<std::optional<std::string>>>;
+      auto fetch = [&, sid](std::optional<std::int64_t> from) {
         std::string sql =
             "SELECT " + select + " FROM " + table_q + " WHERE source_id = " + std::to_string(sid);
-        if (after) sql += " AND seq > " + std::to_string(*after);
+        if (from) sql += " AND seq > " + std::to_string(*from);
         sql += " ORDER BY seq LIMIT " + std::to_string(page);
-        auto rows = db->query(sql);
+        return db->query(sql);
+      };
+      // The next page is read (on another thread: the one connection is
+      // only ever used by one at a time) while this one is digested.
+      std::future<Page> next = std::async(std::launch::async, fetch, std::nullopt);
+      for (;;) {
+        Page rows = next.get();
+        const bool last_page = rows.size() < static_cast<std::size_t>(page);
+        if (!last_page) {
+          next = std::async(std::launch::async, fetch,
+                            std::optional(to_int(rows.back().back().value_or(""), "seq")));
+        }
         for (auto& row : rows) {
           const std::int64_t seq = to_int(row.back().value_or(""), "seq");
           after = seq;
@@ -344,7 +369,7 @@ int VerifyCommand::run() {
           ++rows_read;
           if ((rows_read & 1023) == 0) draw(false);
         }
-        if (rows.size() < static_cast<std::size_t>(page)) break;
+        if (last_page) break;
       }
       if (ranges != nullptr) {
         for (std::size_t i : active) retire((*ranges)[i]);

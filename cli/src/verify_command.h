@@ -30,6 +30,7 @@ class VerifyCommand {
   std::string anchor_;
   std::string since_;
   std::size_t max_findings_ = 20;
+  std::size_t unsealed_window_ = 16;
   bool quiet_ = false;
 };
 
