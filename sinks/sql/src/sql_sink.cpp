@@ -349,14 +349,16 @@ void SqlSink::seal_batch(SqlConnection& c, const Batch& batch) noexcept {
     close_run();
     const std::string rows_digest = h.final_hex();
     const auto count = static_cast<std::int64_t>(rows.size());
-    detail::MutexLock lock(seal_mutex_);
-    PendingSeal p{next_seal_no_, std::move(ranges), count, last_digest_, {}};
-    p.digest = seal::seal_digest(
-        settings_.seal.mode, seal_key_,
-        seal::seal_message(p.prev_digest, p.seal_no, p.ranges, p.row_count, rows_digest));
-    ++next_seal_no_;
-    last_digest_ = p.digest;
-    pending_seals_.push_back(std::move(p));
+    {
+      detail::MutexLock lock(seal_mutex_);
+      PendingSeal p{next_seal_no_, std::move(ranges), count, last_digest_, {}};
+      p.digest = seal::seal_digest(
+          settings_.seal.mode, seal_key_,
+          seal::seal_message(p.prev_digest, p.seal_no, p.ranges, p.row_count, rows_digest));
+      ++next_seal_no_;
+      last_digest_ = p.digest;
+      pending_seals_.push_back(std::move(p));
+    }
     flush_seals(c);
   } catch (const std::exception& e) {
     diagnostics()->warn("auditpipe: sealing a batch of {} failed: {}", table_->name, e.what());
@@ -364,32 +366,49 @@ void SqlSink::seal_batch(SqlConnection& c, const Batch& batch) noexcept {
 }
 
 void SqlSink::flush_seals(SqlConnection& c) {
+  // The seals pending now are this call's to write: seal_no and the chain
+  // were fixed under the lock, so writers store their seals at once, each
+  // on its own connection, and the table orders them by seal_no.
+  std::vector<PendingSeal> mine;
+  {
+    detail::MutexLock lock(seal_mutex_);
+    mine.swap(pending_seals_);
+  }
+  if (mine.empty()) return;
   std::size_t done = 0;
   const auto now_us = std::chrono::duration_cast<std::chrono::microseconds>(
                           std::chrono::system_clock::now().time_since_epoch())
                           .count();
-  for (const PendingSeal& p : pending_seals_) {
+  for (const PendingSeal& p : mine) {
     try {
       c.query_rows(seal_insert_, {std::to_string(p.seal_no), p.ranges, std::to_string(p.row_count),
                                   p.prev_digest, p.digest, std::to_string(now_us)});
     } catch (const std::exception& e) {
-      // Kept, in order, and written before the next seal: the chain never skips.
+      // Kept, and written before the next seal's: the chain never skips.
       diagnostics()->warn("auditpipe: seal {} of {} not stored yet ({} pending): {}", p.seal_no,
-                          table_->name, pending_seals_.size() - done, e.what());
+                          table_->name, mine.size() - done, e.what());
       break;
     }
     ++done;
-    sealed_no_ = p.seal_no;
-    sealed_digest_ = p.digest;
+  }
+  detail::MutexLock lock(seal_mutex_);
+  if (done < mine.size()) {
+    for (std::size_t i = done; i < mine.size(); ++i) pending_seals_.push_back(std::move(mine[i]));
+    std::sort(pending_seals_.begin(), pending_seals_.end(),
+              [](const PendingSeal& x, const PendingSeal& y) { return x.seal_no < y.seal_no; });
+  }
+  bool advanced = false;
+  for (std::size_t i = 0; i < done; ++i) {
+    if (mine[i].seal_no <= sealed_no_) continue;
+    sealed_no_ = mine[i].seal_no;
+    sealed_digest_ = mine[i].digest;
+    advanced = true;
     if (sealed_no_ % 1000 == 0) {
       diagnostics()->info("auditpipe: {} sealed through seal {} digest {}", table_->name,
                           sealed_no_, sealed_digest_);
     }
   }
-  if (done == 0) return;
-  pending_seals_.erase(pending_seals_.begin(),
-                       pending_seals_.begin() + static_cast<std::ptrdiff_t>(done));
-  if (!settings_.seal.anchor_file.empty()) {
+  if (advanced && !settings_.seal.anchor_file.empty()) {
     const std::string tmp = settings_.seal.anchor_file + ".tmp";
     {
       std::ofstream out(tmp, std::ios::trunc);
@@ -415,15 +434,11 @@ void SqlSink::close() noexcept {
       try {
         if (pool_) {
           if (ConnectionPool::Lease lease = pool_->try_acquire()) {
-            detail::MutexLock lock(seal_mutex_);
             flush_seals(lease.as<LiveConnection>().connection());
           }
         } else {
           detail::MutexLock single(single_mutex_);
-          if (single_) {
-            detail::MutexLock lock(seal_mutex_);
-            flush_seals(*single_);
-          }
+          if (single_) flush_seals(*single_);
         }
       } catch (const std::exception&) {
         // reported below, as still pending

@@ -191,8 +191,9 @@ class AUDITPIPE_EXPORT SqlSink : public Sink {
   void prepare_seals(SqlConnection& c) AUDITPIPE_EXCLUDES(seal_mutex_);
   /// Seals a batch write_batch() stored, and writes every pending seal.
   void seal_batch(SqlConnection& c, const Batch& batch) noexcept AUDITPIPE_EXCLUDES(seal_mutex_);
-  /// Writes the pending seals in order on `c`, as far as they go.
-  void flush_seals(SqlConnection& c) AUDITPIPE_REQUIRES(seal_mutex_);
+  /// Writes the seals pending now on `c`, in seal_no order, as far as they
+  /// go; those left are pending again.
+  void flush_seals(SqlConnection& c) AUDITPIPE_EXCLUDES(seal_mutex_);
   void remove_live(SqlConnection* c) noexcept AUDITPIPE_EXCLUDES(live_mutex_);
 
   const SqlDialect& dialect_;
