@@ -151,7 +151,11 @@ std::string seal_digest(Mode mode, std::string_view key, std::string_view messag
 
 void RowEncoder::u64(std::uint64_t v) {
   char b[8];
-  for (int i = 0; i < 8; ++i) b[i] = static_cast<char>((v >> (8 * i)) & 0xff);
+  if constexpr (std::endian::native == std::endian::little) {
+    std::memcpy(b, &v, 8);
+  } else {
+    for (int i = 0; i < 8; ++i) b[i] = static_cast<char>((v >> (8 * i)) & 0xff);
+  }
   out_.append(b, 8);
 }
 void RowEncoder::integer(std::int64_t v) {
@@ -165,7 +169,9 @@ void RowEncoder::float64(double v) {
 void RowEncoder::text(std::string_view v) {
   out_.push_back('\1');
   const auto n = static_cast<std::uint32_t>(v.size());
-  for (int i = 0; i < 4; ++i) out_.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
+  char b[4];
+  for (int i = 0; i < 4; ++i) b[i] = static_cast<char>((n >> (8 * i)) & 0xff);
+  out_.append(b, 4);
   out_.append(v);
 }
 void RowEncoder::key(std::int64_t source_id, std::int64_t seq) {

@@ -329,8 +329,10 @@ void SqlSink::seal_batch(SqlConnection& c, const Batch& batch) noexcept {
         }
       }
       enc.key(r->source_id, r->seq);
-      h.update(enc.bytes());
-      enc.clear();
+      if (enc.bytes().size() >= 64 * 1024) {  // digested in large pieces
+        h.update(enc.bytes());
+        enc.clear();
+      }
       if (open_run && r->source_id == sid && r->seq == hi + 1) {
         hi = r->seq;
         continue;
@@ -347,6 +349,7 @@ void SqlSink::seal_batch(SqlConnection& c, const Batch& batch) noexcept {
       lo = hi = r->seq;
     }
     close_run();
+    h.update(enc.bytes());
     const std::string rows_digest = h.final_hex();
     const auto count = static_cast<std::int64_t>(rows.size());
     {
