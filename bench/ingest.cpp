@@ -1,7 +1,8 @@
 // ingest: rows/s into the throwaway MariaDB, the same 10-column audit table
 // (bench/audit_event.h, primary key (source_id, seq)) and the same rows,
 // default durability, in one run:
-//   auditpipe with its default options, and with each MySQL write path;
+//   auditpipe with its default options, the same with seal=hmac, and with
+//   each MySQL write path;
 //   the seeds' baselines: a new connection per row, per-row autocommit
 //   INSERT, DBCP's autocommit=false sequence per row, per-row prepared
 //   inserts in 1000-row transactions;
@@ -92,6 +93,7 @@ void query(MYSQL* m, const std::string& sql) {
 void reset_table() {
   MYSQL* m = connect_raw();
   query(m, "DROP TABLE IF EXISTS bench_audit");
+  query(m, "DROP TABLE IF EXISTS bench_audit_seals");
   query(
       m,
       "CREATE TABLE bench_audit (at DATETIME(6) NOT NULL, tenant_id BIGINT NOT NULL, user_id "
@@ -519,6 +521,20 @@ int main(int argc, char** argv) {
   };
   add("auditpipe default", [&] {
     return auditpipe_run("auditpipe default", server_url, auditpipe::Options{}, rows(400000), true);
+  });
+  // Sealing (README, Tamper-evident tables): the same default run with every
+  // batch sealed (HMAC-SHA-256, one seal statement per batch).
+  const std::filesystem::path key = out / "seal.key";
+  {
+    std::ofstream k(key, std::ios::trunc);
+    k << "bench/ingest seal key";
+  }
+  std::filesystem::permissions(
+      key, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  add("auditpipe default, seal=hmac", [&] {
+    return auditpipe_run("auditpipe default, seal=hmac",
+                         url + "seal=hmac&seal_key_file=" + key.string(), auditpipe::Options{},
+                         rows(400000), true);
   });
   for (const char* path : {"bulk", "load_data", "text"}) {
     const std::string name = std::string("auditpipe ") + path + ", 2 writers, batch 5000";

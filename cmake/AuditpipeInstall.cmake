@@ -108,7 +108,7 @@ endfunction()
 auditpipe_pkgconfig(auditpipe auditpipe "auditpipe: asynchronous, batched audit logging (core)"
   LIBS -pthread REQUIRES_PRIVATE spdlog)
 auditpipe_pkgconfig(auditpipe-sql auditpipe_sql "auditpipe: the SQL sink skeleton"
-  REQUIRES auditpipe REQUIRES_PRIVATE spdlog)
+  REQUIRES auditpipe REQUIRES_PRIVATE spdlog libcrypto)
 if(TARGET auditpipe_sqlite)
   auditpipe_pkgconfig(auditpipe-sqlite auditpipe_sqlite "auditpipe: the SQLite sink"
     REQUIRES auditpipe-sql REQUIRES_PRIVATE sqlite3 LIBS_PRIVATE -lsoci_sqlite3 -lsoci_core -ldl)

@@ -64,7 +64,7 @@ set(CPACK_COMPONENT_RUNTIME_DESCRIPTION "${_about}\n\nThis package holds the sha
 # Development: what the installed CMake package and .pc files look up.
 set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_NAME libauditpipe-dev)
 set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_SECTION libdevel)
-set(_dev_depends libspdlog-dev)
+set(_dev_depends libspdlog-dev libssl-dev)
 if(BUILD_SHARED_LIBS)
   list(PREPEND _dev_depends "${_runtime_package} (= ${_deb_version})")
 endif()

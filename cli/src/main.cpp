@@ -10,18 +10,21 @@
 
 #include "auditpipe/version.h"
 #include "ingest_command.h"
+#include "verify_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"auditpipe: audit logs into SQL databases, exactly once", "auditpipe"};
   app.set_version_flag("--version", std::string("auditpipe ") + AUDITPIPE_VERSION);
   app.require_subcommand(1);
   auditpipe::cli::IngestCommand ingest(app);
+  auditpipe::cli::VerifyCommand verify(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     // CLI11 prints the message (or the help); usage errors exit 2, as is usual.
     return app.exit(e) == 0 ? 0 : 2;
   }
+  if (verify.chosen()) return verify.run();  // its own statuses, errors included
   try {
     return ingest.run();
   } catch (const std::exception& e) {

@@ -291,6 +291,60 @@ TEST(Fault, TheApplicationKilledWithADurablePoolLosesNothing) {
   EXPECT_EQ(static_cast<long long>(in_table.size()), t.rows);
 }
 
+// Sealing (README, Tamper-evident tables): records spilled while the
+// database took nothing, replayed into a sealed table by a later logger,
+// are sealed as they are stored; `auditpipe verify` finds the table clean,
+// and names a row changed afterwards.
+TEST(Fault, SpillReplayedIntoASealedTableVerifiesClean) {
+  drop_table();
+  MysqlProbe().exec("DROP TABLE IF EXISTS audit_log_seals");
+  TempDir dir;
+  const std::string key = (dir.path() / "seal.key").string();
+  {
+    std::ofstream k(key);
+    k << "spill replay key";
+  }
+  std::filesystem::permissions(key, std::filesystem::perms::owner_read);
+  Options o;
+  o.capacity = 64;
+  o.batch_size = 32;
+  o.spill_path = dir.path() / "spill";
+  o.spill_segment_bytes = 64 * 1024;
+  o.overflow = Overflow::spill;
+  constexpr int records = 3000;
+  {
+    auto down = std::make_shared<testing_support::CollectingSink>();
+    down->hold();
+    auditpipe::Logger<AuditRow> logger(down, o);
+    for (int i = 0; i < records; ++i) {
+      auto r = logger.acquire();
+      r->message_id = i;
+      r->payload = "spilled";
+      ASSERT_EQ(r.commit(), Status::ok);
+    }
+    down->fail_next(1'000'000);
+    down->release();
+    EXPECT_EQ(logger.close(10ms).stats.spilled, static_cast<std::uint64_t>(records));
+  }
+  {
+    auditpipe::Logger<AuditRow> logger(
+        auditpipe::mysql::open(mysql_url_with("seal=hmac&seal_key_file=" + key)), o);
+    EXPECT_TRUE(testing_support::eventually([&] { return logger.stats().spill_bytes == 0; }, 60s));
+    logger.close();
+  }
+  const TableCheck t = check_table();
+  EXPECT_EQ(t.rows, records);
+  const std::string verify = std::string(AUDITPIPE_CLI) + " verify --quiet '" + mysql_url_with("") +
+                             "' --table audit_log --key-file " + key;
+  int status = std::system(verify.c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << verify;
+  MysqlProbe().exec("UPDATE audit_log SET payload = 'edited' WHERE message_id = 1234");
+  status = std::system(verify.c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1) << verify;
+}
+
 TEST(Fault, DamagedSpillSegmentsAreSkippedAndTheRestWritten) {
   drop_table();
   TempDir dir;

@@ -35,7 +35,8 @@ MysqlConfig parse_mysql_url(std::string_view text) {
         return parse_sink_url(
             text, url_schemes,
             {"write_path", "create_table", "migrate", "charset", "connect_timeout", "read_timeout",
-             "write_timeout", "tls", "tls_ca", "tls_cert", "tls_key", "socket"},
+             "write_timeout", "tls", "tls_ca", "tls_cert", "tls_key", "socket", "seal",
+             "seal_key_file", "seal_anchor_file"},
             pool_option_names);
       },
       "mysql://user:password@host:port[,host2:port2]/database?option=value (or mariadb://)");
@@ -96,6 +97,8 @@ MysqlConfig parse_mysql_url(std::string_view text) {
       c.tls_cert = value;
     } else if (key == "tls_key") {
       c.tls_key = value;
+    } else if (seal::apply_url_option(c.sink.seal, key, value)) {
+      // seal=, seal_key_file=, seal_anchor_file=: the skeleton's
     } else {
       apply_pool_option(url, key, value, c.sink.pool, c.sink.pool_size);
     }

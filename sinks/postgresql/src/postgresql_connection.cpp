@@ -29,11 +29,11 @@ PostgresqlConfig parse_postgresql_url(std::string_view text) {
   const Url url = with_accepted_form(
       text,
       [&] {
-        return parse_sink_url(
-            text, url_schemes,
-            {"write_path", "create_table", "migrate", "connect_timeout", "sslmode", "sslrootcert",
-             "sslcert", "sslkey", "application_name", "host", "port"},
-            pool_option_names);
+        return parse_sink_url(text, url_schemes,
+                              {"write_path", "create_table", "migrate", "connect_timeout",
+                               "sslmode", "sslrootcert", "sslcert", "sslkey", "application_name",
+                               "host", "port", "seal", "seal_key_file", "seal_anchor_file"},
+                              pool_option_names);
       },
       "postgresql://user:password@host:port[,host2:port2]/database?option=value (or postgres://)");
   if (url.user.empty()) bad(url, "no user name (postgresql://user:password@host/database)");
@@ -95,6 +95,8 @@ PostgresqlConfig parse_postgresql_url(std::string_view text) {
       c.sink.create_table = value == "true";
     } else if (key == "migrate") {
       c.sink.migrate_add_columns = url_choice(url, key, value, migrate_names) == 1;
+    } else if (seal::apply_url_option(c.sink.seal, key, value)) {
+      // seal=, seal_key_file=, seal_anchor_file=: the skeleton's
     } else if (key == "connect_timeout") {
       c.connect_timeout_s = static_cast<unsigned>(url_number(url, key, value, 1, 3600));
       connect_timeout = std::to_string(c.connect_timeout_s);

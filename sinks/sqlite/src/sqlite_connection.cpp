@@ -61,6 +61,8 @@ SqliteConfig parse_sqlite_url(std::string_view url) {
           bad_url(url, "migrate must be none or add_columns");
         }
         c.sink.migrate_add_columns = value == "add_columns";
+      } else if (seal::apply_url_option(c.sink.seal, key, value)) {
+        // seal=, seal_key_file=, seal_anchor_file=: the skeleton's
       } else if (key == "synchronous") {
         std::string v = value;
         std::transform(v.begin(), v.end(), v.begin(), [](char ch) {
@@ -76,7 +78,8 @@ SqliteConfig parse_sqlite_url(std::string_view url) {
         }
       } else {
         bad_url(url, "unknown option '" + key +
-                         "' (known: create_table, migrate, synchronous, busy_timeout_ms)");
+                         "' (known: create_table, migrate, synchronous, busy_timeout_ms, seal, "
+                         "seal_key_file, seal_anchor_file)");
       }
     }
   } catch (const error& e) {

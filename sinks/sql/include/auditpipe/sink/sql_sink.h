@@ -50,6 +50,7 @@
 #include "auditpipe/export.h"
 #include "auditpipe/sink/cancellation.h"
 #include "auditpipe/sink/connection_pool.h"
+#include "auditpipe/sink/seal.h"
 #include "auditpipe/sink/sink.h"
 #include "auditpipe/sink/sql_dialect.h"
 
@@ -122,6 +123,10 @@ struct AUDITPIPE_EXPORT SqlSinkSettings {
   bool single_connection = false;
   std::optional<std::size_t> pool_size;  ///< unset: one connection per writer thread
   ConnectionPoolOptions pool;            ///< max_size is set at open()
+  /// URL options seal=, seal_key_file=, seal_anchor_file= (README,
+  /// Tamper-evident tables): every stored batch gets a seal in
+  /// `<table>_seals`, written right after it on the same connection.
+  seal::SealSettings seal;
 };
 
 /// The skeleton of the SQL sinks (README, One skeleton under the SQL sinks): table creation and
@@ -182,6 +187,13 @@ class AUDITPIPE_EXPORT SqlSink : public Sink {
   std::optional<std::string> table_failure() const AUDITPIPE_EXCLUDES(failure_mutex_);
   WriteResult write_single(const Batch& batch) AUDITPIPE_EXCLUDES(single_mutex_);
   void add_live(SqlConnection* c) noexcept AUDITPIPE_EXCLUDES(live_mutex_);
+  /// Creates or checks `<table>_seals` and reads the chain's last seal.
+  void prepare_seals(SqlConnection& c) AUDITPIPE_EXCLUDES(seal_mutex_);
+  /// Seals a batch write_batch() stored, and writes every pending seal.
+  void seal_batch(SqlConnection& c, const Batch& batch) noexcept AUDITPIPE_EXCLUDES(seal_mutex_);
+  /// Writes the seals pending now on `c`, in seal_no order, as far as they
+  /// go; those left are pending again.
+  void flush_seals(SqlConnection& c) AUDITPIPE_EXCLUDES(seal_mutex_);
   void remove_live(SqlConnection* c) noexcept AUDITPIPE_EXCLUDES(live_mutex_);
 
   const SqlDialect& dialect_;
@@ -207,6 +219,25 @@ class AUDITPIPE_EXPORT SqlSink : public Sink {
   /// waiting for a connection that cannot come.
   mutable detail::Mutex failure_mutex_;
   std::optional<std::string> table_failure_ AUDITPIPE_GUARDED_BY(failure_mutex_);
+
+  /// Sealing: the key (hmac), the chain's next seal, the seals stored
+  /// data but not yet written (a failed seal statement), in chain order.
+  struct PendingSeal {
+    std::int64_t seal_no;
+    std::string ranges;
+    std::int64_t row_count;
+    std::string prev_digest;
+    std::string digest;
+  };
+  std::string seal_key_;
+  std::string seal_insert_;
+  detail::Mutex seal_mutex_;
+  bool seals_ready_ AUDITPIPE_GUARDED_BY(seal_mutex_) = false;
+  std::int64_t next_seal_no_ AUDITPIPE_GUARDED_BY(seal_mutex_) = 1;
+  std::string last_digest_ AUDITPIPE_GUARDED_BY(seal_mutex_);
+  std::vector<PendingSeal> pending_seals_ AUDITPIPE_GUARDED_BY(seal_mutex_);
+  std::int64_t sealed_no_ AUDITPIPE_GUARDED_BY(seal_mutex_) = 0;  ///< last seal written
+  std::string sealed_digest_ AUDITPIPE_GUARDED_BY(seal_mutex_);
 
   std::unique_ptr<ConnectionPool> pool_;  ///< unless single_connection
   /// The single connection: one write at a time (single_busy_), the others

@@ -1,0 +1,501 @@
+// See verify_command.h.
+#include "verify_command.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <future>
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "auditpipe/database.h"
+#include "auditpipe/sink/seal.h"
+#include "auditpipe/status.h"
+
+namespace auditpipe::cli {
+namespace {
+
+constexpr const char* description =
+    R"(Checks a table written with sealing on (URL option seal=hmac or seal=hash)
+against its seals in <table>_seals: recomputes every seal's digest from the
+rows read back, checks the chain from seal 1, and names, with their keys, the
+rows changed, deleted or inserted, and seals removed or reordered. With
+--anchor (the latest seal_no and digest published outside the database) it
+also catches the newest rows and seals cut off together.)";
+
+constexpr const char* footer = R"(
+EXIT STATUS
+  0    every row and seal verifies
+  1    tampering found (each finding on standard output)
+  2    usage error
+  3    no tampering, but rows stored after the last seal ("not yet sealed":
+       a run that stopped between storing rows and sealing them, or rows
+       appended by someone else: run again later; if it stays, investigate)
+  4    could not verify (connection, missing table, unreadable key file))";
+
+std::int64_t to_int(std::string_view s, const char* what) {
+  std::int64_t v = 0;
+  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size()) {
+    throw error("auditpipe verify: " + std::string(what) + " '" + std::string(s) +
+                "' is not an integer");
+  }
+  return v;
+}
+
+struct Seal {
+  std::int64_t no = 0;
+  std::string ranges;
+  std::int64_t row_count = 0;
+  std::string prev, digest;
+  std::int64_t sealed_at = 0;
+  // What the rows read back give.
+  std::optional<seal::Sha256> hash;
+  std::int64_t rows = 0;
+  std::vector<std::pair<std::int64_t, std::string>> gaps;  ///< (source_id, "a-b") missing
+};
+
+struct Range {
+  std::int64_t lo, hi;
+  std::size_t seal;
+  std::int64_t last;  ///< the last seq seen in it, lo - 1 before any
+};
+
+/// A seal's ranges "sid:a-b,c,d-e;sid:..." split by source: (sid, "a-b,c,d-e").
+std::vector<std::pair<std::int64_t, std::string_view>> split_ranges(std::string_view text) {
+  std::vector<std::pair<std::int64_t, std::string_view>> out;
+  while (!text.empty()) {
+    const std::size_t end = std::min(text.find(';'), text.size());
+    std::string_view part = text.substr(0, end);
+    text = end < text.size() ? text.substr(end + 1) : std::string_view{};
+    const std::size_t colon = part.find(':');
+    if (colon == std::string_view::npos) {
+      throw error("auditpipe verify: a seal's ranges '" + std::string(part) + "' are malformed");
+    }
+    out.push_back({to_int(part.substr(0, colon), "source_id"), part.substr(colon + 1)});
+  }
+  return out;
+}
+
+/// Adds the runs "a-b,c" of seal `seal` to `out`.
+void parse_runs(std::string_view items, std::size_t seal, std::vector<Range>& out) {
+  while (!items.empty()) {
+    const std::size_t end = std::min(items.find(','), items.size());
+    std::string_view item = items.substr(0, end);
+    items = end < items.size() ? items.substr(end + 1) : std::string_view{};
+    const std::size_t dash = item.find('-', 1);
+    const std::int64_t lo = to_int(item.substr(0, dash), "seq");
+    const std::int64_t hi =
+        dash == std::string_view::npos ? lo : to_int(item.substr(dash + 1), "seq");
+    out.push_back({lo, hi, seal, lo - 1});
+  }
+}
+
+std::int64_t parse_since(const std::string& s) {
+  if (s.find_first_not_of("0123456789") == std::string::npos) {
+    return to_int(s, "--since") * 1000000;
+  }
+  std::tm tm{};
+  int y = 0, mo = 0, d = 0, h = 0, mi = 0, sec = 0;
+  const int n = std::sscanf(s.c_str(), "%d-%d-%d%*[T ]%d:%d:%d", &y, &mo, &d, &h, &mi, &sec);
+  if (n != 3 && n != 6) {
+    throw error("auditpipe verify: --since '" + s +
+                "': give epoch seconds or YYYY-MM-DD[THH:MM:SS] (UTC)");
+  }
+  tm.tm_year = y - 1900;
+  tm.tm_mon = mo - 1;
+  tm.tm_mday = d;
+  tm.tm_hour = h;
+  tm.tm_min = mi;
+  tm.tm_sec = sec;
+  return static_cast<std::int64_t>(timegm(&tm)) * 1000000;
+}
+
+class Findings {
+ public:
+  explicit Findings(std::size_t max) : max_(max) {}
+  void tampered(const std::string& line) { add(line, tampered_); }
+  void unsealed(const std::string& line) { add(line, unsealed_); }
+  std::size_t tampered_count() const { return tampered_; }
+  std::size_t unsealed_count() const { return unsealed_; }
+
+ private:
+  void add(const std::string& line, std::size_t& counter) {
+    ++counter;
+    if (++shown_ <= max_) {
+      std::printf("%s\n", line.c_str());
+    } else if (shown_ == max_ + 1) {
+      std::printf("... (more findings not shown; --max-findings)\n");
+    }
+  }
+  std::size_t max_, shown_ = 0, tampered_ = 0, unsealed_ = 0;
+};
+
+std::string key_text(std::int64_t sid, std::int64_t seq) {
+  return "(source_id " + std::to_string(sid) + ", seq " + std::to_string(seq) + ")";
+}
+
+}  // namespace
+
+VerifyCommand::VerifyCommand(CLI::App& app) {
+  command_ = app.add_subcommand("verify", description);
+  command_->footer(footer);
+  command_->add_option("URL", url_, "the database (as for ingest)")->required();
+  command_->add_option("--table,-t", table_, "the sealed table")->required();
+  command_->add_option("--key-file,-k", key_file_,
+                       "the seal key (seal=hmac); without it, seals are checked as seal=hash");
+  command_->add_option("--anchor", anchor_,
+                       "the latest seal published outside the database: a seal_anchor_file, or "
+                       "SEALNO:DIGEST");
+  command_->add_option("--since", since_,
+                       "check only seals made at or after TIME (epoch seconds or "
+                       "YYYY-MM-DD[THH:MM:SS] UTC), trusting the first one's link");
+  command_->add_option("--max-findings", max_findings_, "findings printed (default 20)");
+  command_->add_option("--unsealed-window", unsealed_window_,
+                       "rows no seal covers among the keys of the last N seals are 'not yet "
+                       "sealed' (a crash of several writers), not 'inserted' (default 16)");
+  command_->add_flag("--quiet,-q", quiet_, "no progress line");
+}
+
+int VerifyCommand::run() {
+  try {
+    const seal::Mode mode = key_file_.empty() ? seal::Mode::hash : seal::Mode::hmac;
+    const std::string key = key_file_.empty() ? std::string() : seal::read_key_file(key_file_);
+    const bool has_since = !since_.empty();
+    const std::int64_t since_us = has_since ? parse_since(since_) : 0;
+    auto db = Database::connect(url_);
+    const std::string dialect(db->dialect());
+    if (dialect == "postgresql") {
+      db->execute("SET TIME ZONE 'UTC'");
+      db->execute("SET extra_float_digits = 3");
+    }
+    std::optional<Schema> schema = db->read_schema(table_);
+    if (!schema) throw error("auditpipe verify: no table " + table_ + " in " + db->describe());
+    const std::string seals_name = db->quote(seal::seals_table(table_));
+
+    // The seals, in chain order (one per stored batch: small next to the rows).
+    std::vector<Seal> seals;
+    for (auto& r : db->query("SELECT seal_no, ranges, row_count, prev_digest, digest, sealed_at "
+                             "FROM " +
+                             seals_name + " ORDER BY seal_no")) {
+      Seal s;
+      s.no = to_int(r[0].value_or(""), "seal_no");
+      s.ranges = r[1].value_or("");
+      s.row_count = to_int(r[2].value_or(""), "row_count");
+      s.prev = r[3].value_or("");
+      s.digest = r[4].value_or("");
+      s.sealed_at = to_int(r[5].value_or("0"), "sealed_at");
+      if (has_since && s.sealed_at < since_us) continue;
+      seals.push_back(std::move(s));
+    }
+    Findings findings(max_findings_);
+
+    // Each source's part of every seal's ranges (parsed into runs one source
+    // at a time, while its rows stream by); the newest sealed seq per source.
+    std::map<std::int64_t, std::vector<std::pair<std::size_t, std::string_view>>> by_source;
+    for (std::size_t i = 0; i < seals.size(); ++i) {
+      for (const auto& [sid, items] : split_ranges(seals[i].ranges)) {
+        by_source[sid].push_back({i, items});
+      }
+    }
+    // The select list: every column as text that gives back its exact value.
+    std::string select;
+    for (const ColumnSpec& c : schema->columns()) {
+      const std::string q = db->quote(c.name);
+      if (!select.empty()) select += ", ";
+      if (c.type == ColumnType::timestamp) {
+        if (dialect == "mysql") {
+          select += "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', " + q + ")";
+        } else if (dialect == "postgresql") {
+          select += "(floor(extract(epoch from date_trunc('minute', " + q +
+                    ")))::bigint * 1000000 + extract(microseconds from " + q + ")::bigint)";
+        } else {
+          select += q;
+        }
+      } else if (c.type == ColumnType::float64 && dialect == "sqlite") {
+        // printf() makes "0.0" of a NULL; 17 digits give the double back exactly.
+        select += "CASE WHEN " + q + " IS NULL THEN NULL ELSE printf('%!.17g', " + q + ") END";
+      } else {
+        select += q;
+      }
+    }
+    if (!select.empty()) select += ", ";
+    select += "seq";
+    const std::string table_q = db->quote(table_);
+    std::vector<std::int64_t> sources;
+    for (auto& r : db->query("SELECT DISTINCT source_id FROM " + table_q + " ORDER BY source_id")) {
+      sources.push_back(to_int(r[0].value_or(""), "source_id"));
+    }
+
+    const bool terminal = !quiet_ && isatty(STDERR_FILENO) != 0;
+    const auto started = std::chrono::steady_clock::now();
+    auto last_draw = started;
+    std::uint64_t rows_read = 0;
+    auto draw = [&](bool final) {
+      const auto now = std::chrono::steady_clock::now();
+      if (!terminal || (!final && now - last_draw < std::chrono::milliseconds(200))) return;
+      last_draw = now;
+      const double s = std::chrono::duration<double>(now - started).count();
+      std::fprintf(stderr, "\r\033[Kverify %s: %llu rows, %zu seals, %.0f rows/s%s", table_.c_str(),
+                   static_cast<unsigned long long>(rows_read), seals.size(),
+                   s > 0 ? static_cast<double>(rows_read) / s : 0.0, final ? "\n" : "");
+    };
+
+    const std::vector<ColumnSpec>& columns = schema->columns();
+    seal::RowEncoder enc;
+    std::int64_t inserted = 0, unsealed = 0;
+    constexpr int page = 20000;
+    for (const std::int64_t sid : sources) {
+      std::vector<Range> runs;
+      std::vector<Range>* ranges = nullptr;
+      std::optional<std::int64_t> newest;  // the newest seq sealed for this source, but the tail's
+      if (auto it = by_source.find(sid); it != by_source.end()) {
+        for (const auto& [seal_index, items] : it->second) parse_runs(items, seal_index, runs);
+        std::sort(runs.begin(), runs.end(),
+                  [](const Range& x, const Range& y) { return x.lo < y.lo; });
+        // Several writers store a source's batches at once, and each seals
+        // its own after its statement: a crash can leave the newest few
+        // batches unsealed below rows another writer sealed. Rows no seal
+        // covers count as inserted only below what the seals older than the
+        // last --unsealed-window seals cover.
+        const std::int64_t last_no = seals.empty() ? 0 : seals.back().no;
+        for (const Range& r : runs) {
+          if (seals[r.seal].no + static_cast<std::int64_t>(unsealed_window_) > last_no) continue;
+          newest = std::max(newest.value_or(r.hi), r.hi);
+        }
+        ranges = &runs;
+      }
+      std::size_t next_range = 0;
+      std::vector<std::size_t> active;  // indexes into *ranges
+      auto retire = [&](Range& r) {
+        if (r.last < r.hi) {
+          seals[r.seal].gaps.push_back(
+              {sid, std::to_string(r.last + 1) + "-" + std::to_string(r.hi)});
+        }
+      };
+      std::optional<std::int64_t> after;
+      std::int64_t first_unsealed = 0;
+      using Page = std::vector<std::vector<std::optional<std::string>>>;
+      auto fetch = [&, sid](std::optional<std::int64_t> from) {
+        std::string sql =
+            "SELECT " + select + " FROM " + table_q + " WHERE source_id = " + std::to_string(sid);
+        if (from) sql += " AND seq > " + std::to_string(*from);
+        sql += " ORDER BY seq LIMIT " + std::to_string(page);
+        return db->query(sql);
+      };
+      // The next page is read (on another thread: the one connection is
+      // only ever used by one at a time) while this one is digested.
+      std::future<Page> next = std::async(std::launch::async, fetch, std::nullopt);
+      for (;;) {
+        Page rows = next.get();
+        const bool last_page = rows.size() < static_cast<std::size_t>(page);
+        if (!last_page) {
+          next = std::async(std::launch::async, fetch,
+                            std::optional(to_int(rows.back().back().value_or(""), "seq")));
+        }
+        for (auto& row : rows) {
+          const std::int64_t seq = to_int(row.back().value_or(""), "seq");
+          after = seq;
+          enc.clear();
+          for (std::size_t i = 0; i < columns.size(); ++i) {
+            const std::optional<std::string>& v = row[i];
+            if (!v) {
+              enc.null();
+              continue;
+            }
+            switch (columns[i].type) {
+              case ColumnType::text:
+                enc.text(*v);
+                break;
+              case ColumnType::float64: {
+                double d = 0;
+                if (*v == "Infinity" || *v == "Inf" || *v == "inf") {
+                  d = HUGE_VAL;
+                } else if (*v == "-Infinity" || *v == "-Inf" || *v == "-inf") {
+                  d = -HUGE_VAL;
+                } else {
+                  std::from_chars(v->data(), v->data() + v->size(), d);
+                }
+                enc.float64(d);
+                break;
+              }
+              case ColumnType::boolean:
+                enc.integer(*v == "t" || *v == "true" || *v == "1" ? 1 : 0);
+                break;
+              default:
+                enc.integer(to_int(*v, columns[i].name.c_str()));
+            }
+          }
+          enc.key(sid, seq);
+          // The ranges this row falls in (one, unless a batch was sealed twice).
+          if (ranges != nullptr) {
+            while (next_range < ranges->size() && (*ranges)[next_range].lo <= seq) {
+              active.push_back(next_range++);
+            }
+            std::erase_if(active, [&](std::size_t i) {
+              if ((*ranges)[i].hi >= seq) return false;
+              retire((*ranges)[i]);
+              return true;
+            });
+          }
+          if (active.empty()) {
+            if (!newest || seq > *newest) {
+              if (unsealed++ == 0) first_unsealed = seq;
+            } else {
+              // The first few by key; the rest counted in one line at the end.
+              if (inserted++ < 5) {
+                findings.tampered("inserted: row " + key_text(sid, seq) + " is covered by no seal");
+              }
+            }
+          }
+          for (std::size_t i : active) {
+            Range& r = (*ranges)[i];
+            Seal& s = seals[r.seal];
+            if (seq > r.last + 1) {
+              s.gaps.push_back({sid, std::to_string(r.last + 1) + "-" + std::to_string(seq - 1)});
+            }
+            r.last = seq;
+            if (!s.hash) s.hash.emplace();
+            s.hash->update(enc.bytes());
+            ++s.rows;
+          }
+          ++rows_read;
+          if ((rows_read & 1023) == 0) draw(false);
+        }
+        if (last_page) break;
+      }
+      if (ranges != nullptr) {
+        for (std::size_t i : active) retire((*ranges)[i]);
+        for (std::size_t i = next_range; i < ranges->size(); ++i) retire((*ranges)[i]);
+      }
+      // An unsealed run: one line for it, with its end.
+      if (unsealed > 0) {
+        findings.unsealed("not yet sealed: source_id " + std::to_string(sid) + ": " +
+                          std::to_string(unsealed) + " rows, seq " +
+                          std::to_string(first_unsealed) + "-" + std::to_string(after.value_or(0)) +
+                          " (stored after the last seal)");
+        unsealed = 0;
+      }
+    }
+    // Sources with seals but no rows at all.
+    for (auto& [sid, parts] : by_source) {
+      if (std::binary_search(sources.begin(), sources.end(), sid)) continue;
+      std::vector<Range> runs;
+      for (const auto& [seal_index, items] : parts) parse_runs(items, seal_index, runs);
+      for (Range& r : runs) {
+        seals[r.seal].gaps.push_back({sid, std::to_string(r.lo) + "-" + std::to_string(r.hi)});
+      }
+    }
+    draw(true);
+    if (inserted > 5) {
+      findings.tampered("inserted: " + std::to_string(inserted) +
+                        " rows in all are covered by no seal (inside the keys the seals cover)");
+    }
+
+    // Every seal: its rows, its digest, its link.
+    std::string prev = seals.empty() || !has_since ? seal::genesis_digest(table_) : seals[0].prev;
+    std::int64_t expected_no = seals.empty() || !has_since ? 1 : seals[0].no;
+    for (Seal& s : seals) {
+      const std::string where = "seal " + std::to_string(s.no) + " (" + s.ranges + ")";
+      if (s.no != expected_no) {
+        if (s.no > expected_no) {
+          findings.tampered("seals removed: seal_no " + std::to_string(expected_no) +
+                            (s.no - 1 > expected_no ? "-" + std::to_string(s.no - 1) : "") +
+                            " missing before seal " + std::to_string(s.no));
+        } else {
+          findings.tampered("seals reordered: seal " + std::to_string(s.no) + " out of order");
+        }
+      }
+      if (s.prev != prev) {
+        findings.tampered("chain broken at " + where +
+                          ": its prev_digest is not the previous seal's digest (seals removed, "
+                          "reordered or rewritten)");
+      }
+      const std::string rows_digest = s.hash ? s.hash->final_hex() : seal::Sha256().final_hex();
+      const std::string message =
+          seal::seal_message(s.prev, s.no, s.ranges, s.row_count, rows_digest);
+      if (s.rows < s.row_count) {
+        std::string keys;
+        for (std::size_t i = 0; i < s.gaps.size() && i < 10; ++i) {
+          std::string seqs = s.gaps[i].second;
+          if (const auto d = seqs.find('-');
+              d != std::string::npos && seqs.substr(0, d) == seqs.substr(d + 1)) {
+            seqs.resize(d);  // one row: its seq alone
+          }
+          keys += (i ? ", " : " ") + std::string("source_id ") + std::to_string(s.gaps[i].first) +
+                  " seq " + seqs;
+        }
+        if (s.gaps.size() > 10) keys += ", ...";
+        findings.tampered("deleted: " + std::to_string(s.row_count - s.rows) + " of " +
+                          std::to_string(s.row_count) + " rows of " + where + " missing" +
+                          (keys.empty() ? "" : ":" + keys));
+      } else if (s.rows > s.row_count) {
+        findings.tampered("inserted: " + std::to_string(s.rows - s.row_count) +
+                          " rows more than sealed inside the ranges of " + where);
+      } else if (seal::seal_digest(mode, key, message) != s.digest) {
+        if (mode == seal::Mode::hmac &&
+            seal::seal_digest(seal::Mode::hash, {}, message) == s.digest) {
+          findings.tampered("forged seal: " + where +
+                            " was recomputed without the key (plain SHA-256)");
+        } else {
+          findings.tampered(
+              "changed: rows of " + where +
+              " differ from what was sealed (or the seal was rewritten" +
+              (mode == seal::Mode::hash ? "; sealed with a key? give --key-file" : "") + ")");
+        }
+      }
+      prev = s.digest;
+      expected_no = s.no + 1;
+    }
+
+    // The anchor: the newest seal published outside the database.
+    if (!anchor_.empty()) {
+      std::string text = anchor_;
+      if (std::ifstream in(anchor_); in) {
+        std::getline(in, text);
+      }
+      const std::size_t sep = text.find_first_of(": ");
+      if (sep == std::string::npos) {
+        throw error("auditpipe verify: --anchor: give a seal_anchor_file or SEALNO:DIGEST");
+      }
+      const std::int64_t no = to_int(text.substr(0, sep), "anchor seal_no");
+      const std::string digest = text.substr(sep + 1);
+      const std::int64_t last = seals.empty() ? 0 : seals.back().no;
+      if (last < no) {
+        findings.tampered("truncated: the anchor names seal " + std::to_string(no) +
+                          " but the seals end at " + std::to_string(last) +
+                          " (the newest rows and seals were removed)");
+      } else {
+        auto it =
+            std::find_if(seals.begin(), seals.end(), [&](const Seal& s) { return s.no == no; });
+        if (it != seals.end() && it->digest != digest) {
+          findings.tampered("anchor mismatch: seal " + std::to_string(no) +
+                            "'s digest is not the anchor's (the chain was rewritten)");
+        }
+      }
+    }
+
+    const std::size_t bad = findings.tampered_count();
+    std::printf("%s: %llu rows, %zu seals: %s\n", table_.c_str(),
+                static_cast<unsigned long long>(rows_read), seals.size(),
+                bad > 0 ? (std::to_string(bad) + " tampering findings").c_str()
+                : findings.unsealed_count() > 0 ? "verified; some rows not yet sealed"
+                                                : "verified");
+    std::fflush(stdout);
+    if (bad > 0) return 1;
+    return findings.unsealed_count() > 0 ? 3 : 0;
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "%s\n", e.what());
+    return 4;
+  }
+}
+
+}  // namespace auditpipe::cli

@@ -1,0 +1,114 @@
+// Tamper-evident sealing (README, Tamper-evident tables): the canonical
+// bytes of a row, the digests that chain seals, and the key file. The SQL
+// sink skeleton seals what it stores with these; `auditpipe verify`
+// recomputes the same bytes from what it reads back.
+//
+// A seal covers the rows of one stored batch, described by key ranges
+// ("sid:min-max;sid:min-max"): rows_digest = SHA-256 of the rows' canonical
+// bytes in (source_id, seq) order; digest = HMAC-SHA-256(key, message) with
+// a key (seal=hmac), SHA-256(message) without (seal=hash), where message is
+// seal_message(prev_digest, seal_no, ranges, row_count, rows_digest).
+//
+// Who may call: the SQL sink skeleton and the verify command.
+//
+// Thread safety: free functions are pure; a Sha256 is one thread's.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "auditpipe/export.h"
+
+namespace auditpipe::seal {
+
+/// How a sink seals what it stores (URL option seal=).
+enum class Mode {
+  none,  ///< no sealing
+  hash,  ///< plain SHA-256: catches accidents and naive edits, not someone who recomputes
+  hmac,  ///< HMAC-SHA-256 with a key the database never sees
+};
+
+/// The sealing a sink's URL asks for.
+struct AUDITPIPE_EXPORT SealSettings {
+  Mode mode = Mode::none;   ///< seal=none|hash|hmac
+  std::string key_file;     ///< seal_key_file=, else env AUDITPIPE_SEAL_KEY_FILE (hmac)
+  std::string anchor_file;  ///< seal_anchor_file=: "seal_no digest", rewritten atomically
+};
+
+/// Applies URL option `key`=`value` if it is one of sealing's (seal,
+/// seal_key_file, seal_anchor_file): true if it was; throws
+/// auditpipe::error for a bad value.
+AUDITPIPE_EXPORT bool apply_url_option(SealSettings& settings, std::string_view key,
+                                       const std::string& value);
+
+/// The key file's bytes. Throws auditpipe::error for a missing, unreadable,
+/// empty or world-readable file (the message names the file, never the key).
+AUDITPIPE_EXPORT std::string read_key_file(const std::string& path);
+
+/// The companion table of `table`: `<table>_seals`.
+AUDITPIPE_EXPORT std::string seals_table(std::string_view table);
+
+/// The previous digest of the first seal: hex SHA-256 of "auditpipe-seal-genesis:" + table.
+AUDITPIPE_EXPORT std::string genesis_digest(std::string_view table);
+
+/// What a seal's digest is computed over.
+AUDITPIPE_EXPORT std::string seal_message(std::string_view prev_digest, std::int64_t seal_no,
+                                          std::string_view ranges, std::int64_t row_count,
+                                          std::string_view rows_digest_hex);
+
+/// A seal's digest (hex): HMAC-SHA-256(key, message) for Mode::hmac,
+/// SHA-256(message) for Mode::hash.
+AUDITPIPE_EXPORT std::string seal_digest(Mode mode, std::string_view key, std::string_view message);
+
+/// `bytes` as lower-case hex.
+AUDITPIPE_EXPORT std::string to_hex(std::string_view bytes);
+
+/// An incremental SHA-256 (OpenSSL's libcrypto).
+class AUDITPIPE_EXPORT Sha256 {
+ public:
+  Sha256();
+  ~Sha256();
+  /// Takes `other`'s state; `other` is then spent.
+  Sha256(Sha256&& other) noexcept;
+  /// Takes `other`'s state; `other` is then spent.
+  Sha256& operator=(Sha256&& other) noexcept;
+  /// Adds bytes.
+  void update(std::string_view bytes);
+  /// The digest of everything added, as hex; the object is then spent.
+  std::string final_hex();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Appends canonical bytes of one row's values to a buffer, in descriptor
+/// order: a NULL is byte 0; a value is byte 1 and then integers (booleans,
+/// timestamps in µs) as 8-byte little-endian int64, float64 as its IEEE
+/// bits (8 bytes LE), text as a 4-byte LE length and its bytes. The row
+/// ends with key(): source_id and seq, 8 bytes LE each.
+class AUDITPIPE_EXPORT RowEncoder {
+ public:
+  /// A NULL value.
+  void null() { out_.push_back('\0'); }
+  /// An integer, boolean or timestamp value.
+  void integer(std::int64_t v);
+  /// A float64 value.
+  void float64(double v);
+  /// A text value.
+  void text(std::string_view v);
+  /// The row's key, after its values.
+  void key(std::int64_t source_id, std::int64_t seq);
+  /// The bytes so far.
+  std::string_view bytes() const noexcept { return out_; }
+  /// Empties the buffer (keeps its capacity).
+  void clear() noexcept { out_.clear(); }
+
+ private:
+  void u64(std::uint64_t v);
+  std::string out_;
+};
+
+}  // namespace auditpipe::seal

@@ -1,0 +1,182 @@
+// Sealing's digests, canonical row bytes and key file (auditpipe/sink/seal.h).
+#include "auditpipe/sink/seal.h"
+
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <sys/stat.h>
+
+#include <bit>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "auditpipe/status.h"
+
+namespace auditpipe::seal {
+
+bool apply_url_option(SealSettings& settings, std::string_view key, const std::string& value) {
+  if (key == "seal") {
+    if (value == "none") {
+      settings.mode = Mode::none;
+    } else if (value == "hash") {
+      settings.mode = Mode::hash;
+    } else if (value == "hmac") {
+      settings.mode = Mode::hmac;
+    } else {
+      throw error("auditpipe: seal must be none, hash or hmac (got '" + value + "')");
+    }
+    return true;
+  }
+  if (key == "seal_key_file") {
+    settings.key_file = value;
+    return true;
+  }
+  if (key == "seal_anchor_file") {
+    settings.anchor_file = value;
+    return true;
+  }
+  return false;
+}
+
+std::string read_key_file(const std::string& path) {
+  if (path.empty()) {
+    throw error(
+        "auditpipe: seal=hmac needs a key file: seal_key_file=/path or "
+        "AUDITPIPE_SEAL_KEY_FILE");
+  }
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    throw error("auditpipe: seal key file '" + path + "': " + std::strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode)) throw error("auditpipe: seal key file '" + path + "' is not a file");
+  if ((st.st_mode & S_IROTH) != 0) {
+    throw error("auditpipe: seal key file '" + path +
+                "' is readable by everyone: chmod o-r (better 0400) it first");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw error("auditpipe: cannot read seal key file '" + path + "'");
+  std::ostringstream s;
+  s << in.rdbuf();
+  std::string key = s.str();
+  if (key.empty()) throw error("auditpipe: seal key file '" + path + "' is empty");
+  return key;
+}
+
+std::string seals_table(std::string_view table) {
+  return std::string(table) + "_seals";
+}
+
+std::string to_hex(std::string_view bytes) {
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    out.push_back(digits[c >> 4]);
+    out.push_back(digits[c & 15]);
+  }
+  return out;
+}
+
+struct Sha256::Impl {
+  EVP_MD_CTX* ctx = nullptr;
+};
+
+Sha256::Sha256() : impl_(std::make_unique<Impl>()) {
+  impl_->ctx = EVP_MD_CTX_new();
+  if (impl_->ctx == nullptr || EVP_DigestInit_ex(impl_->ctx, EVP_sha256(), nullptr) != 1) {
+    throw error("auditpipe: SHA-256 unavailable (libcrypto)");
+  }
+}
+Sha256::~Sha256() {
+  if (impl_ && impl_->ctx) EVP_MD_CTX_free(impl_->ctx);
+}
+Sha256::Sha256(Sha256&&) noexcept = default;
+Sha256& Sha256::operator=(Sha256&& o) noexcept {
+  if (this != &o) {
+    if (impl_ && impl_->ctx) EVP_MD_CTX_free(impl_->ctx);
+    impl_ = std::move(o.impl_);
+  }
+  return *this;
+}
+void Sha256::update(std::string_view bytes) {
+  EVP_DigestUpdate(impl_->ctx, bytes.data(), bytes.size());
+}
+std::string Sha256::final_hex() {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  EVP_DigestFinal_ex(impl_->ctx, md, &n);
+  return to_hex({reinterpret_cast<const char*>(md), n});
+}
+
+std::string genesis_digest(std::string_view table) {
+  Sha256 h;
+  h.update("auditpipe-seal-genesis:");
+  h.update(table);
+  return h.final_hex();
+}
+
+std::string seal_message(std::string_view prev_digest, std::int64_t seal_no,
+                         std::string_view ranges, std::int64_t row_count,
+                         std::string_view rows_digest_hex) {
+  std::string m = "auditpipe-seal-v1\n";
+  m += prev_digest;
+  m += '\n';
+  m += std::to_string(seal_no);
+  m += '\n';
+  m += ranges;
+  m += '\n';
+  m += std::to_string(row_count);
+  m += '\n';
+  m += rows_digest_hex;
+  return m;
+}
+
+std::string seal_digest(Mode mode, std::string_view key, std::string_view message) {
+  if (mode == Mode::hmac) {
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    if (HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+             reinterpret_cast<const unsigned char*>(message.data()), message.size(), md,
+             &n) == nullptr) {
+      throw error("auditpipe: HMAC-SHA-256 failed (libcrypto)");
+    }
+    return to_hex({reinterpret_cast<const char*>(md), n});
+  }
+  Sha256 h;
+  h.update(message);
+  return h.final_hex();
+}
+
+void RowEncoder::u64(std::uint64_t v) {
+  char b[8];
+  if constexpr (std::endian::native == std::endian::little) {
+    std::memcpy(b, &v, 8);
+  } else {
+    for (int i = 0; i < 8; ++i) b[i] = static_cast<char>((v >> (8 * i)) & 0xff);
+  }
+  out_.append(b, 8);
+}
+void RowEncoder::integer(std::int64_t v) {
+  out_.push_back('\1');
+  u64(static_cast<std::uint64_t>(v));
+}
+void RowEncoder::float64(double v) {
+  out_.push_back('\1');
+  u64(std::bit_cast<std::uint64_t>(v));
+}
+void RowEncoder::text(std::string_view v) {
+  out_.push_back('\1');
+  const auto n = static_cast<std::uint32_t>(v.size());
+  char b[4];
+  for (int i = 0; i < 4; ++i) b[i] = static_cast<char>((n >> (8 * i)) & 0xff);
+  out_.append(b, 4);
+  out_.append(v);
+}
+void RowEncoder::key(std::int64_t source_id, std::int64_t seq) {
+  u64(static_cast<std::uint64_t>(source_id));
+  u64(static_cast<std::uint64_t>(seq));
+}
+
+}  // namespace auditpipe::seal

@@ -1,0 +1,218 @@
+#!/usr/bin/env bash
+# Sealing (URL option seal=) and `auditpipe verify` against a real database:
+# rows loaded with `auditpipe ingest` into a sealed table, then tampered with
+# through SQL in one way per case; verify must name it and exit non-zero.
+#
+#   seal_cli_test.sh <auditpipe binary> <sqlite|mysql|postgresql> <scratch dir> <case>
+#
+# Cases: clean, update, delete_row, delete_seal, insert, swap, truncate,
+# forged_seal, unsealed, bad_key, killdb (mysql: the server killed -9 mid-load).
+# Exits 77 (skipped) when the database's server is not configured.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/../.." && pwd)
+bin=$1 backend=$2 work=$3 case=$4
+rm -rf "$work"
+mkdir -p "$work"
+cd "$work"
+table="sealed_${case}"
+
+fail() { echo "FAIL [$backend/$case]: $*" >&2; exit 1; }
+expect_eq() { [ "$1" = "$2" ] || fail "$3: expected '$2', got '$1'"; }
+
+case $backend in
+  sqlite)
+    url="sqlite://$work/audit.db"
+    q() { sqlite3 -separator $'\t' "$work/audit.db" "$1"; } ;;
+  mysql)
+    [ -n "${AUDITPIPE_TEST_MYSQL_URL:-}" ] || { echo "no AUDITPIPE_TEST_MYSQL_URL"; exit 77; }
+    url=$AUDITPIPE_TEST_MYSQL_URL
+    re='^mysql://([^:]+):([^@]*)@([^:/]+):([0-9]+)/(.+)$'
+    [[ $url =~ $re ]] || fail "cannot read $url"
+    q() { MYSQL_PWD=${BASH_REMATCH[2]} mariadb -u "${BASH_REMATCH[1]}" -h "${BASH_REMATCH[3]}" \
+            -P "${BASH_REMATCH[4]}" -N -B "${BASH_REMATCH[5]}" -e "$1"; }
+    [[ $url =~ $re ]] ;;
+  postgresql)
+    [ -n "${AUDITPIPE_TEST_POSTGRES_URL:-}" ] || { echo "no AUDITPIPE_TEST_POSTGRES_URL"; exit 77; }
+    url=$AUDITPIPE_TEST_POSTGRES_URL
+    q() { psql "$url" -X -q -At -F $'\t' -c "$1"; } ;;
+  *) fail "unknown backend" ;;
+esac
+q "DROP TABLE IF EXISTS $table" >/dev/null
+q "DROP TABLE IF EXISTS ${table}_seals" >/dev/null
+q "DELETE FROM auditpipe_ingest_checkpoints WHERE target_table = '$table'" >/dev/null 2>&1 || true
+
+printf 'a key nobody else has' > key
+chmod 600 key
+sep='?'; [[ $url == *\?* ]] && sep='&'
+sealed_url="${url}${sep}seal=hmac&seal_key_file=$work/key&seal_anchor_file=$work/anchor"
+
+cat > schema.json <<JSON
+{"table": "$table", "columns": [
+  {"name": "at", "type": "timestamp"},
+  {"name": "user_name", "type": "text", "size": 32, "path": "user.name"},
+  {"name": "level", "type": "uint8"},
+  {"name": "amount", "type": "float64", "nullable": true},
+  {"name": "ok", "type": "boolean"},
+  {"name": "msg", "type": "text", "size": 64, "nullable": true}
+]}
+JSON
+# jsonl N FIRST: N lines numbered from FIRST (awkward floats, NULLs, non-ASCII text).
+jsonl() {
+  awk -v n="$1" -v first="${2:-0}" 'BEGIN { for (i = first; i < first + n; i++)
+    printf "{\"at\":\"2026-11-30T12:%02d:%02d.%06dZ\",\"user\":{\"name\":\"user%d é\"},\"level\":%d,\"amount\":%s,\"ok\":%s,\"msg\":%s}\n",
+      int(i / 60) % 60, i % 60, (i * 7919) % 1000000, i, i % 200, (i % 5 ? sprintf("%.17g", i / 3.0) : "null"),
+      (i % 2 ? "true" : "false"), (i % 7 ? "\"message " i "\"" : "null") }'
+}
+load() { "$bin" ingest --quiet --schema schema.json --batch-size "${batch:-500}" "$@"; }
+verify() { "$bin" verify --quiet "$url" --table "$table" "$@"; }
+# run_verify ARGS...: sets out and rc.
+run_verify() { set +e; out=$(verify "$@" 2>&1); rc=$?; set -e; echo "$out" >> verify.log; }
+expect_found() {  # status pattern...
+  local status=$1; shift
+  [ "$rc" = "$status" ] || fail "verify exited $rc, expected $status: $out"
+  for p in "$@"; do grep -qE -- "$p" <<<"$out" || fail "verify did not say /$p/: $out"; done
+}
+# key N: "source_id seq" of the Nth row in key order.
+key() { q "SELECT source_id, seq FROM $table ORDER BY source_id, seq LIMIT 1 OFFSET $1" | tr '\t' ' '; }
+# delete_seal_rows N: deletes the rows seal N covers ("sid:a-b,c;sid:...").
+delete_seal_rows() {
+  local part sid items cond item
+  for part in $(q "SELECT ranges FROM ${table}_seals WHERE seal_no = $1" | tr ';' ' '); do
+    sid=${part%%:*} items=${part#*:} cond=""
+    for item in ${items//,/ }; do
+      [ -n "$cond" ] && cond+=" OR "
+      if [[ $item == *-* ]]; then cond+="seq BETWEEN ${item%-*} AND ${item#*-}"; else cond+="seq = $item"; fi
+    done
+    q "DELETE FROM $table WHERE source_id = $sid AND ($cond)" >/dev/null
+  done
+}
+
+if [ "$case" != bad_key ] && [ "$case" != killdb ] && [ "$case" != forged_seal ]; then
+  jsonl 2000 0 > a.jsonl
+  jsonl 1500 5000 > b.jsonl
+  load "$sealed_url" a.jsonl b.jsonl || fail "load exited $?"
+  expect_eq "$(q "SELECT COUNT(*) FROM $table")" 3500 "rows loaded"
+  seals=$(q "SELECT COUNT(*) FROM ${table}_seals")
+  [ "$seals" -ge 7 ] || fail "only $seals seals for 3500 rows in batches of 500"
+  expect_eq "$(q "SELECT SUM(row_count) FROM ${table}_seals")" 3500 "rows sealed"
+  run_verify --key-file key --anchor anchor
+  expect_found 0 "3500 rows, $seals seals: verified"
+fi
+
+case $case in
+  clean)
+    # Also without the anchor, and --since (the newer seals only).
+    run_verify --key-file key
+    expect_found 0 "verified"
+    run_verify --key-file key --since "$(date -u +%s -d '1 hour ago')"
+    expect_found 0 "verified"
+    # A key-sealed table checked without the key: every seal fails.
+    run_verify
+    expect_found 1 "give --key-file"
+    grep -q 'a key nobody' "$work"/anchor && fail "the key is in the anchor file"
+    [ "$(q "SELECT COUNT(*) FROM ${table}_seals WHERE digest LIKE '%key%'")" = 0 ] ;;
+  update)
+    read -r sid seq <<<"$(key 700)"
+    q "UPDATE $table SET user_name = 'mallory' WHERE source_id = $sid AND seq = $seq"
+    run_verify --key-file key --anchor anchor
+    expect_found 1 "changed: rows of seal [0-9]+ \(.*$sid:" "1 tampering findings" ;;
+  delete_row)
+    read -r sid seq <<<"$(key 1200)"
+    q "DELETE FROM $table WHERE source_id = $sid AND seq = $seq"
+    run_verify --key-file key --anchor anchor
+    expect_found 1 "deleted: 1 of [0-9]+ rows of seal [0-9]+ \(.*$sid:.*\) missing: source_id $sid seq $seq\$" ;;
+  delete_seal)
+    delete_seal_rows 3
+    run_verify --key-file key --anchor anchor
+    expect_found 1 "deleted: ([0-9]+) of \1 rows of seal 3 " ;;
+  insert)
+    # A forged row in a free key inside a seal's range (seq is a byte offset).
+    read -r sid seq <<<"$(key 900)"
+    q "INSERT INTO $table (at, user_name, level, amount, ok, msg, source_id, seq) SELECT at, 'forged', level, amount, ok, msg, source_id, seq + 1 FROM $table WHERE source_id = $sid AND seq = $seq"
+    # And one below the first row of a source (seq 0 is its first line: a new source).
+    q "INSERT INTO $table (at, user_name, level, amount, ok, msg, source_id, seq) SELECT at, 'forged', level, amount, ok, msg, source_id + 1, seq FROM $table WHERE source_id = $sid AND seq = $seq"
+    # Near the tail (the last 16 seals) an uncovered row may be a crash's: "not yet sealed".
+    run_verify --key-file key --anchor anchor
+    expect_found 3 "not yet sealed: source_id $sid"
+    run_verify --key-file key --anchor anchor --unsealed-window 0
+    expect_found 1 "inserted: row \(source_id $sid, seq $((seq + 1))\) is covered by no seal" \
+      "inserted: row \(source_id $((sid + 1)), seq $seq\) is covered by no seal|not yet sealed: source_id $((sid + 1))" ;;
+  swap)
+    read -r sid1 seq1 <<<"$(key 100)"
+    read -r sid2 seq2 <<<"$(key 2600)"
+    v1=$(q "SELECT user_name FROM $table WHERE source_id = $sid1 AND seq = $seq1")
+    v2=$(q "SELECT user_name FROM $table WHERE source_id = $sid2 AND seq = $seq2")
+    q "UPDATE $table SET user_name = '$v2' WHERE source_id = $sid1 AND seq = $seq1"
+    q "UPDATE $table SET user_name = '$v1' WHERE source_id = $sid2 AND seq = $seq2"
+    run_verify --key-file key --anchor anchor
+    expect_found 1 "changed: rows of seal [0-9]+ \(.*$sid1:" "changed: rows of seal [0-9]+ \(.*$sid2:" "2 tampering findings" ;;
+  truncate)
+    last=$(q "SELECT MAX(seal_no) FROM ${table}_seals")
+    delete_seal_rows "$last"
+    delete_seal_rows "$((last - 1))"
+    q "DELETE FROM ${table}_seals WHERE seal_no >= $((last - 1))"
+    run_verify --key-file key
+    expect_found 0 "verified"   # without an anchor nothing shows it
+    run_verify --key-file key --anchor anchor
+    expect_found 1 "truncated: the anchor names seal $last but the seals end at $((last - 2))"
+    run_verify --key-file key --anchor "$(tr ' ' ':' < anchor)"
+    expect_found 1 "truncated:"
+    # A seal in the middle removed: its rows are inserted ones now.
+    q "DELETE FROM ${table}_seals WHERE seal_no = 2"
+    run_verify --key-file key --unsealed-window 0
+    expect_found 1 "seals removed: seal_no 2 missing before seal 3" "chain broken at seal 3" "inserted: row" ;;
+  forged_seal)
+    # Seals an attacker without the key can make: plain SHA-256 (seal=hash).
+    jsonl 1200 0 > a.jsonl
+    load "${url}${sep}seal=hash" a.jsonl || fail "load exited $?"
+    run_verify
+    expect_found 0 "verified"
+    run_verify --key-file key
+    expect_found 1 "forged seal: seal 1 .*recomputed without the key" ;;
+  unsealed)
+    # What a crash between the rows and their seal leaves: rows newer than the last seal.
+    last=$(q "SELECT MAX(seal_no) FROM ${table}_seals")
+    q "DELETE FROM ${table}_seals WHERE seal_no = $last"
+    run_verify --key-file key
+    expect_found 3 "not yet sealed: source_id" "some rows not yet sealed" ;;
+  bad_key)
+    jsonl 10 0 > a.jsonl
+    chmod 644 key
+    set +e; out=$(load "$sealed_url" a.jsonl 2>&1); rc=$?; set -e
+    [ "$rc" != 0 ] || fail "a world-readable key was accepted"
+    grep -q "readable by everyone" <<<"$out" || fail "no reason given: $out"
+    grep -q 'a key nobody' <<<"$out" && fail "the key is in the message"
+    : > key
+    chmod 600 key
+    set +e; out=$(load "${url}${sep}seal=hmac&seal_key_file=$work/key" a.jsonl 2>&1); rc=$?; set -e
+    [ "$rc" != 0 ] && grep -q "is empty" <<<"$out" || fail "an empty key: $rc $out"
+    set +e; out=$(load "${url}${sep}seal=hmac" a.jsonl 2>&1); rc=$?; set -e
+    [ "$rc" != 0 ] && grep -q "needs a key file" <<<"$out" || fail "no key: $rc $out" ;;
+  killdb)
+    # The server killed -9 mid-load, started again; the load finishes on a
+    # rerun. Every row is sealed, or reported as not yet sealed; none tampered.
+    [ "$backend" = mysql ] || { echo "killdb runs against MariaDB only"; exit 77; }
+    jsonl 400000 0 > a.jsonl
+    batch=2000 load "$sealed_url" a.jsonl &
+    pid=$!
+    for _ in $(seq 100); do  # until the load is under way
+      n=$(q "SELECT COUNT(*) FROM $table" 2>/dev/null || echo 0)
+      [ "${n:-0}" -gt 20000 ] && break
+      sleep 0.1
+    done
+    (cd "$here" && ./scripts/mariadb.sh kill) >/dev/null
+    kill -0 $pid 2>/dev/null || fail "the load ended before the kill"
+    sleep 1
+    (cd "$here" && ./scripts/mariadb.sh start) >/dev/null
+    stored=$(q "SELECT COUNT(*) FROM $table")
+    echo "killed with $n rows stored; $stored after the restart"
+    wait $pid || true
+    batch=2000 load "$sealed_url" a.jsonl || fail "the rerun exited $?"
+    expect_eq "$(q "SELECT COUNT(*) FROM $table")" 400000 "rows after the rerun"
+    run_verify --key-file key
+    [ "$rc" = 0 ] || [ "$rc" = 3 ] || fail "verify after kill -9 exited $rc: $out"
+    grep -qE "^(changed|deleted|inserted|seals|chain|forged)" <<<"$out" && fail "tampering reported: $out"
+    echo "$out" ;;
+  *) fail "unknown case $case" ;;
+esac
+echo "ok [$backend/$case]"
