@@ -92,6 +92,12 @@ EXAMPLES
       postgresql://loader@db/audit -
 )";
 
+// A usage error: the message, and exit status 2 as for the parser's own.
+int usage(const std::string& message) {
+  std::fprintf(stderr, "auditpipe ingest: %s (see --help)\n", message.c_str());
+  return 2;
+}
+
 bool split_assignment(const std::string& text, std::pair<std::string, std::string>& out) {
   const auto eq = text.find('=');
   if (eq == std::string::npos || eq == 0) return false;
@@ -127,7 +133,8 @@ IngestCommand::IngestCommand(CLI::App& app) {
                        "where rejected lines go (default TABLE.rejects.jsonl)");
   command_->add_option("--max-rejects", max_rejects_, "stop after more than N rejected lines");
   command_->add_flag("--follow,-F", config_.follow, "keep reading the files as they grow");
-  command_->add_flag("--quiet,-q", config_.quiet, "no progress line");
+  command_->add_flag("--quiet,-q", config_.quiet,
+                     "no progress line, and no summary unless something is not stored");
   command_->add_option("--source-name", config_.source_name,
                        "the name checkpoints keep for the (one) input; needed to resume stdin");
   command_->add_option("--checkpoint-table", config_.checkpoint_table,
@@ -153,17 +160,17 @@ int IngestCommand::run() {
     for (const std::string& m : *text) {
       std::pair<std::string, std::string> kv;
       if (!split_assignment(m, kv))
-        throw error("auditpipe ingest: expected column=value, got \"" + m + "\"");
+        return usage("expected column=value, got \"" + m + "\"");
       out->push_back(std::move(kv));
     }
   if (infer_) return infer();
   if (arguments_.size() < 2)
-    throw error("auditpipe ingest: give a database URL and at least one input (see --help)");
+    return usage("give a database URL and at least one input");
   config_.url = arguments_.front();
   config_.files.assign(arguments_.begin() + 1, arguments_.end());
   if (config_.follow)
     for (const std::string& f : config_.files)
-      if (f == "-") throw error("auditpipe ingest: --follow reads files, not standard input");
+      if (f == "-") return usage("--follow reads files, not standard input");
 
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
@@ -175,7 +182,7 @@ int IngestCommand::run() {
 }
 
 int IngestCommand::infer() {
-  if (arguments_.empty()) throw error("auditpipe ingest --infer: give the input files");
+  if (arguments_.empty()) return usage("--infer needs the input files");
   std::vector<std::string> records_text;
   ingest::Format format = ingest::Format::jsonl;
   for (const std::string& f : arguments_) {

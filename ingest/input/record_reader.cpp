@@ -38,6 +38,7 @@ struct RecordReader::State {
   std::size_t start = 0, end = 0, scan = 0;
   Csv csv = Csv::field_start;
   std::uint64_t newlines = 0;  // inside quotes, in the current record
+  bool eof_in_quotes = false;  // the last record returned ended at the stream's end in quotes
   std::uint64_t line;
   bool bom_pending;
   bool skipping = false;  // inside a too-long record
@@ -138,6 +139,7 @@ struct RecordReader::State {
   }
 
   bool next(RawRecord& out) {
+    eof_in_quotes = false;
     if (bom_pending && !settle_bom(out)) return out.kind == RawRecord::Kind::incomplete;
     for (;;) {
       const std::size_t nl = find_end();
@@ -181,6 +183,7 @@ struct RecordReader::State {
         start = end = scan = 0;
       }
       if (!refill()) {
+        eof_in_quotes = csv == Csv::quoted;
         if (skipping) {
           // The stream ends inside a too-long record: report it now.
           out.text = std::string_view(prefix.get(), prefix_size);
@@ -253,6 +256,10 @@ std::uint64_t RecordReader::offset() const noexcept {
 
 std::uint64_t RecordReader::line() const noexcept {
   return s_->line;
+}
+
+bool RecordReader::ended_in_quotes() const noexcept {
+  return s_->eof_in_quotes;
 }
 
 }  // namespace auditpipe::ingest

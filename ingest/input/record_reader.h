@@ -74,6 +74,10 @@ class RecordReader {
   std::uint64_t offset() const noexcept;
   /// The line number of the next record.
   std::uint64_t line() const noexcept;
+  /// CSV/TSV: the record just returned was cut by the end of the stream
+  /// inside a quoted field (a quote never closed), so everything after the
+  /// quote went into it.
+  bool ended_in_quotes() const noexcept;
 
  private:
   struct State;

@@ -52,6 +52,18 @@ Format format_of(const std::string& configured, const std::string& path) {
 
 namespace {
 
+// How long after its last write a file's unterminated last line is taken
+// as complete.
+constexpr auto settle_time = std::chrono::seconds(10);
+
+bool recently_written(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;  // stdin, a pipe
+  const auto mtime = std::chrono::system_clock::time_point(
+      std::chrono::seconds(st.st_mtim.tv_sec) + std::chrono::nanoseconds(st.st_mtim.tv_nsec));
+  return std::chrono::system_clock::now() - mtime < settle_time;
+}
+
 // How far one input is handled, published by its reader for the checkpoint
 // thread. Guarded by InputState::mutex.
 struct Position {
@@ -69,6 +81,7 @@ struct InputState {
   bool identified = false;  ///< guarded by mutex
   /// guarded by mutex: the source a rotation replaced (never this input's id)
   std::int64_t not_this = -1;
+  bool reframe = false;  ///< reader thread only: read again from the position at once
   Checkpoint saved;         ///< guarded by mutex: the last checkpoint stored
   Position position;        ///< guarded by mutex
   std::atomic<std::uint64_t> input_bytes{0};
@@ -92,6 +105,8 @@ class Load {
                       std::optional<std::uint64_t> size, std::int64_t not_this);
   DynamicLogger::Record acquire();
   void reject(InputState& input, const RawRecord& raw, std::string_view reason);
+  void reject_unclosed_quote(InputState& input, const std::string& open_path,
+                             const RawRecord& raw, Position& pos);
   void checkpoint_loop();
   void checkpoint_now();
   void fail(InputState& input, const std::string& message);
@@ -102,6 +117,7 @@ class Load {
   std::unique_ptr<Database> db_;
   std::mutex db_mutex_;  ///< one thread at a time on db_ and store_
   std::unique_ptr<CheckpointStore> store_;
+  std::string store_table_;  ///< the target table the checkpoints are of
   std::optional<Schema> schema_;
   std::vector<std::pair<std::string, std::string>> maps_;
   std::unique_ptr<DynamicLogger> logger_;
@@ -115,6 +131,8 @@ class Load {
   std::atomic<std::uint64_t> empty_lines_{0};
   std::atomic<std::uint64_t> repaired_lines_{0};
   std::atomic<std::uint64_t> skipped_{0};
+  std::atomic<std::uint64_t> held_back_{0};
+  bool checkpoint_broken_ = false;  ///< checkpoint thread only: reconnect before the next
   std::mutex errors_mutex_;
   std::vector<std::string> errors_;
   std::mutex checkpoint_mutex_;
@@ -148,6 +166,7 @@ LoadSummary Load::run() {
     schema_.emplace(std::move(*found));
   }
 
+  store_table_ = table;
   if (config_.checkpoints)
     store_ = std::make_unique<CheckpointStore>(*db_, table, config_.checkpoint_table);
 
@@ -221,6 +240,7 @@ LoadSummary Load::run() {
   s.refused = report.stats.rejected_by_sink;
   s.unwritten = report.unwritten + report.on_disk;
   s.skipped = skipped_.load();
+  s.held_back = held_back_.load();
   s.empty_lines = empty_lines_.load();
   s.repaired_lines = repaired_lines_.load();
   s.truncated_fields = report.stats.truncated_fields;
@@ -311,6 +331,37 @@ void Load::reject(InputState& input, const RawRecord& raw, std::string_view reas
   if (config_.max_rejects && n > *config_.max_rejects) aborted_.store(true);
 }
 
+void Load::reject_unclosed_quote(InputState& input, const std::string& open_path,
+                                 const RawRecord& raw, Position& pos) {
+  // The record's first line, read again: the reader kept only its start.
+  auto source = open_byte_source(open_path);
+  std::string first;
+  std::uint64_t next = raw.end_offset;
+  if (source->skip_to(raw.offset)) {
+    char c;
+    std::uint64_t at = raw.offset;
+    while (source->read(&c, 1) == 1) {
+      ++at;
+      if (c == '\n') {
+        next = at;
+        break;
+      }
+      if (first.size() < config_.max_record_bytes) first += c;
+    }
+  }
+  if (!first.empty() && first.back() == '\r') first.pop_back();
+  RawRecord line = raw;
+  line.text = first;
+  reject(input, line,
+         "a quoted field opened on this line is never closed (the input ends first); the lines "
+         "after it are read again as records");
+  ++pos.rejects;
+  pos.bytes_done = next;
+  pos.lines_done = raw.line;
+  std::lock_guard lock(input.mutex);
+  input.position = pos;
+}
+
 void Load::read_input(InputState& input) {
   // follow: the file is kept open by descriptor, so that a rotated (renamed)
   // file can still be read to its end through /proc/self/fd.
@@ -337,7 +388,8 @@ void Load::read_input(InputState& input) {
   try {
     restart();
     std::uint64_t source_id = 0;
-    while (pass(input, open_path, *mapper, source_id)) {
+    while (pass(input, open_path, *mapper, source_id) || input.reframe) {
+      if (std::exchange(input.reframe, false) && !stopping()) continue;
       if (!config_.follow || stopping()) break;
       // Wait for growth or a rotation.
       std::this_thread::sleep_for(config_.follow_poll);
@@ -448,6 +500,21 @@ bool Load::pass(InputState& input, const std::string& open_path, RowMapper& mapp
     // input's last record, ended by the end of the input.
     const bool last = raw.kind == RawRecord::Kind::incomplete;
     if (last && config_.follow) break;
+    // A file written to within the last seconds may be in the middle of its
+    // last line: loading that half now would store it under the key the
+    // whole line gets later (which the database then skips). Held back,
+    // not checkpointed: the next run loads it whole.
+    if (last && recently_written(open_path)) {
+      held_back_.fetch_add(1, std::memory_order_relaxed);
+      break;
+    }
+    if (!config_.follow && reader.ended_in_quotes()) {
+      // A quote never closed took the rest of the input into one field: the
+      // line it opened on is rejected, and the lines after it are read again.
+      reject_unclosed_quote(input, open_path, raw, pos);
+      input.reframe = true;
+      break;
+    }
     const std::uint64_t lines =
         raw.line + static_cast<std::uint64_t>(std::count(raw.text.begin(), raw.text.end(), '\n'));
     if (raw.kind == RawRecord::Kind::empty) {
@@ -512,11 +579,28 @@ void Load::checkpoint_now() {
   rejects_->sync();
   if (!logger_->flush(std::chrono::seconds(30))) return;
   std::lock_guard db_lock(db_mutex_);
+  if (checkpoint_broken_) {
+    // The connection died with the server: a new one, or wait for the next turn.
+    try {
+      db_ = Database::connect(config_.url);
+      store_ = std::make_unique<CheckpointStore>(*db_, store_table_, config_.checkpoint_table);
+      checkpoint_broken_ = false;
+      std::fprintf(stderr, "\nauditpipe ingest: checkpoints are written again\n");
+    } catch (const std::exception&) {
+      return;
+    }
+  }
   for (Pending& p : pending) {
     try {
       store_->save(p.c);
-    } catch (const std::exception&) {
-      continue;  // the next checkpoint tries again; a lost one costs a resend only
+    } catch (const std::exception& e) {
+      // The next checkpoint tries again, on a new connection; until then a
+      // rerun would resend more than it must (the keys keep that harmless).
+      if (!checkpoint_broken_)
+        std::fprintf(stderr, "\nauditpipe ingest: cannot write a checkpoint (%s); retrying\n",
+                     e.what());
+      checkpoint_broken_ = true;
+      return;
     }
     std::lock_guard lock(p.input->mutex);
     if (p.input->saved.source_id == p.c.source_id) p.input->saved = p.c;
@@ -539,7 +623,7 @@ void Load::checkpoint_loop() {
 int LoadSummary::exit_code() const {
   if (interrupted) return 130;
   if (!errors.empty() || refused > 0 || unwritten > 0 || aborted) return 1;
-  return rejects > 0 ? 3 : 0;
+  return rejects > 0 || held_back > 0 ? 3 : 0;
 }
 
 LoadSummary load(const LoadConfig& config, const std::atomic<bool>& stop) {
@@ -565,6 +649,10 @@ std::string format_summary(const LoadSummary& s) {
     out += "  refused   " + with_commas(s.refused) + " by the database (see " + s.reject_file +
            ".refused)\n";
   if (s.unwritten > 0) out += "  unwritten " + with_commas(s.unwritten) + " (rerun to send them)\n";
+  if (s.held_back > 0)
+    out += "  held back " + with_commas(s.held_back) +
+           " last line(s) without a line end in a file written to seconds ago (the next run "
+           "loads them once they are whole)\n";
   if (s.empty_lines > 0) out += "  empty     " + with_commas(s.empty_lines) + " lines skipped\n";
   if (s.repaired_lines > 0)
     out += "  repaired  " + with_commas(s.repaired_lines) + " lines of invalid UTF-8 (U+FFFD)\n";

@@ -71,6 +71,7 @@ struct LoadSummary {
   std::uint64_t refused = 0;         ///< records the database refused (Stats::rejected_by_sink)
   std::uint64_t unwritten = 0;       ///< committed, not known stored at the end
   std::uint64_t skipped = 0;         ///< records already stored by earlier runs, not read again
+  std::uint64_t held_back = 0;       ///< unterminated last lines of files still being written
   std::uint64_t empty_lines = 0;
   std::uint64_t repaired_lines = 0;  ///< invalid UTF-8 made valid before parsing
   std::uint64_t truncated_fields = 0;
@@ -81,7 +82,8 @@ struct LoadSummary {
   bool aborted = false;              ///< max_rejects exceeded
   std::vector<std::string> errors;   ///< inputs that could not be loaded, and why
   std::string reject_file;
-  /// 0: everything stored; 3: everything stored but some lines rejected;
+  /// 0: everything stored; 3: everything stored but some lines rejected
+  /// (or a last line held back);
   /// 1: something is not stored (errors, refused, unwritten, aborted);
   /// 130: interrupted (rerun to continue).
   int exit_code() const;
