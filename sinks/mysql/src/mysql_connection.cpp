@@ -328,6 +328,19 @@ std::optional<std::string> MysqlConnection::query_value(std::string_view sql) no
   return value;
 }
 
+std::optional<std::string> MysqlConnection::show_value(std::string_view sql) noexcept {
+  if (mysql_real_query(mysql_, sql.data(), sql.size()) != 0) return std::nullopt;
+  MYSQL_RES* r = mysql_store_result(mysql_);
+  if (r == nullptr) return std::nullopt;
+  std::optional<std::string> value;
+  if (MYSQL_ROW row = mysql_fetch_row(r);
+      row != nullptr && mysql_num_fields(r) >= 2 && row[1] != nullptr) {
+    value.emplace(row[1], mysql_fetch_lengths(r)[1]);
+  }
+  mysql_free_result(r);
+  return value;
+}
+
 MysqlError MysqlConnection::last_error() const {
   MysqlError e = error_of(mysql_);
   e.message = hide_password(std::move(e.message));

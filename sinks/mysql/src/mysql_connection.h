@@ -126,6 +126,8 @@ class MysqlConnection : public SqlConnection {
   std::optional<MysqlError> execute(std::string_view sql) noexcept;
   // The first column of the first row of a query (nullopt on error or no row).
   std::optional<std::string> query_value(std::string_view sql) noexcept;
+  // The second column of the first row (SHOW STATUS LIKE 'name': the value).
+  std::optional<std::string> show_value(std::string_view sql) noexcept;
   // The error state of the session now (the password masked, as in every
   // error this connection reports).
   MysqlError last_error() const;
