@@ -152,8 +152,8 @@ int main(int argc, char** argv) {
         std::printf("longest stall %.2f s\n", longest);
       });
       for (auto& p : producers) p.join();
-      elapsed = seconds_since(t0);
       logger.close();
+      elapsed = seconds_since(t0);  // until everything committed is stored
       done = true;
       watcher.join();
       const auditpipe::Stats s = logger.stats();
@@ -168,7 +168,7 @@ int main(int argc, char** argv) {
     }
     std::unordered_set<std::int64_t> ok;
     for (const auto& v : ok_ids) ok.insert(v.begin(), v.end());
-    std::printf("produced %llu, ok %zu, not ok %llu, in %.1f s: %.0f ok rows/s\n",
+    std::printf("produced %llu, ok %zu, not ok %llu, stored in %.1f s: %.0f ok rows/s\n",
                 static_cast<unsigned long long>(produced.load()), ok.size(),
                 static_cast<unsigned long long>(not_ok.load()), elapsed,
                 static_cast<double>(ok.size()) / elapsed);
