@@ -11,7 +11,9 @@
 #           fire: no hang);
 #   quorum  kill nodes 2 and 3: node 1 is non-primary (1047); producers
 #           meet the overflow policy (max_wait 2 s); `galera.sh start`
-#           brings the others back after 15 s and writing resumes by itself.
+#           brings the others back after 15 s and writing resumes by itself;
+#   limits  wsrep_max_ws_rows=100 on every node, batches of up to 1000: the
+#           sink cuts its statements to fit, so no write fails at all.
 #
 # Every node must then hold exactly the records whose commit() returned ok,
 # once each (cluster_producer checks and prints produced / ok / written per
@@ -19,9 +21,9 @@
 # run; leaves it whole.
 set -euo pipefail
 
-src=${1:?usage: $0 <source dir> <cluster_producer> kill|pause|quorum}
+src=${1:?usage: $0 <source dir> <cluster_producer> kill|pause|quorum|limits}
 producer=${2:?cluster_producer}
-what=${3:?kill|pause|quorum}
+what=${3:?kill|pause|quorum|limits}
 galera="$src/scripts/galera.sh"
 [ -n "${AUDITPIPE_GALERA_DIR:-}" ] || { echo "AUDITPIPE_GALERA_DIR not set: skipped"; exit 77; }
 if ! grep -q ': running' <<<"$("$galera" status)"; then
@@ -34,6 +36,8 @@ trap '"$galera" resume 1 2>/dev/null || true; "$galera" start >/dev/null || "$ga
 checks=("$("$galera" url 1)" "$("$galera" url 2)" "$("$galera" url 3)")
 url="$("$galera" url)?read_timeout=3&write_timeout=3&connect_timeout=3"
 stamp() { date +%s.%N; }
+# root on node N (over its socket): for the global wsrep settings.
+root() { timeout 10 mariadb --no-defaults --socket="$AUDITPIPE_GALERA_DIR/node$1/mysqld.sock" -uroot -e "$2"; }
 
 case $what in
   kill)
@@ -66,6 +70,15 @@ case $what in
     sleep 15
     echo "galera.sh start at $(stamp)"
     "$galera" start >/dev/null
+    ;;
+  limits)
+    trap 'for n in 1 2 3; do root $n "SET GLOBAL wsrep_max_ws_rows = 0" || true; done
+          "$galera" start >/dev/null || "$galera" status' EXIT
+    for n in 1 2 3; do root $n "SET GLOBAL wsrep_max_ws_rows = 100"; done
+    out=$("$producer" "$url" 8 10 20000 60000 2 "${checks[@]}") || { echo "$out"; exit 1; }
+    echo "$out"
+    grep -q 'write_failures 0,' <<<"$out" || { echo "FAILED: writes failed under wsrep_max_ws_rows=100" >&2; exit 1; }
+    exit 0
     ;;
   *) echo "unknown fault $what" >&2; exit 2 ;;
 esac
