@@ -15,6 +15,10 @@
 // seq), ok records missing (lost) and rows above distinct (duplicated).
 // Exit 0 only if nothing is lost or duplicated, every node has exactly the
 // ok records, and the nodes agree; 1 otherwise.
+//
+// Every record's sender is CLUSTER_PRODUCER_TAG ("single" when unset) and
+// the checks count only the rows with that sender; with the variable set
+// (several processes writing at once) the table is not dropped.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -67,7 +71,9 @@ int main(int argc, char** argv) {
   const bool postgres = url.rfind("postgres", 0) == 0;
 
   try {
-    {
+    const char* tag_env = std::getenv("CLUSTER_PRODUCER_TAG");
+    const std::string tag = tag_env != nullptr && *tag_env != '\0' ? tag_env : "single";
+    if (tag == "single") {
       auto db = auditpipe::Database::connect(url);
       db->execute("DROP TABLE IF EXISTS audit_log");
     }
@@ -113,6 +119,7 @@ int main(int argc, char** argv) {
             r->message_id = id;
             r->status = t;
             r->payload = "cluster fault test";
+            r->sender = tag;
             if (r.commit() == auditpipe::Status::ok) {
               mine.push_back(id);
             } else {
@@ -184,15 +191,17 @@ int main(int argc, char** argv) {
         try {
           auto db = auditpipe::Database::connect(checks[i]);
           if (!postgres) db->execute("SET SESSION wsrep_sync_wait = 1");
-          const auto counts =
-              db->query(postgres ? "SELECT COUNT(*), COUNT(DISTINCT (source_id, seq)) "
-                                   "FROM audit_log"
-                                 : "SELECT COUNT(*), COUNT(DISTINCT source_id, seq) "
-                                   "FROM audit_log");
+          const auto counts = db->query(
+              postgres ? "SELECT COUNT(*), COUNT(DISTINCT (source_id, seq)) FROM audit_log "
+                         "WHERE sender = ?"
+                       : "SELECT COUNT(*), COUNT(DISTINCT source_id, seq) FROM audit_log "
+                         "WHERE sender = ?",
+              {tag});
           rows = std::stoll(counts.at(0).at(0).value_or("0"));
           distinct = std::stoll(counts.at(0).at(1).value_or("0"));
           stored.clear();
-          for (const auto& row : db->query("SELECT message_id FROM audit_log")) {
+          for (const auto& row :
+               db->query("SELECT message_id FROM audit_log WHERE sender = ?", {tag})) {
             stored.insert(std::stoll(row.at(0).value_or("0")));
           }
           where = db->describe();

@@ -12,6 +12,9 @@
 #   quorum  kill nodes 2 and 3: node 1 is non-primary (1047); producers
 #           meet the overflow policy (max_wait 2 s); `galera.sh start`
 #           brings the others back after 15 s and writing resumes by itself;
+#   processes  four application processes (8 producers each) write at once
+#           while the writers' node is killed and restarted: 0 lost, 0
+#           duplicated in every one of them;
 #   limits  wsrep_max_ws_rows=100 on every node, batches of up to 1000: the
 #           sink cuts its statements to fit, so no write fails at all.
 #
@@ -21,9 +24,9 @@
 # run; leaves it whole.
 set -euo pipefail
 
-src=${1:?usage: $0 <source dir> <cluster_producer> kill|pause|quorum|limits}
+src=${1:?usage: $0 <source dir> <cluster_producer> kill|pause|quorum|processes|limits}
 producer=${2:?cluster_producer}
-what=${3:?kill|pause|quorum|limits}
+what=${3:?kill|pause|quorum|processes|limits}
 galera="$src/scripts/galera.sh"
 [ -n "${AUDITPIPE_GALERA_DIR:-}" ] || { echo "AUDITPIPE_GALERA_DIR not set: skipped"; exit 77; }
 if ! grep -q ': running' <<<"$("$galera" status)"; then
@@ -70,6 +73,30 @@ case $what in
     sleep 15
     echo "galera.sh start at $(stamp)"
     "$galera" start >/dev/null
+    ;;
+  processes)
+    # One short run drops the table and has the sink create it; then four
+    # processes, each with its own sender tag and source ids.
+    "$producer" "$url" 1 1 100 60000 1 "${checks[@]}" >/dev/null
+    pids=()
+    for p in 1 2 3 4; do
+      CLUSTER_PRODUCER_TAG=process$p "$producer" "$url" 8 30 1000 60000 2 "${checks[@]}" \
+        >"$AUDITPIPE_GALERA_DIR/process$p.out" 2>"$AUDITPIPE_GALERA_DIR/process$p.err" &
+      pids+=($!)
+    done
+    sleep 8
+    echo "kill -9 node 1 at $(stamp)"
+    "$galera" kill 1
+    sleep 6
+    echo "restart node 1 at $(stamp)"
+    "$galera" start-node 1
+    rc=0
+    for p in 1 2 3 4; do
+      wait "${pids[$((p - 1))]}" || rc=1
+      echo "--- process $p"
+      grep -E '^(produced|node|RESULT|stats)' "$AUDITPIPE_GALERA_DIR/process$p.out" || true
+    done
+    exit "$rc"
     ;;
   limits)
     trap 'for n in 1 2 3; do root $n "SET GLOBAL wsrep_max_ws_rows = 0" || true; done
