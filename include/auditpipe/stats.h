@@ -4,9 +4,10 @@
 
 #include <cstdint>
 #include <optional>
-#include <string_view>
-
 #include <string>
+#include <string_view>
+#include <vector>
+
 #include "auditpipe/export.h"
 #include "auditpipe/histogram.h"
 
@@ -30,6 +31,10 @@ struct AUDITPIPE_EXPORT ConnectionPoolStats {
   HistogramSnapshot wait_ns;  ///< time in acquire()
   /// The last failed connect's message (never a password).
   std::string last_connect_error;
+  /// The server of each open connection, idle or lent ("db2:3306"; on a
+  /// cluster: which node each connection is on), sorted; empty entries for
+  /// connections that do not say.
+  std::vector<std::string> servers;
 };
 
 /// Whether the database is taking writes.

@@ -223,6 +223,23 @@ void write_stats(Writer& w, const Stats& s) {
               p.connect_failures);
     w.histogram("auditpipe_connection_pool_wait_seconds", "Time spent waiting for a lease.",
                 p.wait_ns, 10, 37, 9);
+    // Which server (cluster node) the open connections are on.
+    std::vector<std::pair<std::string, std::uint64_t>> per_server;
+    for (const std::string& server : p.servers) {
+      if (server.empty()) continue;
+      if (per_server.empty() || per_server.back().first != server) {
+        per_server.emplace_back(server, 0);
+      }
+      ++per_server.back().second;
+    }
+    if (!per_server.empty()) {
+      w.family("auditpipe_connection_pool_server_connections", "gauge",
+               "Open connections per server (node) they are connected to.");
+      for (const auto& [server, n] : per_server) {
+        w.sample("auditpipe_connection_pool_server_connections",
+                 render_labels({{"db_server", server}}), n);
+      }
+    }
   }
 }
 

@@ -111,6 +111,36 @@ TEST(Open, MysqlRefusesUnknownOptionsShowingTheAcceptedForm) {
 }
 #endif
 
+#ifdef AUDITPIPE_TEST_HAVE_MYSQL
+// Host selection on a cluster (docs/scale-out.md).
+TEST(Open, MysqlTakesHostsSequentialOrLoadbalance) {
+  for (const char* url : {"mysql://audit:pw@db1,db2,db3/audit?hosts=sequential",
+                          "mysql://audit:pw@db1,db2,db3/audit?hosts=loadbalance",
+                          "mysql://audit:pw@db1/audit?hosts=loadbalance"}) {
+    EXPECT_EQ(open_error(url), "") << url;
+  }
+  const std::string e = open_error("mysql://audit:Sekr1t-Pw@db1,db2/audit?hosts=random");
+  EXPECT_NE(e.find("hosts must be sequential or loadbalance, not 'random'"), std::string::npos)
+      << e;
+}
+#endif
+
+#ifdef AUDITPIPE_TEST_HAVE_POSTGRESQL
+// libpq's target_session_attrs, passed through (a primary and standbys).
+TEST(Open, PostgresqlTakesTargetSessionAttrs) {
+  for (const char* attrs :
+       {"any", "read-write", "read-only", "primary", "standby", "prefer-standby"}) {
+    EXPECT_EQ(open_error(std::string("postgresql://audit:pw@db1,db2/audit?target_session_attrs=") +
+                         attrs),
+              "")
+        << attrs;
+  }
+  const std::string e =
+      open_error("postgresql://audit:Sekr1t-Pw@db1,db2/audit?target_session_attrs=writable");
+  EXPECT_NE(e.find("target_session_attrs must be any, read-write"), std::string::npos) << e;
+}
+#endif
+
 #if defined(AUDITPIPE_TEST_HAVE_MYSQL) && defined(AUDITPIPE_TEST_HAVE_POSTGRESQL)
 // A password that is a word of the accepted form (or a letter of it) is
 // masked in the form too.

@@ -34,6 +34,7 @@ TEST(Prometheus, RendersStatsInTheTextFormat) {
   pool.active = 1;
   pool.idle = 3;
   pool.created = 4;
+  pool.servers = {"db1:3306", "db1:3306", "db1:3306", "db2:3306"};
   stats.connection_pool = pool;
   const std::string text = auditpipe::to_prometheus(stats, {{"logger", "pay\"ments\\\n"}});
   const PromText parsed(text);
@@ -43,6 +44,11 @@ TEST(Prometheus, RendersStatsInTheTextFormat) {
   EXPECT_EQ(parsed.value("auditpipe_records_committed_total", label), 250);
   EXPECT_EQ(parsed.value("auditpipe_records_written_total", label), 250);
   EXPECT_EQ(parsed.value("auditpipe_connection_pool_idle_connections", label), 3);
+  // Which node each connection is on (a cluster).
+  EXPECT_EQ(
+      parsed.value("auditpipe_connection_pool_server_connections", {{"db_server", "db1:3306"}}), 3);
+  EXPECT_EQ(
+      parsed.value("auditpipe_connection_pool_server_connections", {{"db_server", "db2:3306"}}), 1);
   EXPECT_EQ(parsed.value("auditpipe_health", {{"state", "ok"}}), 1);
   EXPECT_EQ(parsed.value("auditpipe_health", {{"state", "down"}}), 0);
   EXPECT_EQ(parsed.value("auditpipe_batch_size_records_count", label),

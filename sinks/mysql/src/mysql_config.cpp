@@ -35,7 +35,7 @@ MysqlConfig parse_mysql_url(std::string_view text) {
         return parse_sink_url(
             text, url_schemes,
             {"write_path", "create_table", "migrate", "charset", "connect_timeout", "read_timeout",
-             "write_timeout", "tls", "tls_ca", "tls_cert", "tls_key", "socket", "seal",
+             "write_timeout", "tls", "tls_ca", "tls_cert", "tls_key", "socket", "hosts", "seal",
              "seal_key_file", "seal_anchor_file"},
             pool_option_names);
       },
@@ -91,6 +91,8 @@ MysqlConfig parse_mysql_url(std::string_view text) {
       c.write_timeout_s = static_cast<unsigned>(url_number(url, key, value, 1, 86400));
     } else if (key == "tls") {
       c.tls = static_cast<TlsMode>(url_choice(url, key, value, tls_mode_names));
+    } else if (key == "hosts") {
+      c.hosts = static_cast<HostSelection>(url_choice(url, key, value, host_selection_names));
     } else if (key == "tls_ca") {
       c.tls_ca = value;
     } else if (key == "tls_cert") {

@@ -17,6 +17,14 @@ inline constexpr std::string_view write_path_names[] = {"auto", "bulk", "text", 
 enum class TlsMode { disabled, required, verify_ca, verify_identity };
 inline constexpr std::string_view tls_mode_names[] = {"disabled", "required", "verify_ca",
                                                       "verify_identity"};
+// URL option hosts=: how connections pick a host of the list.
+//   sequential: the first healthy host in the URL's order (every writer on
+//     one node: on Galera, certification conflicts between the sink's own
+//     writers cannot occur);
+//   loadbalance: each new connection starts one host further (writers
+//     spread across the nodes).
+enum class HostSelection { sequential, loadbalance };
+inline constexpr std::string_view host_selection_names[] = {"sequential", "loadbalance"};
 
 struct MysqlEndpoint {
   std::string host;  // empty with a socket
@@ -39,6 +47,7 @@ struct MysqlConfig {
   unsigned read_timeout_s = 60;
   unsigned write_timeout_s = 60;
   TlsMode tls = TlsMode::disabled;
+  HostSelection hosts = HostSelection::sequential;
   std::string tls_ca, tls_cert, tls_key;
 
   // `text` (a server's message may echo the user or host name, which the

@@ -7,8 +7,10 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <cctype>
 #include <chrono>
 #include <mutex>
+#include <utility>
 
 #include "auditpipe/status.h"
 
@@ -116,11 +118,10 @@ bool connect_nonblocking(MYSQL* m, const MysqlConfig& c, const MysqlEndpoint& e,
   return connected != nullptr;
 }
 
-// The first column of the first row of `sql`, cancellable: the queries a
-// new connection runs before the sink knows it (and could shut its socket
-// down) must not hang on a server that stopped answering.
-std::optional<std::string> query_value_nonblocking(MYSQL* m, std::string_view sql,
-                                                   const Cancellation& cancel) {
+// The two columns of every row of a SHOW statement (name, value),
+// cancellable; nullopt if it failed (the error stays on `m`).
+std::optional<std::vector<std::pair<std::string, std::string>>> query_pairs_nonblocking(
+    MYSQL* m, std::string_view sql, const Cancellation& cancel) {
   int failed = 0;
   run_nonblocking(
       m, cancel, [&] { return mysql_real_query_start(&failed, m, sql.data(), sql.size()); },
@@ -131,22 +132,76 @@ std::optional<std::string> query_value_nonblocking(MYSQL* m, std::string_view sq
       m, cancel, [&] { return mysql_store_result_start(&r, m); },
       [&](int events) { return mysql_store_result_cont(&r, m, events); });
   if (r == nullptr) return std::nullopt;
-  std::optional<std::string> value;
-  if (MYSQL_ROW row = mysql_fetch_row(r); row != nullptr && row[0] != nullptr) {
-    value.emplace(row[0], mysql_fetch_lengths(r)[0]);
+  std::vector<std::pair<std::string, std::string>> out;
+  if (mysql_num_fields(r) >= 2) {
+    while (MYSQL_ROW row = mysql_fetch_row(r)) {
+      const unsigned long* lengths = mysql_fetch_lengths(r);
+      std::string name(row[0] ? row[0] : "", row[0] ? lengths[0] : 0);
+      for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      out.emplace_back(std::move(name), std::string(row[1] ? row[1] : "", row[1] ? lengths[1] : 0));
+    }
   }
   mysql_free_result(r);
-  return value;
+  return out;
+}
+
+std::string value_of(const std::vector<std::pair<std::string, std::string>>& pairs,
+                     std::string_view name) {
+  for (const auto& [n, v] : pairs) {
+    if (n == name) return v;
+  }
+  return {};
+}
+
+std::size_t number_or_zero(const std::string& text) {
+  try {
+    return text.empty() ? 0 : static_cast<std::size_t>(std::stoull(text));
+  } catch (const std::exception&) {
+    return 0;
+  }
 }
 
 }  // namespace
 
+HostHealth::HostHealth(std::size_t hosts, HostSelection selection)
+    : avoid_until_(hosts), selection_(selection) {}
+
+std::vector<std::size_t> HostHealth::order() {
+  std::lock_guard lock(mutex_);
+  const std::size_t n = avoid_until_.size();
+  const std::size_t first = selection_ == HostSelection::loadbalance && n > 0 ? next_++ % n : 0;
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < n; ++i) out.push_back((first + i) % n);
+  const auto now = clock::now();
+  std::stable_partition(out.begin(), out.end(),
+                        [&](std::size_t i) { return avoid_until_[i] <= now; });
+  return out;
+}
+
+void HostHealth::avoid(std::size_t host) {
+  std::lock_guard lock(mutex_);
+  if (host < avoid_until_.size()) avoid_until_[host] = clock::now() + avoid_for;
+}
+
+void HostHealth::good(std::size_t host) {
+  std::lock_guard lock(mutex_);
+  if (host < avoid_until_.size()) avoid_until_[host] = {};
+}
+
 std::unique_ptr<MysqlConnection> MysqlConnection::connect(const MysqlConfig& c, bool local_infile,
-                                                          const Cancellation& cancel) {
+                                                          const Cancellation& cancel,
+                                                          HostHealth* health) {
   library_init();
   std::string failures;
   bool answered = false;  // some endpoint's server said why it refused
-  for (const MysqlEndpoint& e : c.endpoints) {
+  std::vector<std::size_t> order;
+  if (health != nullptr) {
+    order = health->order();
+  } else {
+    for (std::size_t i = 0; i < c.endpoints.size(); ++i) order.push_back(i);
+  }
+  for (const std::size_t index : order) {
+    const MysqlEndpoint& e = c.endpoints[index];
     if (cancel.cancelled()) {
       throw error("auditpipe: connecting to " + c.sink.redacted_url +
                   " cancelled (close() ran out of time)");
@@ -157,17 +212,59 @@ std::unique_ptr<MysqlConnection> MysqlConnection::connect(const MysqlConfig& c, 
     mysql_options(m, MYSQL_OPT_NONBLOCK, &connect_stack_size);
     if (connect_nonblocking(m, c, e, cancel)) {
       auto connection = std::unique_ptr<MysqlConnection>(new MysqlConnection(m, e, c.password));
-      if (const auto packet = query_value_nonblocking(m, "SELECT @@max_allowed_packet", cancel)) {
-        connection->max_allowed_packet_ = std::stoul(*packet);
-      } else {
-        throw error(c.hide_password(
-            "auditpipe: connected to " + e.describe() +
-            " but cannot read max_allowed_packet: " + connection->last_error().describe()));
+      connection->endpoint_index_ = index;
+      // SHOW works on a Galera node outside the primary component (a
+      // SELECT would fail there with 1047), and on servers without wsrep
+      // (no rows).
+      const auto variables = query_pairs_nonblocking(
+          m,
+          "SHOW VARIABLES WHERE Variable_name IN ('max_allowed_packet', 'wsrep_on', "
+          "'wsrep_max_ws_rows', 'wsrep_max_ws_size')",
+          cancel);
+      if (!variables || value_of(*variables, "max_allowed_packet").empty()) {
+        const MysqlError failure = connection->last_error();
+        if (health != nullptr) health->avoid(index);
+        if (is_connection_error(failure.code)) {
+          failures += (failures.empty() ? "" : "; ") + e.describe() + ": " + failure.describe();
+          continue;  // gone while asked: the next host
+        }
+        throw error(c.hide_password("auditpipe: connected to " + e.describe() +
+                                    " but cannot read max_allowed_packet: " + failure.describe()));
       }
-      return connection;
+      connection->max_allowed_packet_ = number_or_zero(value_of(*variables, "max_allowed_packet"));
+      std::string refused;
+      if (value_of(*variables, "wsrep_on") == "ON") {
+        connection->galera_ = true;
+        connection->max_ws_rows_ = number_or_zero(value_of(*variables, "wsrep_max_ws_rows"));
+        connection->max_ws_size_ = number_or_zero(value_of(*variables, "wsrep_max_ws_size"));
+        const auto status = query_pairs_nonblocking(
+            m,
+            "SHOW GLOBAL STATUS WHERE Variable_name IN ('wsrep_ready', 'wsrep_local_state', "
+            "'wsrep_local_state_comment')",
+            cancel);
+        if (!status) {
+          refused = "cannot read its wsrep status: " + connection->last_error().describe();
+        } else if (value_of(*status, "wsrep_ready") != "ON" ||
+                   value_of(*status, "wsrep_local_state") != "4") {
+          refused =
+              "Galera node not ready for writes (wsrep_ready=" + value_of(*status, "wsrep_ready") +
+              ", wsrep_local_state=" + value_of(*status, "wsrep_local_state") + " " +
+              value_of(*status, "wsrep_local_state_comment") + ", not 4 Synced)";
+        }
+      }
+      if (refused.empty()) {
+        if (health != nullptr) health->good(index);
+        return connection;
+      }
+      // Like a host that does not answer: a cluster that lost its quorum
+      // is an outage, not a configuration error.
+      if (health != nullptr) health->avoid(index);
+      failures += (failures.empty() ? "" : "; ") + e.describe() + ": " + refused;
+      continue;
     }
     const MysqlError failure = error_of(m);
     if (!is_unreachable_error(failure.code)) answered = true;
+    if (health != nullptr) health->avoid(index);
     failures += (failures.empty() ? "" : "; ") + e.describe() + ": " + failure.describe();
     mysql_close(m);
   }
@@ -226,6 +323,19 @@ std::optional<std::string> MysqlConnection::query_value(std::string_view sql) no
   if (MYSQL_ROW row = mysql_fetch_row(r); row != nullptr && row[0] != nullptr) {
     const unsigned long* lengths = mysql_fetch_lengths(r);
     value.emplace(row[0], lengths[0]);
+  }
+  mysql_free_result(r);
+  return value;
+}
+
+std::optional<std::string> MysqlConnection::show_value(std::string_view sql) noexcept {
+  if (mysql_real_query(mysql_, sql.data(), sql.size()) != 0) return std::nullopt;
+  MYSQL_RES* r = mysql_store_result(mysql_);
+  if (r == nullptr) return std::nullopt;
+  std::optional<std::string> value;
+  if (MYSQL_ROW row = mysql_fetch_row(r);
+      row != nullptr && mysql_num_fields(r) >= 2 && row[1] != nullptr) {
+    value.emplace(row[1], mysql_fetch_lengths(r)[1]);
   }
   mysql_free_result(r);
   return value;

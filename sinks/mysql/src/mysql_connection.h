@@ -19,7 +19,12 @@
 
 #include <mysql.h>
 
+#include <algorithm>
+
+#include <chrono>
+#include <cstddef>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -30,6 +35,32 @@
 #include "mysql_error.h"
 
 namespace auditpipe::mysql {
+
+// Which hosts of the URL's list a connect tries first, shared by every
+// connect of one sink: a host whose connection failed (a kill, a node that
+// left the primary component: 1047, a read timeout) or that refused at
+// connect (a Galera node not Synced) is tried last for `avoid_for`, so the
+// next connect moves on to another node instead of returning to it.
+// Thread safe.
+class HostHealth {
+ public:
+  using clock = std::chrono::steady_clock;
+  static constexpr std::chrono::seconds avoid_for{5};
+
+  HostHealth(std::size_t hosts, HostSelection selection);
+  // The endpoint indexes to try, in order: the selection's order (from the
+  // first host, or one further each call for loadbalance), hosts avoided
+  // now last.
+  std::vector<std::size_t> order();
+  void avoid(std::size_t host);
+  void good(std::size_t host);
+
+ private:
+  std::mutex mutex_;
+  std::vector<clock::time_point> avoid_until_;
+  const HostSelection selection_;
+  std::size_t next_ = 0;
+};
 
 class MysqlConnection : public SqlConnection {
  public:
@@ -42,8 +73,13 @@ class MysqlConnection : public SqlConnection {
   // each endpoint answered (the password is never part of it);
   // auditpipe::unreachable if none answered at all (is_unreachable_error),
   // and if `cancel` was cancelled.
+  // With `health`, in its order, and the hosts that fail are avoided
+  // there. A Galera node (wsrep_on) is refused unless wsrep_ready=ON and
+  // wsrep_local_state=4 (Synced): a joiner or donor is not written to until
+  // its state transfer finished.
   static std::unique_ptr<MysqlConnection> connect(const MysqlConfig& config, bool local_infile,
-                                                  const Cancellation& cancel);
+                                                  const Cancellation& cancel,
+                                                  HostHealth* health = nullptr);
 
   ~MysqlConnection() override;
   MysqlConnection(const MysqlConnection&) = delete;
@@ -72,14 +108,26 @@ class MysqlConnection : public SqlConnection {
   // The largest packet payload (command byte included) the server takes:
   // it refuses a packet of max_allowed_packet bytes itself (measured on
   // MariaDB 10.11: 1153 "Got a packet bigger than 'max_allowed_packet'").
+  // On Galera, also below wsrep_max_ws_size (half of it: a write set
+  // holds the row images and keys, more than the statement's text).
   std::size_t max_packet_payload() const noexcept {
-    return max_allowed_packet_ > 0 ? max_allowed_packet_ - 1 : 0;
+    std::size_t p = max_allowed_packet_ > 0 ? max_allowed_packet_ - 1 : 0;
+    if (max_ws_size_ > 0) p = std::min<std::size_t>(p, max_ws_size_ / 2);
+    return p;
   }
+  // The index of the endpoint in the URL's list.
+  std::size_t endpoint_index() const noexcept { return endpoint_index_; }
+  // A Galera node (wsrep_on=ON).
+  bool galera() const noexcept { return galera_; }
+  // wsrep_max_ws_rows (0: no limit): a statement writes at most this many rows.
+  std::size_t max_statement_rows() const noexcept { return max_ws_rows_; }
 
   // Runs one statement and discards any result. The error, if it failed.
   std::optional<MysqlError> execute(std::string_view sql) noexcept;
   // The first column of the first row of a query (nullopt on error or no row).
   std::optional<std::string> query_value(std::string_view sql) noexcept;
+  // The second column of the first row (SHOW STATUS LIKE 'name': the value).
+  std::optional<std::string> show_value(std::string_view sql) noexcept;
   // The error state of the session now (the password masked, as in every
   // error this connection reports).
   MysqlError last_error() const;
@@ -98,6 +146,10 @@ class MysqlConnection : public SqlConnection {
   std::string password_;  // only to keep it out of messages
   bool bulk_supported_ = false;
   unsigned long max_allowed_packet_ = 16u << 20;
+  std::size_t endpoint_index_ = 0;
+  bool galera_ = false;
+  std::size_t max_ws_rows_ = 0;
+  std::size_t max_ws_size_ = 0;
 };
 
 }  // namespace auditpipe::mysql

@@ -25,6 +25,14 @@ bool is_connection_error(unsigned code) noexcept {
     case ER_NET_WRITE_INTERRUPTED:
     case ER_NET_PACKET_TOO_LARGE:
     case ER_UNKNOWN_STMT_HANDLER:
+    // Galera: the node is alive but cannot take writes. 1047 (08S01)
+    // "WSREP has not yet prepared node for application use" once it is
+    // outside the primary component (or joining); 1180 "Got error 6 'Not
+    // connected to Primary Component' during COMMIT" for the commit that
+    // was in flight when it left. Another node may take the batch: the
+    // connection is closed and the next connect moves on (HostHealth).
+    case ER_UNKNOWN_COM_ERROR:
+    case ER_ERROR_DURING_COMMIT:
       return true;
     default:
       return false;
@@ -73,6 +81,13 @@ constexpr ConfigurationError configuration_errors[] = {
     {ER_MUST_CHANGE_PASSWORD, "1820 the account's password expired"},
     {ER_ACCOUNT_HAS_BEEN_LOCKED, "4151 the account is locked"},
 };
+
+bool is_certification_conflict(unsigned code) noexcept {
+  // 1213 ER_LOCK_DEADLOCK: a real deadlock, or on Galera a write set that
+  // lost certification against another node's. Nothing was committed: the
+  // same batch is retried (WriteFailure::Kind::other).
+  return code == ER_LOCK_DEADLOCK;
+}
 
 bool is_configuration_error(unsigned code) noexcept {
   for (const ConfigurationError& e : configuration_errors) {

@@ -28,6 +28,9 @@ bool is_unreachable_error(unsigned code) noexcept;
 // constraint): retrying the same rows cannot succeed.
 bool is_data_error(unsigned code) noexcept;
 
+// 1213: a deadlock, or a Galera certification failure; retried, counted.
+bool is_certification_conflict(unsigned code) noexcept;
+
 // The server refuses the writes as configured (a missing privilege, a
 // dropped table or column, a locked account): no retry can succeed until
 // that changes. The table is in mysql_error.cpp, one entry per code.

@@ -29,11 +29,12 @@ PostgresqlConfig parse_postgresql_url(std::string_view text) {
   const Url url = with_accepted_form(
       text,
       [&] {
-        return parse_sink_url(text, url_schemes,
-                              {"write_path", "create_table", "migrate", "connect_timeout",
-                               "sslmode", "sslrootcert", "sslcert", "sslkey", "application_name",
-                               "host", "port", "seal", "seal_key_file", "seal_anchor_file"},
-                              pool_option_names);
+        return parse_sink_url(
+            text, url_schemes,
+            {"write_path", "create_table", "migrate", "connect_timeout", "sslmode", "sslrootcert",
+             "sslcert", "sslkey", "application_name", "host", "port", "target_session_attrs",
+             "seal", "seal_key_file", "seal_anchor_file"},
+            pool_option_names);
       },
       "postgresql://user:password@host:port[,host2:port2]/database?option=value (or postgres://)");
   if (url.user.empty()) bad(url, "no user name (postgresql://user:password@host/database)");
@@ -87,6 +88,11 @@ PostgresqlConfig parse_postgresql_url(std::string_view text) {
   set("user", url.user);
   if (url.password) set("password", *url.password);
   std::string connect_timeout = "10", application_name = "auditpipe";
+  // With several hosts (a primary and its standbys), only a read-write
+  // session is of use to a sink: libpq refuses a standby (or a primary
+  // not yet out of recovery) at connect and the next host is tried.
+  std::string target_session_attrs =
+      c.endpoints.size() + url.hosts.size() > 1 ? "read-write" : "any";
   for (const auto& [key, value] : url.query) {
     if (key == "write_path") {
       c.write_path = static_cast<WritePath>(url_choice(url, key, value, write_path_names));
@@ -109,6 +115,12 @@ PostgresqlConfig parse_postgresql_url(std::string_view text) {
       set(key, value);
     } else if (key == "application_name") {
       application_name = value;
+    } else if (key == "target_session_attrs") {
+      // libpq's values (primary, standby, prefer-standby, read-only: libpq 14).
+      static constexpr std::string_view attrs[] = {"any",     "read-write", "read-only",
+                                                   "primary", "standby",    "prefer-standby"};
+      url_choice(url, key, value, attrs);
+      target_session_attrs = value;
     } else if (key == "host" || key == "port") {
       // Read above, into the endpoints.
     } else {
@@ -116,6 +128,7 @@ PostgresqlConfig parse_postgresql_url(std::string_view text) {
     }
   }
   set("connect_timeout", connect_timeout);
+  set("target_session_attrs", target_session_attrs);
   set("application_name", application_name);
   set("client_encoding", "UTF8");
   return c;

@@ -131,7 +131,12 @@ WriteFailure::Kind kind_of(PostgresqlConnection& c, const PostgresqlError& e) {
   for (std::string_view state : configuration_states) {
     if (e.sqlstate == state) return WriteFailure::Kind::configuration;
   }
-  if (starts_with(e.sqlstate, "08") || starts_with(e.sqlstate, "57P")) {
+  // 57P03 cannot_connect_now: "the database system is in recovery mode".
+  // 25006 read_only_sql_transaction: this server is (now) a standby, e.g.
+  // an old primary brought back as one. Either way another host may take
+  // the batch: close, and the next connect tries the list again (the
+  // standby refused there by target_session_attrs=read-write).
+  if (starts_with(e.sqlstate, "08") || starts_with(e.sqlstate, "57P") || e.sqlstate == "25006") {
     return WriteFailure::Kind::connection;
   }
   if (starts_with(e.sqlstate, "22") || starts_with(e.sqlstate, "23"))

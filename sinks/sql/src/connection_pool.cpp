@@ -423,6 +423,9 @@ ConnectionPoolStats ConnectionPool::stats() const {
   s.leaks_reported = leaks_reported_;
   s.wait_ns = wait_ns_.snapshot();
   s.last_connect_error = last_connect_error_;
+  for (const auto& e : idle_) s.servers.push_back(e->connection->server());
+  for (const Entry* e : leased_) s.servers.push_back(e->connection->server());
+  std::sort(s.servers.begin(), s.servers.end());
   return s;
 }
 

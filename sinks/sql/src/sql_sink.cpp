@@ -55,6 +55,7 @@ class SqlSink::LiveConnection final : public PooledConnection {
   LiveConnection& operator=(const LiveConnection&) = delete;
 
   bool ping() noexcept override { return connection_->ping(); }
+  std::string server() const override { return connection_->server(); }
   SqlConnection& connection() noexcept { return *connection_; }
 
  private:

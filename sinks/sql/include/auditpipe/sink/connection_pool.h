@@ -52,6 +52,9 @@ class AUDITPIPE_EXPORT PooledConnection {
   /// A cheap liveness check (a protocol ping, not a query). False: the pool
   /// closes the connection and opens another.
   virtual bool ping() noexcept = 0;
+  /// The server it is connected to, for ConnectionPoolStats::servers
+  /// (cheap: no I/O; called under the pool's lock). Empty: not known.
+  virtual std::string server() const { return {}; }
 };
 
 /// A ConnectionPool's settings (HikariCP's names and defaults; README, Connection pool).

@@ -98,7 +98,7 @@ class AUDITPIPE_EXPORT SqlConnection : public PooledConnection {
       std::string_view sql, const std::vector<std::string>& params);
   /// The server this connection landed on ("db2:3306", a file's path): the
   /// table is created or checked once per server. Never a password.
-  virtual std::string server() const = 0;
+  std::string server() const override = 0;
   /// Called from another thread, while this connection may be inside any
   /// call: make whatever it waits for on the server return now, as a
   /// failure (shut its socket down; SQLite: interrupt the statement). The
