@@ -19,7 +19,7 @@ table="ingest_${case}"
 fail() { echo "FAIL [$backend/$case]: $*" >&2; exit 1; }
 # A command left running in the background by a failed case is stopped.
 pid=
-trap '[ -n "$pid" ] && kill -9 $pid 2>/dev/null; true' EXIT
+trap 'if [ -n "$pid" ]; then kill -9 "$pid" 2>/dev/null || true; fi' EXIT
 expect_eq() { [ "$1" = "$2" ] || fail "$3: expected '$2', got '$1'"; }
 
 case $backend in
