@@ -152,9 +152,12 @@ LoadSummary Load::run() {
     if (table.empty())
       throw error("auditpipe ingest: " + *config_.schema_file +
                   " names no table and --table was not given");
-    for (const auto& [column, path] : file.paths)
+    for (const auto& entry : file.paths) {
+      // (A named copy: clang 14 cannot capture a structured binding.)
+      const std::string& column = entry.first;
       if (std::none_of(maps_.begin(), maps_.end(), [&](const auto& m) { return m.first == column; }))
-        maps_.emplace_back(column, path);
+        maps_.push_back(entry);
+    }
     schema_.emplace(table, file.columns);
   } else {
     if (table.empty()) throw error("auditpipe ingest: give --table (or --schema FILE)");
