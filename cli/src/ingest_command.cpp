@@ -7,9 +7,9 @@
 #include "auditpipe/status.h"
 #include "input/byte_source.h"
 #include "input/record_reader.h"
-#include "replay_source.h"
 #include "input/schema_file.h"
 #include "input/schema_inference.h"
+#include "replay_source.h"
 
 namespace auditpipe::cli {
 namespace {
@@ -24,7 +24,8 @@ extern "C" void on_stop_signal(int signal) {
   std::signal(signal, SIG_DFL);
 }
 
-constexpr const char* description = R"(Loads audit logs (JSON lines, CSV or TSV; plain, gzip or zstd) into a table of a
+constexpr const char* description =
+    R"(Loads audit logs (JSON lines, CSV or TSV; plain, gzip or zstd) into a table of a
 MySQL/MariaDB, PostgreSQL or SQLite database, exactly once.
 
 URL is a database URL as auditpipe::open() takes it: sqlite:///abs/path.db,
@@ -118,8 +119,7 @@ IngestCommand::IngestCommand(CLI::App& app) {
   command_->add_flag("--infer", infer_,
                      "print a schema file guessed from the inputs' first lines, and stop "
                      "(no URL then)");
-  command_->add_option("--infer-lines", infer_lines_, "lines --infer looks at")
-      ->default_val(1000);
+  command_->add_option("--infer-lines", infer_lines_, "lines --infer looks at")->default_val(1000);
   command_->add_option("--format,-f", config_.format, "auto, jsonl, csv or tsv")
       ->check(CLI::IsMember({"auto", "jsonl", "json", "csv", "tsv"}))
       ->default_val("auto");
@@ -143,29 +143,31 @@ IngestCommand::IngestCommand(CLI::App& app) {
                      "keep no checkpoints (a rerun reads everything again; keys still "
                      "prevent duplicates)");
   command_->add_option("--parallel,-j", config_.parallel, "inputs read at once (default up to 4)");
-  command_->add_option("--writers", config_.writers, "database writer threads (default: the sink's)");
-  command_->add_option("--batch-size", config_.batch_size, "rows per statement (default: the sink's)");
-  command_->add_option("--text-bytes", config_.unbounded_text_bytes,
-                       "bytes kept of columns the table declares without a length (TEXT)")
+  command_->add_option("--writers", config_.writers,
+                       "database writer threads (default: the sink's)");
+  command_->add_option("--batch-size", config_.batch_size,
+                       "rows per statement (default: the sink's)");
+  command_
+      ->add_option("--text-bytes", config_.unbounded_text_bytes,
+                   "bytes kept of columns the table declares without a length (TEXT)")
       ->default_val(1024);
-  command_->add_option("--max-record-bytes", config_.max_record_bytes,
-                       "longer records are rejected")
+  command_
+      ->add_option("--max-record-bytes", config_.max_record_bytes, "longer records are rejected")
       ->default_val(1 << 20);
 }
 
 int IngestCommand::run() {
   if (!command_->parsed()) return 0;
   if (max_rejects_ > 0 || command_->count("--max-rejects") > 0) config_.max_rejects = max_rejects_;
-  for (const auto& [text, out] : {std::pair{&maps_, &config_.maps}, std::pair{&sets_, &config_.sets}})
+  for (const auto& [text, out] :
+       {std::pair{&maps_, &config_.maps}, std::pair{&sets_, &config_.sets}})
     for (const std::string& m : *text) {
       std::pair<std::string, std::string> kv;
-      if (!split_assignment(m, kv))
-        return usage("expected column=value, got \"" + m + "\"");
+      if (!split_assignment(m, kv)) return usage("expected column=value, got \"" + m + "\"");
       out->push_back(std::move(kv));
     }
   if (infer_) return infer();
-  if (arguments_.size() < 2)
-    return usage("give a database URL and at least one input");
+  if (arguments_.size() < 2) return usage("give a database URL and at least one input");
   config_.url = arguments_.front();
   config_.files.assign(arguments_.begin() + 1, arguments_.end());
   if (config_.follow)
@@ -198,7 +200,8 @@ int IngestCommand::infer() {
         records_text.emplace_back(raw.text);
   }
   const std::string table = config_.table.empty() ? "audit_log" : config_.table;
-  const ingest::InferredColumns inferred = ingest::infer_columns(records_text, format, infer_lines_);
+  const ingest::InferredColumns inferred =
+      ingest::infer_columns(records_text, format, infer_lines_);
   // Checked like any schema before it is printed: what --infer writes loads.
   Schema check(table, inferred.columns);
   std::fputs(ingest::to_schema_json(table, inferred.columns, inferred.paths).c_str(), stdout);

@@ -47,8 +47,7 @@ CheckpointStore::CheckpointStore(Database& db, std::string target_table,
                 "prefix_bytes " + integer + " NOT NULL, bytes_done " + integer + " NOT NULL, " +
                 "lines_done " + integer + " NOT NULL, records_done " + integer + " NOT NULL, " +
                 "rejects " + integer + " NOT NULL, salt " + integer + " NOT NULL DEFAULT 0, " +
-                "updated_at " + integer + " NOT NULL, " +
-                "PRIMARY KEY (target_table, source_id))");
+                "updated_at " + integer + " NOT NULL, " + "PRIMARY KEY (target_table, source_id))");
   } catch (const error& e) {
     throw error("auditpipe ingest: cannot create the checkpoint table " + checkpoint_table_ +
                 " on " + db_.describe() + ": " + e.what());
@@ -60,12 +59,13 @@ CheckpointStore::CheckpointStore(Database& db, std::string target_table,
   } catch (const error&) {
     db_.execute("ALTER TABLE " + t + " ADD COLUMN salt " + integer + " NOT NULL DEFAULT 0");
   }
-  upsert_ = "INSERT INTO " + t + " (" + std::string(columns) +
-            ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
-  static constexpr std::string_view updated[] = {"source_name",  "prefix_bytes", "bytes_done",
-                                                 "lines_done",   "records_done", "rejects",
-                                                 "salt",         "updated_at"};
-  upsert_ += mysql ? " ON DUPLICATE KEY UPDATE " : " ON CONFLICT (target_table, source_id) DO UPDATE SET ";
+  upsert_ =
+      "INSERT INTO " + t + " (" + std::string(columns) + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+  static constexpr std::string_view updated[] = {"source_name", "prefix_bytes", "bytes_done",
+                                                 "lines_done",  "records_done", "rejects",
+                                                 "salt",        "updated_at"};
+  upsert_ +=
+      mysql ? " ON DUPLICATE KEY UPDATE " : " ON CONFLICT (target_table, source_id) DO UPDATE SET ";
   for (std::size_t i = 0; i < std::size(updated); ++i) {
     if (i > 0) upsert_ += ", ";
     const std::string c(updated[i]);
@@ -77,7 +77,8 @@ std::vector<Checkpoint> CheckpointStore::select(const std::string& where,
                                                 const std::vector<std::string>& params) {
   const auto rows = db_.query(
       "SELECT source_id, source_name, prefix_bytes, bytes_done, lines_done, records_done, "
-      "rejects, salt FROM " + db_.quote(checkpoint_table_) + " WHERE target_table = ? AND " + where,
+      "rejects, salt FROM " +
+          db_.quote(checkpoint_table_) + " WHERE target_table = ? AND " + where,
       params);
   std::vector<Checkpoint> out;
   for (const auto& r : rows) {

@@ -26,7 +26,7 @@ namespace auditpipe::ingest {
 /// One input's progress.
 struct Checkpoint {
   std::int64_t source_id = 0;
-  std::string source_name;        ///< the path given (or --source-name)
+  std::string source_name;         ///< the path given (or --source-name)
   std::uint64_t prefix_bytes = 0;  ///< the identity prefix's length (source_identity.h)
   std::uint64_t bytes_done = 0;    ///< every record starting before this is stored or rejected
   std::uint64_t lines_done = 0;    ///< lines before bytes_done

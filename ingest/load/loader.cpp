@@ -1,8 +1,8 @@
 // See loader.h.
 #include "loader.h"
 
-#include <sys/stat.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,14 +19,14 @@
 #include "auditpipe/open.h"
 #include "auditpipe/schema.h"
 #include "auditpipe/status.h"
-#include "input/byte_source.h"
 #include "checkpoint_store.h"
-#include "progress.h"
+#include "input/byte_source.h"
 #include "input/record_reader.h"
-#include "reject_file.h"
-#include "replay_source.h"
 #include "input/row_mapper.h"
 #include "input/schema_file.h"
+#include "progress.h"
+#include "reject_file.h"
+#include "replay_source.h"
 #include "source_identity.h"
 
 namespace auditpipe::ingest {
@@ -44,7 +44,8 @@ Format format_of(const std::string& configured, const std::string& path) {
   if (configured == "tsv") return Format::tsv;
   std::string name = path;
   for (const char* ext : {".gz", ".zst", ".zstd"})
-    if (name.size() > std::strlen(ext) && name.ends_with(ext)) name.resize(name.size() - std::strlen(ext));
+    if (name.size() > std::strlen(ext) && name.ends_with(ext))
+      name.resize(name.size() - std::strlen(ext));
   if (name.ends_with(".csv")) return Format::csv;
   if (name.ends_with(".tsv") || name.ends_with(".tab")) return Format::tsv;
   return Format::jsonl;
@@ -82,8 +83,8 @@ struct InputState {
   /// guarded by mutex: the source a rotation replaced (never this input's id)
   std::int64_t not_this = -1;
   bool reframe = false;  ///< reader thread only: read again from the position at once
-  Checkpoint saved;         ///< guarded by mutex: the last checkpoint stored
-  Position position;        ///< guarded by mutex
+  Checkpoint saved;      ///< guarded by mutex: the last checkpoint stored
+  Position position;     ///< guarded by mutex
   std::atomic<std::uint64_t> input_bytes{0};
   std::optional<std::uint64_t> input_size;  ///< set before the readers start
 };
@@ -105,8 +106,8 @@ class Load {
                       std::optional<std::uint64_t> size, std::int64_t not_this);
   DynamicLogger::Record acquire();
   void reject(InputState& input, const RawRecord& raw, std::string_view reason);
-  void reject_unclosed_quote(InputState& input, const std::string& open_path,
-                             const RawRecord& raw, Position& pos);
+  void reject_unclosed_quote(InputState& input, const std::string& open_path, const RawRecord& raw,
+                             Position& pos);
   void checkpoint_loop();
   void checkpoint_now();
   void fail(InputState& input, const std::string& message);
@@ -155,7 +156,8 @@ LoadSummary Load::run() {
     for (const auto& entry : file.paths) {
       // (A named copy: clang 14 cannot capture a structured binding.)
       const std::string& column = entry.first;
-      if (std::none_of(maps_.begin(), maps_.end(), [&](const auto& m) { return m.first == column; }))
+      if (std::none_of(maps_.begin(), maps_.end(),
+                       [&](const auto& m) { return m.first == column; }))
         maps_.push_back(entry);
     }
     schema_.emplace(table, file.columns);
@@ -173,8 +175,8 @@ LoadSummary Load::run() {
   if (config_.checkpoints)
     store_ = std::make_unique<CheckpointStore>(*db_, table, config_.checkpoint_table);
 
-  rejects_ = std::make_unique<RejectFile>(
-      config_.reject_file.empty() ? table + ".rejects.jsonl" : config_.reject_file);
+  rejects_ = std::make_unique<RejectFile>(config_.reject_file.empty() ? table + ".rejects.jsonl"
+                                                                      : config_.reject_file);
 
   for (const std::string& f : config_.files) {
     auto in = std::make_unique<InputState>();
@@ -188,7 +190,7 @@ LoadSummary Load::run() {
       std::error_code ec;
       const auto abs = std::filesystem::absolute(f, ec);
       in->name = ec ? f : abs.string();
-      struct stat st{};
+      struct stat st {};
       if (::stat(f.c_str(), &st) == 0 && S_ISREG(st.st_mode))
         in->input_size = static_cast<std::uint64_t>(st.st_size);
     }
@@ -197,8 +199,8 @@ LoadSummary Load::run() {
 
   Options options;
   const std::size_t record = schema_->descriptor().record_size;
-  options.capacity = std::clamp<std::size_t>(config_.memory_bytes / std::max<std::size_t>(record, 1),
-                                             256, 65536);
+  options.capacity =
+      std::clamp<std::size_t>(config_.memory_bytes / std::max<std::size_t>(record, 1), 256, 65536);
   options.writers = config_.writers;
   if (config_.batch_size != 0) options.batch_size = config_.batch_size;
   options.overflow = Overflow::block;
@@ -211,7 +213,10 @@ LoadSummary Load::run() {
     bool known = true;
     for (const auto& in : inputs_) {
       s.input_bytes += in->input_bytes.load(std::memory_order_relaxed);
-      if (in->input_size) total += *in->input_size; else known = false;
+      if (in->input_size)
+        total += *in->input_size;
+      else
+        known = false;
     }
     if (known) s.input_total = total;
     const Stats st = logger_->stats();
@@ -263,8 +268,9 @@ LoadSummary Load::run() {
 }
 
 void Load::read_inputs() {
-  unsigned n = config_.parallel != 0 ? config_.parallel
-                                     : static_cast<unsigned>(std::min<std::size_t>(inputs_.size(), 4));
+  unsigned n = config_.parallel != 0
+                   ? config_.parallel
+                   : static_cast<unsigned>(std::min<std::size_t>(inputs_.size(), 4));
   n = std::max(1u, std::min<unsigned>(n, static_cast<unsigned>(inputs_.size())));
   std::vector<std::thread> readers;
   for (unsigned i = 0; i < n; ++i)
@@ -472,7 +478,8 @@ bool Load::pass(InputState& input, const std::string& open_path, RowMapper& mapp
     while (header_reader.next(raw) && raw.kind == RawRecord::Kind::empty) {
     }
     if (raw.kind != RawRecord::Kind::record)
-      throw error("the CSV header line does not fit in " + std::to_string(lookahead_bytes) + " bytes");
+      throw error("the CSV header line does not fit in " + std::to_string(lookahead_bytes) +
+                  " bytes");
     mapper.set_header(raw);
   }
 
@@ -538,8 +545,8 @@ bool Load::pass(InputState& input, const std::string& open_path, RowMapper& mapp
       }
       reason.clear();
       if (mapper.fill(raw, r, reason)) {
-        const Status st = r.commit(static_cast<std::int64_t>(source_id),
-                                   static_cast<std::int64_t>(raw.offset));
+        const Status st =
+            r.commit(static_cast<std::int64_t>(source_id), static_cast<std::int64_t>(raw.offset));
         if (st != Status::ok)
           throw error(std::string("the pipeline refused a record: ") + std::string(to_string(st)));
         records_.fetch_add(1, std::memory_order_relaxed);
@@ -636,8 +643,9 @@ LoadSummary load(const LoadConfig& config, const std::atomic<bool>& stop) {
 std::string format_summary(const LoadSummary& s) {
   std::string out;
   char rate[64];
-  std::snprintf(rate, sizeof rate, "%.1f s, %s rows/s", s.seconds,
-                with_commas(static_cast<std::uint64_t>(s.written / std::max(s.seconds, 1e-3))).c_str());
+  std::snprintf(
+      rate, sizeof rate, "%.1f s, %s rows/s", s.seconds,
+      with_commas(static_cast<std::uint64_t>(s.written / std::max(s.seconds, 1e-3))).c_str());
   out += "auditpipe ingest: ";
   out += s.aborted ? "aborted" : s.interrupted ? "interrupted" : "done";
   out += " in " + std::string(rate) + "\n";

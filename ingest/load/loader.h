@@ -40,13 +40,13 @@ Format format_of(const std::string& configured, const std::string& path);
 /// What `auditpipe ingest` was asked to do.
 struct LoadConfig {
   std::string url;
-  std::string table;                       ///< empty: the schema file's
-  std::vector<std::string> files;          ///< "-" is standard input
-  std::optional<std::string> schema_file;  ///< unset: the existing table's columns
-  std::string format = "auto";             ///< auto (by file name), jsonl, csv, tsv
+  std::string table;                                      ///< empty: the schema file's
+  std::vector<std::string> files;                         ///< "-" is standard input
+  std::optional<std::string> schema_file;                 ///< unset: the existing table's columns
+  std::string format = "auto";                            ///< auto (by file name), jsonl, csv, tsv
   std::vector<std::pair<std::string, std::string>> maps;  ///< column, input path
   std::vector<std::pair<std::string, std::string>> sets;  ///< column, constant
-  std::string reject_file;                 ///< empty: <table>.rejects.jsonl
+  std::string reject_file;                                ///< empty: <table>.rejects.jsonl
   std::optional<std::uint64_t> max_rejects;
   bool follow = false;
   bool quiet = false;
@@ -65,13 +65,13 @@ struct LoadConfig {
 
 /// What load() did.
 struct LoadSummary {
-  std::uint64_t records = 0;         ///< committed this run
-  std::uint64_t written = 0;         ///< stored this run (Stats::written)
-  std::uint64_t rejects = 0;         ///< this run
-  std::uint64_t refused = 0;         ///< records the database refused (Stats::rejected_by_sink)
-  std::uint64_t unwritten = 0;       ///< committed, not known stored at the end
-  std::uint64_t skipped = 0;         ///< records already stored by earlier runs, not read again
-  std::uint64_t held_back = 0;       ///< unterminated last lines of files still being written
+  std::uint64_t records = 0;    ///< committed this run
+  std::uint64_t written = 0;    ///< stored this run (Stats::written)
+  std::uint64_t rejects = 0;    ///< this run
+  std::uint64_t refused = 0;    ///< records the database refused (Stats::rejected_by_sink)
+  std::uint64_t unwritten = 0;  ///< committed, not known stored at the end
+  std::uint64_t skipped = 0;    ///< records already stored by earlier runs, not read again
+  std::uint64_t held_back = 0;  ///< unterminated last lines of files still being written
   std::uint64_t empty_lines = 0;
   std::uint64_t repaired_lines = 0;  ///< invalid UTF-8 made valid before parsing
   std::uint64_t truncated_fields = 0;
@@ -79,8 +79,8 @@ struct LoadSummary {
   std::uint64_t inputs = 0;
   double seconds = 0;
   bool interrupted = false;
-  bool aborted = false;              ///< max_rejects exceeded
-  std::vector<std::string> errors;   ///< inputs that could not be loaded, and why
+  bool aborted = false;             ///< max_rejects exceeded
+  std::vector<std::string> errors;  ///< inputs that could not be loaded, and why
   std::string reject_file;
   /// 0: everything stored; 3: everything stored but some lines rejected
   /// (or a last line held back);

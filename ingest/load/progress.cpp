@@ -57,7 +57,8 @@ std::string Progress::format(const ProgressSample& s, std::chrono::duration<doub
   line += "  " + with_commas(static_cast<std::uint64_t>(s.written / secs)) + " rows/s";
   if (s.input_total && *s.input_total > 0 && s.input_bytes > 0) {
     const double rate = s.input_bytes / secs;
-    const double left = static_cast<double>(*s.input_total - std::min(*s.input_total, s.input_bytes));
+    const double left =
+        static_cast<double>(*s.input_total - std::min(*s.input_total, s.input_bytes));
     line += "  ETA " + clock_text(left / rate);
   }
   line += "  rejects " + with_commas(s.rejects);
@@ -80,7 +81,9 @@ Progress::Progress(std::FILE* out, Mode mode, std::function<ProgressSample()> sa
   if (mode_ != Mode::none) thread_ = std::thread([this] { run(); });
 }
 
-Progress::~Progress() { stop(); }
+Progress::~Progress() {
+  stop();
+}
 
 void Progress::stop() {
   {

@@ -25,13 +25,13 @@ namespace auditpipe::ingest {
 
 /// What the display shows, sampled by the loader.
 struct ProgressSample {
-  std::uint64_t input_bytes = 0;                ///< read of the inputs (compressed bytes)
-  std::optional<std::uint64_t> input_total;     ///< their sizes, when all are known
-  std::uint64_t records = 0;                    ///< committed this run
-  std::uint64_t written = 0;                    ///< stored this run
-  std::uint64_t rejects = 0;                    ///< this run
-  std::uint64_t retries = 0;                    ///< sink writes repeated
-  std::string health = "ok";                    ///< the database's (Stats::health)
+  std::uint64_t input_bytes = 0;             ///< read of the inputs (compressed bytes)
+  std::optional<std::uint64_t> input_total;  ///< their sizes, when all are known
+  std::uint64_t records = 0;                 ///< committed this run
+  std::uint64_t written = 0;                 ///< stored this run
+  std::uint64_t rejects = 0;                 ///< this run
+  std::uint64_t retries = 0;                 ///< sink writes repeated
+  std::string health = "ok";                 ///< the database's (Stats::health)
 };
 
 class Progress {

@@ -16,7 +16,11 @@ namespace {
 // The length of the valid UTF-8 sequence at s[i], or 0 if there is none.
 std::size_t utf8_sequence(std::string_view s, std::size_t i) {
   const auto c = static_cast<unsigned char>(s[i]);
-  const std::size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+  const std::size_t n = c < 0x80         ? 1
+                        : (c >> 5) == 6  ? 2
+                        : (c >> 4) == 14 ? 3
+                        : (c >> 3) == 30 ? 4
+                                         : 0;
   if (n == 0 || i + n > s.size()) return 0;
   return is_valid_utf8(s.substr(i, n)) ? n : 0;
 }

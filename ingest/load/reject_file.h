@@ -28,8 +28,8 @@ class RejectFile {
   RejectFile& operator=(const RejectFile&) = delete;
 
   /// Appends one rejected record.
-  void add(std::string_view file, std::uint64_t line, std::uint64_t offset,
-           std::string_view reason, std::string_view text);
+  void add(std::string_view file, std::uint64_t line, std::uint64_t offset, std::string_view reason,
+           std::string_view text);
   /// Everything added so far is on disk (fflush + fsync). Throws auditpipe::error.
   void sync();
   /// Records added by this process.
