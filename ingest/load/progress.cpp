@@ -97,7 +97,6 @@ void Progress::stop() {
 
 void Progress::run() {
   std::unique_lock lock(mutex_);
-  bool drawn = false;
   for (;;) {
     const bool stopping = wake_.wait_for(lock, interval_, [this] { return stopping_; });
     const std::string line = format(sample_(), std::chrono::steady_clock::now() - started_);
@@ -105,14 +104,12 @@ void Progress::run() {
       // \r and "erase to end of line": the line is redrawn where it was.
       std::fprintf(out_, "\r\033[K%s", line.c_str());
       if (stopping) std::fputc('\n', out_);
-      drawn = true;
     } else if (!stopping) {
       std::fprintf(out_, "auditpipe ingest: %s\n", line.c_str());
     }
     std::fflush(out_);
     if (stopping) break;
   }
-  (void)drawn;
 }
 
 }  // namespace auditpipe::ingest
