@@ -145,8 +145,9 @@ IngestCommand::IngestCommand(CLI::App& app) {
   command_->add_option("--parallel,-j", config_.parallel, "inputs read at once (default up to 4)");
   command_->add_option("--writers", config_.writers,
                        "database writer threads (default: the sink's)");
-  command_->add_option("--batch-size", config_.batch_size,
-                       "rows per statement (default: the sink's)");
+  command_->add_option(
+      "--batch-size", config_.batch_size,
+      "rows per statement, as given (default: the sink's, adapting to how long writes take)");
   command_
       ->add_option("--text-bytes", config_.unbounded_text_bytes,
                    "bytes kept of columns the table declares without a length (TEXT)")

@@ -60,42 +60,31 @@ struct Seal {
   std::optional<seal::Sha256> hash;
   std::int64_t rows = 0;
   std::vector<std::pair<std::int64_t, std::string>> gaps;  ///< (source_id, "a-b") missing
+  std::string row_hashes;  ///< each key's fingerprint, 8 hex digits, in key order
+  std::vector<std::pair<std::int64_t, std::int64_t>> changed;  ///< the first keys that differ
+  std::int64_t changed_count = 0;
 };
 
 struct Range {
   std::int64_t lo, hi;
   std::size_t seal;
   std::int64_t last;  ///< the last seq seen in it, lo - 1 before any
+  std::int64_t base;  ///< lo's position among the seal's keys (its row_hashes entry)
 };
 
-/// A seal's ranges "sid:a-b,c,d-e;sid:..." split by source: (sid, "a-b,c,d-e").
-std::vector<std::pair<std::int64_t, std::string_view>> split_ranges(std::string_view text) {
-  std::vector<std::pair<std::int64_t, std::string_view>> out;
-  while (!text.empty()) {
-    const std::size_t end = std::min(text.find(';'), text.size());
-    std::string_view part = text.substr(0, end);
-    text = end < text.size() ? text.substr(end + 1) : std::string_view{};
-    const std::size_t colon = part.find(':');
-    if (colon == std::string_view::npos) {
-      throw error("auditpipe verify: a seal's ranges '" + std::string(part) + "' are malformed");
-    }
-    out.push_back({to_int(part.substr(0, colon), "source_id"), part.substr(colon + 1)});
+/// Adds the runs of one source's part of seal `seal` to `out`; `base` is
+/// the position of the part's first key among the seal's keys.
+void add_runs(std::string_view items, std::size_t seal, std::int64_t base,
+              std::vector<Range>& out) {
+  for (const seal::SeqRun& run : seal::parse_runs(items)) {
+    out.push_back({run.lo, run.hi, seal, run.lo - 1, base});
+    base += run.hi - run.lo + 1;
   }
-  return out;
 }
 
-/// Adds the runs "a-b,c" of seal `seal` to `out`.
-void parse_runs(std::string_view items, std::size_t seal, std::vector<Range>& out) {
-  while (!items.empty()) {
-    const std::size_t end = std::min(items.find(','), items.size());
-    std::string_view item = items.substr(0, end);
-    items = end < items.size() ? items.substr(end + 1) : std::string_view{};
-    const std::size_t dash = item.find('-', 1);
-    const std::int64_t lo = to_int(item.substr(0, dash), "seq");
-    const std::int64_t hi =
-        dash == std::string_view::npos ? lo : to_int(item.substr(dash + 1), "seq");
-    out.push_back({lo, hi, seal, lo - 1});
-  }
+/// A seal's ranges for a message: the first 80 characters.
+std::string shown(const std::string& ranges) {
+  return ranges.size() <= 80 ? ranges : ranges.substr(0, 77) + "...";
 }
 
 std::int64_t parse_since(const std::string& s) {
@@ -182,8 +171,8 @@ int VerifyCommand::run() {
 
     // The seals, in chain order (one per stored batch: small next to the rows).
     std::vector<Seal> seals;
-    for (auto& r : db->query("SELECT seal_no, ranges, row_count, prev_digest, digest, sealed_at "
-                             "FROM " +
+    for (auto& r : db->query("SELECT seal_no, ranges, row_count, prev_digest, digest, sealed_at, "
+                             "row_hashes FROM " +
                              seals_name + " ORDER BY seal_no")) {
       Seal s;
       s.no = to_int(r[0].value_or(""), "seal_no");
@@ -192,6 +181,7 @@ int VerifyCommand::run() {
       s.prev = r[3].value_or("");
       s.digest = r[4].value_or("");
       s.sealed_at = to_int(r[5].value_or("0"), "sealed_at");
+      s.row_hashes = r[6].value_or("");
       if (has_since && s.sealed_at < since_us) continue;
       seals.push_back(std::move(s));
     }
@@ -199,10 +189,17 @@ int VerifyCommand::run() {
 
     // Each source's part of every seal's ranges (parsed into runs one source
     // at a time, while its rows stream by); the newest sealed seq per source.
-    std::map<std::int64_t, std::vector<std::pair<std::size_t, std::string_view>>> by_source;
+    struct Part {
+      std::size_t seal;
+      std::string_view items;
+      std::int64_t base;  ///< the part's first key's position among the seal's keys
+    };
+    std::map<std::int64_t, std::vector<Part>> by_source;
     for (std::size_t i = 0; i < seals.size(); ++i) {
-      for (const auto& [sid, items] : split_ranges(seals[i].ranges)) {
-        by_source[sid].push_back({i, items});
+      std::int64_t base = 0;
+      for (const auto& [sid, items] : seal::split_sources(seals[i].ranges)) {
+        by_source[sid].push_back({i, items, base});
+        for (const seal::SeqRun& run : seal::parse_runs(items)) base += run.hi - run.lo + 1;
       }
     }
     // The select list: every column as text that gives back its exact value.
@@ -257,7 +254,7 @@ int VerifyCommand::run() {
       std::vector<Range>* ranges = nullptr;
       std::optional<std::int64_t> newest;  // the newest seq sealed for this source, but the tail's
       if (auto it = by_source.find(sid); it != by_source.end()) {
-        for (const auto& [seal_index, items] : it->second) parse_runs(items, seal_index, runs);
+        for (const Part& part : it->second) add_runs(part.items, part.seal, part.base, runs);
         std::sort(runs.begin(), runs.end(),
                   [](const Range& x, const Range& y) { return x.lo < y.lo; });
         // Several writers store a source's batches at once, and each seals
@@ -355,9 +352,17 @@ int VerifyCommand::run() {
               }
             }
           }
+          std::string fingerprint;  // this row's, made once if a seal lists fingerprints
           for (std::size_t i : active) {
             Range& r = (*ranges)[i];
             Seal& s = seals[r.seal];
+            const auto at = static_cast<std::size_t>(r.base + (seq - r.lo)) * 8;
+            if (at + 8 <= s.row_hashes.size()) {
+              if (fingerprint.empty()) seal::append_fingerprint(fingerprint, enc.bytes());
+              if (s.row_hashes.compare(at, 8, fingerprint) != 0 && s.changed_count++ < 10) {
+                s.changed.push_back({sid, seq});
+              }
+            }
             if (seq > r.last + 1) {
               s.gaps.push_back({sid, std::to_string(r.last + 1) + "-" + std::to_string(seq - 1)});
             }
@@ -388,7 +393,7 @@ int VerifyCommand::run() {
     for (auto& [sid, parts] : by_source) {
       if (std::binary_search(sources.begin(), sources.end(), sid)) continue;
       std::vector<Range> runs;
-      for (const auto& [seal_index, items] : parts) parse_runs(items, seal_index, runs);
+      for (const Part& part : parts) add_runs(part.items, part.seal, part.base, runs);
       for (Range& r : runs) {
         seals[r.seal].gaps.push_back({sid, std::to_string(r.lo) + "-" + std::to_string(r.hi)});
       }
@@ -403,7 +408,17 @@ int VerifyCommand::run() {
     std::string prev = seals.empty() || !has_since ? seal::genesis_digest(table_) : seals[0].prev;
     std::int64_t expected_no = seals.empty() || !has_since ? 1 : seals[0].no;
     for (Seal& s : seals) {
-      const std::string where = "seal " + std::to_string(s.no) + " (" + s.ranges + ")";
+      const std::string where = "seal " + std::to_string(s.no) + " (" + shown(s.ranges) + ")";
+      // The rows whose fingerprint is not the sealed one, by key.
+      std::string changed_keys;
+      for (std::size_t i = 0; i < s.changed.size(); ++i) {
+        changed_keys += (i ? ", " : "") + std::string("source_id ") +
+                        std::to_string(s.changed[i].first) + " seq " +
+                        std::to_string(s.changed[i].second);
+      }
+      if (s.changed_count > static_cast<std::int64_t>(s.changed.size())) {
+        changed_keys += ", ... (" + std::to_string(s.changed_count) + " in all)";
+      }
       if (s.no != expected_no) {
         if (s.no > expected_no) {
           findings.tampered("seals removed: seal_no " + std::to_string(expected_no) +
@@ -436,6 +451,10 @@ int VerifyCommand::run() {
         findings.tampered("deleted: " + std::to_string(s.row_count - s.rows) + " of " +
                           std::to_string(s.row_count) + " rows of " + where + " missing" +
                           (keys.empty() ? "" : ":" + keys));
+        if (!changed_keys.empty()) {
+          findings.tampered("changed: " + changed_keys + " of " + where +
+                            " differ from what was sealed");
+        }
       } else if (s.rows > s.row_count) {
         findings.tampered("inserted: " + std::to_string(s.rows - s.row_count) +
                           " rows more than sealed inside the ranges of " + where);
@@ -444,6 +463,9 @@ int VerifyCommand::run() {
             seal::seal_digest(seal::Mode::hash, {}, message) == s.digest) {
           findings.tampered("forged seal: " + where +
                             " was recomputed without the key (plain SHA-256)");
+        } else if (!changed_keys.empty()) {
+          findings.tampered("changed: " + changed_keys + " of " + where +
+                            " differ from what was sealed");
         } else {
           findings.tampered(
               "changed: rows of " + where +

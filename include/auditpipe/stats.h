@@ -95,6 +95,15 @@ AUDITPIPE_EXPORT std::string_view to_string(Health health) noexcept;
     "Failed sink writes (each retried or split).")                                                \
   X(retries, "auditpipe_write_retries_total", "Sink writes that repeated a failed one.")
 
+/// A sealing sink's chain (README, Tamper-evident tables).
+struct AUDITPIPE_EXPORT SealStats {
+  /// seal_no of the newest seal this process knows stored: the chain's
+  /// length, and what an anchor taken now would name.
+  std::uint64_t newest = 0;
+  std::uint64_t stored = 0;   ///< seals this process stored
+  std::uint64_t pending = 0;  ///< seals of stored batches, not stored yet
+};
+
 /// Every record a producer offers ends up in exactly one of: written,
 /// spilled (and later replayed), dropped, timed_out, pool_exhausted,
 /// abandoned, rejected_by_sink, or (only when close() ran out of time and
@@ -126,6 +135,8 @@ struct AUDITPIPE_EXPORT Stats {
 
   /// The sink's connection pool, if it has one.
   std::optional<ConnectionPoolStats> connection_pool;
+  /// The sink's seals, if it seals (URL option seal=).
+  std::optional<SealStats> seals;
 
   HistogramSnapshot batch_size;        ///< records per successful write
   HistogramSnapshot write_latency_us;  ///< duration of successful writes

@@ -202,7 +202,12 @@ LoadSummary Load::run() {
   options.capacity =
       std::clamp<std::size_t>(config_.memory_bytes / std::max<std::size_t>(record, 1), 256, 65536);
   options.writers = config_.writers;
-  if (config_.batch_size != 0) options.batch_size = config_.batch_size;
+  if (config_.batch_size != 0) {
+    // "Rows per statement", as asked: not shrunk towards a write latency,
+    // which protects application threads' waits, not a file's reader.
+    options.batch_size = config_.batch_size;
+    options.write_latency_target = std::chrono::milliseconds(0);
+  }
   options.overflow = Overflow::block;
   options.dead_letter_path = options_dead_letter_ = rejects_->path() + ".refused";
   logger_ = std::make_unique<DynamicLogger>(*schema_, auditpipe::open(config_.url), options);

@@ -241,6 +241,14 @@ void write_stats(Writer& w, const Stats& s) {
       }
     }
   }
+  if (s.seals) {
+    w.gauge("auditpipe_seal_count",
+            "seal_no of the newest seal stored in the table's chain: what an anchor taken now "
+            "names; verify finding fewer seals means the tail was cut.",
+            s.seals->newest);
+    w.counter("auditpipe_seals_stored_total", "Seals this process stored.", s.seals->stored);
+    w.gauge("auditpipe_seals_pending", "Seals of stored batches not stored yet.", s.seals->pending);
+  }
 }
 
 // The labels as a set, so that {a, b} and {b, a} compare equal.

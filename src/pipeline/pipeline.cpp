@@ -241,6 +241,7 @@ class Pipeline::Engine {
     });
     s.committed = intake_.committed();
     s.connection_pool = sink_->connection_pool_stats();
+    s.seals = sink_->seal_stats();
     s.spill_bytes = spill_ ? spill_->bytes() : 0;
     s.spill_records = on_disk();
     s.pool_capacity = intake_.capacity();

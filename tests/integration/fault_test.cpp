@@ -23,6 +23,7 @@
 #include "audit_row.h"
 #include "auditpipe/logger.h"
 #include "auditpipe/mysql/mysql_sink.h"
+#include "auditpipe/prometheus.h"
 #include "collecting_sink.h"
 #include "eventually.h"
 #include "mysql_probe.h"
@@ -330,7 +331,17 @@ TEST(Fault, SpillReplayedIntoASealedTableVerifiesClean) {
     auditpipe::Logger<AuditRow> logger(
         auditpipe::mysql::open(mysql_url_with("seal=hmac&seal_key_file=" + key)), o);
     EXPECT_TRUE(testing_support::eventually([&] { return logger.stats().spill_bytes == 0; }, 60s));
-    logger.close();
+    const auto report = logger.close();
+    // The chain's length goes out as a gauge too (an anchor outside the database).
+    ASSERT_TRUE(report.stats.seals.has_value());
+    EXPECT_EQ(report.stats.seals->pending, 0u);
+    EXPECT_EQ(report.stats.seals->stored, report.stats.seals->newest);
+    EXPECT_EQ(static_cast<long long>(report.stats.seals->newest),
+              MysqlProbe().scalar("SELECT MAX(seal_no) FROM audit_log_seals"));
+    EXPECT_NE(
+        auditpipe::to_prometheus(report.stats)
+            .find("\nauditpipe_seal_count " + std::to_string(report.stats.seals->newest) + "\n"),
+        std::string::npos);
   }
   const TableCheck t = check_table();
   EXPECT_EQ(t.rows, records);

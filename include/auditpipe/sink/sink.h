@@ -120,6 +120,9 @@ class AUDITPIPE_EXPORT Sink {
 
   /// The sink's connection pool, for stats(), if it has one.
   virtual std::optional<ConnectionPoolStats> connection_pool_stats() const { return std::nullopt; }
+
+  /// The sink's seals, for stats(), if it seals.
+  virtual std::optional<SealStats> seal_stats() const { return std::nullopt; }
 };
 
 }  // namespace auditpipe

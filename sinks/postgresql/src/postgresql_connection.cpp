@@ -10,6 +10,9 @@
 #include <chrono>
 #include <string_view>
 
+#include <spdlog/spdlog.h>
+
+#include "auditpipe/diagnostics.h"
 #include "auditpipe/sink/url.h"
 #include "auditpipe/status.h"
 
@@ -252,6 +255,21 @@ PostgresqlConnection::PostgresqlConnection(const PostgresqlConfig& config,
       conn_ = a.conn;
       socket_ = PQsocket(conn_);
       endpoint_ = e;
+      // The server's notices go to the diagnostics logger instead of libpq's
+      // default, stderr, so that a tool's output stays its own: warnings as
+      // warnings, the rest ("table ... does not exist, skipping") at debug.
+      PQsetNoticeProcessor(
+          conn_,
+          [](void*, const char* message) {
+            std::string text(message);
+            while (!text.empty() && text.back() == '\n') text.pop_back();
+            if (text.rfind("WARNING", 0) == 0) {
+              diagnostics()->warn("auditpipe: PostgreSQL: {}", text);
+            } else {
+              diagnostics()->debug("auditpipe: PostgreSQL: {}", text);
+            }
+          },
+          nullptr);
       return;
     }
     if (!a.unreachable) answered = true;

@@ -352,21 +352,6 @@ SqlDatabaseConnection connect_database(std::string_view url) {
   const Cancellation never;  // the connect's waits; nothing cancels them
   SqlDatabaseConnection db;
   auto connection = std::make_unique<PostgresqlConnection>(config, never);
-  // The server's notices go to the diagnostics logger instead of libpq's
-  // default, stderr, so that a tool's output stays its own: warnings as
-  // warnings, the rest ("table ... does not exist, skipping") at debug.
-  PQsetNoticeProcessor(
-      connection->native(),
-      [](void*, const char* message) {
-        std::string text(message);
-        while (!text.empty() && text.back() == '\n') text.pop_back();
-        if (text.rfind("WARNING", 0) == 0) {
-          diagnostics()->warn("auditpipe: PostgreSQL: {}", text);
-        } else {
-          diagnostics()->debug("auditpipe: PostgreSQL: {}", text);
-        }
-      },
-      nullptr);
   db.connection = std::move(connection);
   db.dialect = &postgresql_dialect;
   db.redacted_url = config.sink.redacted_url;

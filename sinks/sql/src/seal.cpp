@@ -5,8 +5,10 @@
 #include <openssl/hmac.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -147,6 +149,73 @@ std::string seal_digest(Mode mode, std::string_view key, std::string_view messag
   Sha256 h;
   h.update(message);
   return h.final_hex();
+}
+
+void append_fingerprint(std::string& out, std::string_view row_bytes) {
+  // One context per thread, reset per row: a new one per call would cost
+  // an allocation per row.
+  struct Ctx {
+    EVP_MD_CTX* p = EVP_MD_CTX_new();
+    ~Ctx() { EVP_MD_CTX_free(p); }
+  };
+  thread_local Ctx ctx;
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  if (ctx.p == nullptr || EVP_DigestInit_ex(ctx.p, EVP_sha256(), nullptr) != 1 ||
+      EVP_DigestUpdate(ctx.p, row_bytes.data(), row_bytes.size()) != 1 ||
+      EVP_DigestFinal_ex(ctx.p, md, &n) != 1) {
+    throw error("auditpipe: SHA-256 unavailable (libcrypto)");
+  }
+  static constexpr char digits[] = "0123456789abcdef";
+  for (int i = 0; i < 4; ++i) {
+    out.push_back(digits[md[i] >> 4]);
+    out.push_back(digits[md[i] & 15]);
+  }
+}
+
+namespace {
+
+std::int64_t range_number(std::string_view s, std::string_view whole) {
+  std::int64_t v = 0;
+  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || p != s.data() + s.size()) {
+    throw error("auditpipe: a seal's ranges '" + std::string(whole.substr(0, 200)) +
+                "' are malformed");
+  }
+  return v;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::int64_t, std::string_view>> split_sources(std::string_view ranges) {
+  std::vector<std::pair<std::int64_t, std::string_view>> out;
+  std::string_view text = ranges;
+  while (!text.empty()) {
+    const std::size_t end = std::min(text.find(';'), text.size());
+    const std::string_view part = text.substr(0, end);
+    text = end < text.size() ? text.substr(end + 1) : std::string_view{};
+    const std::size_t colon = part.find(':');
+    if (colon == std::string_view::npos) range_number({}, ranges);
+    out.push_back({range_number(part.substr(0, colon), ranges), part.substr(colon + 1)});
+  }
+  return out;
+}
+
+std::vector<SeqRun> parse_runs(std::string_view items) {
+  std::vector<SeqRun> out;
+  std::string_view text = items;
+  while (!text.empty()) {
+    const std::size_t end = std::min(text.find(','), text.size());
+    const std::string_view item = text.substr(0, end);
+    text = end < text.size() ? text.substr(end + 1) : std::string_view{};
+    const std::size_t dash = item.find('-', 1);  // not a negative seq's sign
+    const std::int64_t lo = range_number(item.substr(0, dash), items);
+    const std::int64_t hi =
+        dash == std::string_view::npos ? lo : range_number(item.substr(dash + 1), items);
+    if (hi < lo) range_number({}, items);
+    out.push_back({lo, hi});
+  }
+  return out;
 }
 
 void RowEncoder::u64(std::uint64_t v) {

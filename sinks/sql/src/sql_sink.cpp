@@ -13,6 +13,7 @@
 
 #include "auditpipe/diagnostics.h"
 #include "auditpipe/status.h"
+#include "seal_writer.h"
 #include "table_check.h"
 
 namespace auditpipe {
@@ -73,23 +74,8 @@ void SqlSink::open(const TableDescriptor& table, const SinkContext& context) {
   table_ = &table;
   text_ = sql_table_text(dialect_, table);
   if (settings_.seal.mode != seal::Mode::none) {
-    if (settings_.seal.mode == seal::Mode::hmac) {
-      std::string key_file = settings_.seal.key_file;
-      if (key_file.empty()) {
-        if (const char* env = std::getenv("AUDITPIPE_SEAL_KEY_FILE")) key_file = env;
-      }
-      seal_key_ = seal::read_key_file(key_file);
-    }
-    // Idempotent: a seal statement that failed ambiguously (stored, but the
-    // answer lost) is written again without a conflict.
-    const std::string seals = dialect_.quote(seal::seals_table(table.name));
-    seal_insert_ = "INSERT INTO " + seals +
-                   " (seal_no, ranges, row_count, prev_digest, digest, sealed_at) VALUES "
-                   "(?, ?, ?, ?, ?, ?)";
-    seal_insert_ +=
-        dialect_.idempotent_insert == SqlDialect::IdempotentInsert::on_duplicate_key_update
-            ? " ON DUPLICATE KEY UPDATE seal_no = seal_no"
-            : " ON CONFLICT (seal_no) DO NOTHING";
+    sealer_ =
+        std::make_unique<SealWriter>(dialect_, settings_.seal, table, settings_.table_location);
   }
   try {
     // A connection of its own for the set-up: any connect error (wrong
@@ -123,7 +109,7 @@ void SqlSink::prepare_table(SqlConnection& c) {
     prepared_servers_.insert(server);
   }
   if (!table_ready_done_) {
-    if (settings_.seal.mode != seal::Mode::none) prepare_seals(c);
+    if (sealer_) sealer_->prepare(c, settings_.create_table);
     table_ready(c);
     table_ready_done_ = true;
   }
@@ -211,10 +197,7 @@ WriteResult SqlSink::write(const Batch& batch) noexcept {
     } else {
       lease = pool_->acquire();
     }
-    SqlConnection& c = lease.as<LiveConnection>().connection();
-    std::optional<WriteFailure> failure = write_batch(c, batch);
-    if (!failure && settings_.seal.mode != seal::Mode::none) seal_batch(c, batch);
-    return result_of(std::move(failure), &lease);
+    return write_on(lease.as<LiveConnection>().connection(), batch, &lease);
   } catch (const std::exception& e) {
     return WriteResult::transient_error(e.what());
   }
@@ -242,9 +225,18 @@ WriteResult SqlSink::write_single(const Batch& batch) {
       s.single_cv_.notify_one();
     }
   } done{*this};
-  std::optional<WriteFailure> failure = write_batch(*c, batch);
-  if (!failure && settings_.seal.mode != seal::Mode::none) seal_batch(*c, batch);
-  return result_of(std::move(failure), nullptr);
+  return write_on(*c, batch, nullptr);
+}
+
+WriteResult SqlSink::write_on(SqlConnection& c, const Batch& batch, ConnectionPool::Lease* lease) {
+  if (sealer_) {
+    if (std::optional<std::string> held = sealer_->backlog(c)) {
+      return WriteResult::transient_error(std::move(*held));
+    }
+  }
+  std::optional<WriteFailure> failure = write_batch(c, batch);
+  if (!failure && sealer_) sealer_->seal(c, batch);
+  return result_of(std::move(failure), lease);
 }
 
 void SqlSink::cancel() noexcept {
@@ -261,203 +253,25 @@ void SqlSink::cancel() noexcept {
   for (SqlConnection* c : live_) c->cancel_io();
 }
 
-void SqlSink::prepare_seals(SqlConnection& c) {
-  const std::string seals = dialect_.quote(seal::seals_table(table_->name));
-  if (settings_.create_table) {
-    c.execute_ddl("CREATE TABLE IF NOT EXISTS " + seals +
-                  " (seal_no BIGINT NOT NULL PRIMARY KEY, ranges TEXT NOT NULL, row_count BIGINT "
-                  "NOT NULL, prev_digest VARCHAR(64) NOT NULL, digest VARCHAR(64) NOT NULL, "
-                  "sealed_at BIGINT NOT NULL)");
-  }
-  std::vector<std::vector<std::optional<std::string>>> last;
-  try {
-    last = c.query_rows("SELECT seal_no, digest, ranges, row_count, prev_digest, sealed_at FROM " +
-                            seals + " ORDER BY seal_no DESC LIMIT 1",
-                        {});
-  } catch (const std::exception& e) {
-    throw error("auditpipe: seal=: the seals table " + seals + " " + settings_.table_location +
-                " is missing or lacks columns (seal_no, ranges, row_count, prev_digest, digest, "
-                "sealed_at): " +
-                e.what());
-  }
-  detail::MutexLock lock(seal_mutex_);
-  if (seals_ready_) return;
-  seals_ready_ = true;
-  if (last.empty() || !last[0][0] || !last[0][1]) {
-    next_seal_no_ = 1;
-    last_digest_ = seal::genesis_digest(table_->name);
-  } else {
-    next_seal_no_ = std::stoll(*last[0][0]) + 1;
-    last_digest_ = *last[0][1];
-    sealed_no_ = next_seal_no_ - 1;
-    sealed_digest_ = last_digest_;
-  }
-}
-
-void SqlSink::seal_batch(SqlConnection& c, const Batch& batch) noexcept {
-  try {
-    std::vector<const RecordRef*> rows;
-    rows.reserve(batch.records.size());
-    for (const RecordRef& r : batch.records) rows.push_back(&r);
-    std::sort(rows.begin(), rows.end(), [](const RecordRef* a, const RecordRef* b) {
-      return a->source_id != b->source_id ? a->source_id < b->source_id : a->seq < b->seq;
-    });
-    seal::RowEncoder enc;
-    seal::Sha256 h;
-    // The batch's keys, exactly: per source, its seqs as runs ("sid:0-499"
-    // for the dense seqs of the producer path; "sid:0,118,240" for byte
-    // offsets). A source's records are not contiguous across batches (the
-    // ingest tool's and several writers' batches interleave), so a min-max
-    // range would not tell the verifier which rows a seal holds.
-    std::string ranges;
-    std::int64_t sid = 0, lo = 0, hi = -2;
-    bool open_run = false;
-    auto close_run = [&] {
-      if (!open_run) return;
-      ranges += std::to_string(lo);
-      if (hi != lo) ranges += '-' + std::to_string(hi);
-    };
-    for (const RecordRef* r : rows) {
-      for (const Column& col : batch.table.columns) {
-        if (is_null(r->data, col)) {
-          enc.null();
-        } else if (col.type == ColumnType::float64) {
-          enc.float64(read_float64(r->data, col));
-        } else if (col.type == ColumnType::text) {
-          enc.text(read_text(r->data, col));
-        } else {
-          enc.integer(read_integer(r->data, col));
-        }
-      }
-      enc.key(r->source_id, r->seq);
-      if (enc.bytes().size() >= 64 * 1024) {  // digested in large pieces
-        h.update(enc.bytes());
-        enc.clear();
-      }
-      if (open_run && r->source_id == sid && r->seq == hi + 1) {
-        hi = r->seq;
-        continue;
-      }
-      close_run();
-      if (!open_run || r->source_id != sid) {
-        if (open_run) ranges += ';';
-        ranges += std::to_string(r->source_id) + ':';
-      } else {
-        ranges += ',';
-      }
-      open_run = true;
-      sid = r->source_id;
-      lo = hi = r->seq;
-    }
-    close_run();
-    h.update(enc.bytes());
-    const std::string rows_digest = h.final_hex();
-    const auto count = static_cast<std::int64_t>(rows.size());
-    {
-      detail::MutexLock lock(seal_mutex_);
-      PendingSeal p{next_seal_no_, std::move(ranges), count, last_digest_, {}};
-      p.digest = seal::seal_digest(
-          settings_.seal.mode, seal_key_,
-          seal::seal_message(p.prev_digest, p.seal_no, p.ranges, p.row_count, rows_digest));
-      ++next_seal_no_;
-      last_digest_ = p.digest;
-      pending_seals_.push_back(std::move(p));
-    }
-    flush_seals(c);
-  } catch (const std::exception& e) {
-    diagnostics()->warn("auditpipe: sealing a batch of {} failed: {}", table_->name, e.what());
-  }
-}
-
-void SqlSink::flush_seals(SqlConnection& c) {
-  // The seals pending now are this call's to write: seal_no and the chain
-  // were fixed under the lock, so writers store their seals at once, each
-  // on its own connection, and the table orders them by seal_no.
-  std::vector<PendingSeal> mine;
-  {
-    detail::MutexLock lock(seal_mutex_);
-    mine.swap(pending_seals_);
-  }
-  if (mine.empty()) return;
-  std::size_t done = 0;
-  const auto now_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                          std::chrono::system_clock::now().time_since_epoch())
-                          .count();
-  for (const PendingSeal& p : mine) {
-    try {
-      c.query_rows(seal_insert_, {std::to_string(p.seal_no), p.ranges, std::to_string(p.row_count),
-                                  p.prev_digest, p.digest, std::to_string(now_us)});
-    } catch (const std::exception& e) {
-      // Kept, and written before the next seal's: the chain never skips.
-      diagnostics()->warn("auditpipe: seal {} of {} not stored yet ({} pending): {}", p.seal_no,
-                          table_->name, mine.size() - done, e.what());
-      break;
-    }
-    ++done;
-  }
-  detail::MutexLock lock(seal_mutex_);
-  if (done < mine.size()) {
-    for (std::size_t i = done; i < mine.size(); ++i) pending_seals_.push_back(std::move(mine[i]));
-    std::sort(pending_seals_.begin(), pending_seals_.end(),
-              [](const PendingSeal& x, const PendingSeal& y) { return x.seal_no < y.seal_no; });
-  }
-  bool advanced = false;
-  for (std::size_t i = 0; i < done; ++i) {
-    if (mine[i].seal_no <= sealed_no_) continue;
-    sealed_no_ = mine[i].seal_no;
-    sealed_digest_ = mine[i].digest;
-    advanced = true;
-    if (sealed_no_ % 1000 == 0) {
-      diagnostics()->info("auditpipe: {} sealed through seal {} digest {}", table_->name,
-                          sealed_no_, sealed_digest_);
-    }
-  }
-  if (advanced && !settings_.seal.anchor_file.empty()) {
-    const std::string tmp = settings_.seal.anchor_file + ".tmp";
-    {
-      std::ofstream out(tmp, std::ios::trunc);
-      out << sealed_no_ << ' ' << sealed_digest_ << '\n';
-    }
-    if (std::rename(tmp.c_str(), settings_.seal.anchor_file.c_str()) != 0) {
-      diagnostics()->warn("auditpipe: cannot write seal anchor file {}",
-                          settings_.seal.anchor_file);
-    }
-  }
-}
-
 void SqlSink::close() noexcept {
-  if (settings_.seal.mode != seal::Mode::none && table_ != nullptr) {
+  if (sealer_) {
     // Seals whose statement failed: one last try on an idle connection (no
     // write runs any more), so a clean shutdown leaves nothing unsealed.
-    bool pending = false;
-    {
-      detail::MutexLock lock(seal_mutex_);
-      pending = !pending_seals_.empty();
-    }
-    if (pending && !cancellation_.cancelled()) {
-      try {
-        if (pool_) {
-          if (ConnectionPool::Lease lease = pool_->try_acquire()) {
-            flush_seals(lease.as<LiveConnection>().connection());
-          }
-        } else {
-          detail::MutexLock single(single_mutex_);
-          if (single_) flush_seals(*single_);
-        }
-      } catch (const std::exception&) {
-        // reported below, as still pending
+    SqlConnection* idle = nullptr;
+    ConnectionPool::Lease lease;
+    try {
+      if (!cancellation_.cancelled() && pool_) {
+        lease = pool_->try_acquire();
+        if (lease) idle = &lease.as<LiveConnection>().connection();
       }
+    } catch (const std::exception&) {
+      // no idle connection: what is pending is reported as such
     }
-    detail::MutexLock lock(seal_mutex_);
-    if (sealed_no_ > 0) {
-      diagnostics()->info("auditpipe: {} sealed through seal {} digest {}", table_->name,
-                          sealed_no_, sealed_digest_);
-    }
-    if (!pending_seals_.empty()) {
-      diagnostics()->warn(
-          "auditpipe: {} seals of {} could not be stored: their rows are stored, not yet "
-          "sealed (auditpipe verify reports them so)",
-          pending_seals_.size(), table_->name);
+    if (pool_ || cancellation_.cancelled()) {
+      sealer_->close(idle);
+    } else {
+      detail::MutexLock single(single_mutex_);
+      sealer_->close(single_.get());
     }
   }
   // No write runs any more: connects the pool's openers have in progress
@@ -469,6 +283,13 @@ void SqlSink::close() noexcept {
   detail::MutexLock lock(single_mutex_);
   if (single_) remove_live(single_.get());
   single_.reset();
+}
+
+SqlSink::~SqlSink() = default;
+
+std::optional<SealStats> SqlSink::seal_stats() const {
+  if (!sealer_) return std::nullopt;
+  return sealer_->stats();
 }
 
 std::optional<ConnectionPoolStats> SqlSink::connection_pool_stats() const {

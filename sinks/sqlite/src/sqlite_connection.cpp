@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <chrono>
+#include <thread>
 
 #include "auditpipe/sink/url.h"
 #include "auditpipe/status.h"
@@ -135,11 +137,28 @@ std::unique_ptr<SqliteConnection> open_connection(const SqliteConfig& config) {
                 "' is read-only for this process (file permissions or a read-only mount)");
   }
   std::string mode;
-  try {
-    c->session << "PRAGMA journal_mode=WAL", ::soci::into(mode);
-  } catch (const std::exception& e) {
-    throw error("auditpipe: cannot switch SQLite database '" + config.path +
-                "' to WAL: " + e.what() + " (is its directory writable?)");
+  // Switching to WAL is refused with SQLITE_BUSY at once, not after the
+  // busy timeout, while another process holds the file in a way that would
+  // deadlock (it is creating the table, or switching too): tried again
+  // until the busy timeout has passed.
+  const auto give_up =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(config.busy_timeout_ms);
+  for (;;) {
+    try {
+      c->session << "PRAGMA journal_mode=WAL", ::soci::into(mode);
+      break;
+    } catch (const std::exception& e) {
+      const int code = sqlite_api::sqlite3_errcode(handle) & 0xff;
+      const bool busy = code == SQLITE_BUSY || code == SQLITE_LOCKED;
+      if (busy && std::chrono::steady_clock::now() < give_up) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        continue;
+      }
+      throw error("auditpipe: cannot switch SQLite database '" + config.path +
+                  "' to WAL: " + e.what() +
+                  (busy ? " (another process held it for longer than busy_timeout_ms)"
+                        : " (is its directory writable?)"));
+    }
   }
   c->session << "PRAGMA synchronous=" + config.synchronous;
   return c;

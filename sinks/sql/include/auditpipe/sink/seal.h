@@ -18,6 +18,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "auditpipe/export.h"
 
@@ -61,6 +63,27 @@ AUDITPIPE_EXPORT std::string seal_message(std::string_view prev_digest, std::int
 /// A seal's digest (hex): HMAC-SHA-256(key, message) for Mode::hmac,
 /// SHA-256(message) for Mode::hash.
 AUDITPIPE_EXPORT std::string seal_digest(Mode mode, std::string_view key, std::string_view message);
+
+/// A row's fingerprint: the first 4 bytes of SHA-256 of its canonical bytes
+/// (RowEncoder's, one row), as 8 hex digits. A seal lists its rows'
+/// fingerprints in key order (column row_hashes), so that verify can name
+/// the row that changed; the seal's digest, not the fingerprints, proves it.
+AUDITPIPE_EXPORT void append_fingerprint(std::string& out, std::string_view row_bytes);
+
+/// One source's part of a seal's ranges: ("sid:a-b,c;sid2:..." gives
+/// (sid, "a-b,c"), then (sid2, ...)), in the text's order. Throws
+/// auditpipe::error if malformed.
+AUDITPIPE_EXPORT std::vector<std::pair<std::int64_t, std::string_view>> split_sources(
+    std::string_view ranges);
+
+/// A run of seqs in one source's part: lo..hi, both included.
+struct SeqRun {
+  std::int64_t lo;  ///< first seq
+  std::int64_t hi;  ///< last seq
+};
+
+/// The runs of one source's part ("a-b,c"), in order. Throws auditpipe::error if malformed.
+AUDITPIPE_EXPORT std::vector<SeqRun> parse_runs(std::string_view items);
 
 /// `bytes` as lower-case hex.
 AUDITPIPE_EXPORT std::string to_hex(std::string_view bytes);

@@ -56,6 +56,8 @@
 
 namespace auditpipe {
 
+class SealWriter;
+
 /// A failed write path, sorted by what the skeleton does about it.
 struct AUDITPIPE_EXPORT WriteFailure {
   /// What the skeleton does with the failure.
@@ -140,6 +142,8 @@ class AUDITPIPE_EXPORT SqlSink : public Sink {
   void close() noexcept final;
   std::string describe() const final { return settings_.redacted_url; }
   std::optional<ConnectionPoolStats> connection_pool_stats() const final;
+  std::optional<SealStats> seal_stats() const final;
+  ~SqlSink() override;
 
  protected:
   /// `dialect` must outlive the sink (a constant of the sink's dialect file).
@@ -187,13 +191,9 @@ class AUDITPIPE_EXPORT SqlSink : public Sink {
   std::optional<std::string> table_failure() const AUDITPIPE_EXCLUDES(failure_mutex_);
   WriteResult write_single(const Batch& batch) AUDITPIPE_EXCLUDES(single_mutex_);
   void add_live(SqlConnection* c) noexcept AUDITPIPE_EXCLUDES(live_mutex_);
-  /// Creates or checks `<table>_seals` and reads the chain's last seal.
-  void prepare_seals(SqlConnection& c) AUDITPIPE_EXCLUDES(seal_mutex_);
-  /// Seals a batch write_batch() stored, and writes every pending seal.
-  void seal_batch(SqlConnection& c, const Batch& batch) noexcept AUDITPIPE_EXCLUDES(seal_mutex_);
-  /// Writes the seals pending now on `c`, in seal_no order, as far as they
-  /// go; those left are pending again.
-  void flush_seals(SqlConnection& c) AUDITPIPE_EXCLUDES(seal_mutex_);
+  /// write_batch() and, with seal=, the batch's seal; nothing stored while
+  /// too many seals wait.
+  WriteResult write_on(SqlConnection& c, const Batch& batch, ConnectionPool::Lease* lease);
   void remove_live(SqlConnection* c) noexcept AUDITPIPE_EXCLUDES(live_mutex_);
 
   const SqlDialect& dialect_;
@@ -220,24 +220,8 @@ class AUDITPIPE_EXPORT SqlSink : public Sink {
   mutable detail::Mutex failure_mutex_;
   std::optional<std::string> table_failure_ AUDITPIPE_GUARDED_BY(failure_mutex_);
 
-  /// Sealing: the key (hmac), the chain's next seal, the seals stored
-  /// data but not yet written (a failed seal statement), in chain order.
-  struct PendingSeal {
-    std::int64_t seal_no;
-    std::string ranges;
-    std::int64_t row_count;
-    std::string prev_digest;
-    std::string digest;
-  };
-  std::string seal_key_;
-  std::string seal_insert_;
-  detail::Mutex seal_mutex_;
-  bool seals_ready_ AUDITPIPE_GUARDED_BY(seal_mutex_) = false;
-  std::int64_t next_seal_no_ AUDITPIPE_GUARDED_BY(seal_mutex_) = 1;
-  std::string last_digest_ AUDITPIPE_GUARDED_BY(seal_mutex_);
-  std::vector<PendingSeal> pending_seals_ AUDITPIPE_GUARDED_BY(seal_mutex_);
-  std::int64_t sealed_no_ AUDITPIPE_GUARDED_BY(seal_mutex_) = 0;  ///< last seal written
-  std::string sealed_digest_ AUDITPIPE_GUARDED_BY(seal_mutex_);
+  /// Seals what is stored, with seal= (else null). Kept after close(), for stats().
+  std::unique_ptr<SealWriter> sealer_;
 
   std::unique_ptr<ConnectionPool> pool_;  ///< unless single_connection
   /// The single connection: one write at a time (single_busy_), the others
