@@ -6,7 +6,8 @@
 # JSONL.zst and CSV; plus bench/ingest's library pipeline on the same server
 # for the library's own rate. Prints one table row per load: rows/s, the
 # ratio to the baseline, client and server CPU seconds, the client's peak
-# RSS; and the time a rerun of a completed load takes.
+# RSS; the time a rerun of a completed load takes; the JSONL loads again
+# with seal=hmac, and `auditpipe verify` of the sealed table on one core.
 #
 #   bench/ingest_tool.sh BUILD_DIR RESULTS_DIR [ROWS]   # default 2,000,000 rows
 #
@@ -131,6 +132,17 @@ fresh_mysql
 measure "auditpipe ingest mariadb (jsonl)" mysql "mariadb LOAD DATA LOCAL (csv)" "${tool[@]}" "$mysql_url" "$work/rows.jsonl"
 t0=$(date +%s.%N); ingest "$mysql_url" "$work/rows.jsonl"; t1=$(date +%s.%N)
 echo "rerun of the completed mariadb load: $(printf '%.2f' "$(echo "$t1 - $t0" | bc -l)") s" | tee -a "$out"
+# Sealing (README, Tamper-evident tables): the same load with seal=hmac, and
+# `auditpipe verify` of it on one core (taskset: the server has the other).
+printf 'bench/ingest_tool seal key' > "$work/seal.key"
+chmod 600 "$work/seal.key"
+sealed() { echo "$1$( [[ $1 == *\?* ]] && echo '&' || echo '?')seal=hmac&seal_key_file=$work/seal.key"; }
+fresh_mysql
+my -e "DROP TABLE IF EXISTS bench_ingest_seals"
+measure "auditpipe ingest mariadb (jsonl, seal=hmac)" mysql "auditpipe ingest mariadb (jsonl)" "${tool[@]}" "$(sealed "$mysql_url")" "$work/rows.jsonl"
+measure "auditpipe verify mariadb (1 core)" mysql "" \
+  taskset -c 0 "$bin" verify --quiet "$mysql_url" --table bench_ingest --key-file "$work/seal.key"
+my -e "DROP TABLE IF EXISTS bench_ingest_seals"
 fresh_mysql
 measure "auditpipe ingest mariadb (jsonl.zst)" mysql "auditpipe ingest mariadb (jsonl)" "${tool[@]}" "$mysql_url" "$work/rows.jsonl.zst"
 fresh_mysql
@@ -156,6 +168,12 @@ measure "psql \\copy (csv)" postgresql "" \
   psql "$postgres_url" -X -q -c "\\copy bench_ingest($cols) FROM '$work/rows.csv' WITH (FORMAT csv, HEADER true)"
 fresh_pg
 measure "auditpipe ingest postgresql (jsonl)" postgresql "psql \\copy (csv)" "${tool[@]}" "$postgres_url" "$work/rows.jsonl"
+fresh_pg
+pg -c "DROP TABLE IF EXISTS bench_ingest_seals"
+measure "auditpipe ingest postgresql (jsonl, seal=hmac)" postgresql "auditpipe ingest postgresql (jsonl)" "${tool[@]}" "$(sealed "$postgres_url")" "$work/rows.jsonl"
+measure "auditpipe verify postgresql (1 core)" postgresql "" \
+  taskset -c 0 "$bin" verify --quiet "$postgres_url" --table bench_ingest --key-file "$work/seal.key"
+pg -c "DROP TABLE IF EXISTS bench_ingest_seals"
 fresh_pg
 measure "auditpipe ingest postgresql (csv)" postgresql "psql \\copy (csv)" "${tool[@]}" "$postgres_url" "$work/rows.csv"
 fresh_pg

@@ -4,7 +4,8 @@
 // runs interleaved (A B C A B C ...), medians:
 // auditpipe's two producers copy rows built beforehand into their records,
 // as the raw loops use rows built beforehand.
-//   PostgreSQL  auditpipe default (2 writers, COPY); a raw libpq COPY loop
+//   PostgreSQL  auditpipe default (2 writers, COPY), and the same with
+//               seal=hmac; a raw libpq COPY loop
 //               over 2 connections with its buffers built beforehand (the
 //               ceiling); the same formatting each buffer as it goes; the
 //               same rows in COPY's binary format, built beforehand
@@ -33,6 +34,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <string>
@@ -372,6 +374,7 @@ int main(int argc, char** argv) {
   auto pg_fresh = [&] {
     PGconn* c = pg_connect();
     pg_exec(c, "DROP TABLE IF EXISTS bench_audit");
+    pg_exec(c, "DROP TABLE IF EXISTS bench_audit_seals");
     PQfinish(c);
     auditpipe::Logger<AuditEvent>(auditpipe::open(pg_url)).close();
   };
@@ -387,6 +390,17 @@ int main(int argc, char** argv) {
   };
   auto sqlite_stored = [&] { return sqlite_count(sqlite_path); };
 
+  // The sink with every batch sealed (README, Tamper-evident tables).
+  const std::filesystem::path key = dir / "seal.key";
+  {
+    std::ofstream k(key);
+    k << "bench/sink_ceiling seal key";
+  }
+  std::filesystem::permissions(key, std::filesystem::perms::owner_read |
+                                        std::filesystem::perms::owner_write);
+  const std::string pg_sealed_url = pg_url + (pg_url.find('?') == std::string::npos ? "?" : "&") +
+                                    "seal=hmac&seal_key_file=" + key.string();
+
   RawCopy copy_prebuilt{rows, 2, true, false, {}};
   RawCopy copy_as_it_goes{rows, 2, false, false, {}};
   RawCopy binary_prebuilt{rows, 2, true, true, {}};
@@ -394,6 +408,8 @@ int main(int argc, char** argv) {
   std::vector<Contender> contenders = {
       {"postgresql", "auditpipe default (2 writers, COPY)", false, pg_fresh,
        [&] { build_events(rows); }, [&] { auditpipe_run(pg_url, rows); }, pg_stored},
+      {"postgresql", "auditpipe default, seal=hmac", false, pg_fresh, [&] { build_events(rows); },
+       [&] { auditpipe_run(pg_sealed_url, rows); }, pg_stored},
       {"postgresql", "raw COPY, 2 connections, rows built beforehand", true, pg_fresh,
        [&] { copy_prebuilt.prepare(); }, [&] { copy_prebuilt.run(); }, pg_stored},
       {"postgresql", "raw COPY, 2 connections, formatting as it goes", false, pg_fresh,

@@ -1,6 +1,7 @@
 // Prints the Prometheus page of a running logger: two producers block on a
 // small pool in front of a real SQLite sink while the page is rendered, so
-// the counters, gauges and the producer-wait histogram hold live values.
+// the counters, gauges and the producer-wait histogram hold live values
+// (and the seal gauges: the table is sealed).
 // `promtool check metrics` reads it (tests/CMakeLists.txt).
 //
 //   metrics_page <directory for the database file>
@@ -26,7 +27,7 @@ int main(int argc, char** argv) {
   o.capacity = 64;
   o.batch_size = 8;
   auditpipe::Logger<testing_support::AuditRow> logger(
-      auditpipe::sqlite::open("sqlite://" + db.string()), o);
+      auditpipe::sqlite::open("sqlite://" + db.string() + "?seal=hash"), o);
   std::vector<std::thread> producers;
   for (int t = 0; t < 2; ++t) {
     producers.emplace_back([&] {
