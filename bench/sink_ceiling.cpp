@@ -396,8 +396,8 @@ int main(int argc, char** argv) {
     std::ofstream k(key);
     k << "bench/sink_ceiling seal key";
   }
-  std::filesystem::permissions(key, std::filesystem::perms::owner_read |
-                                        std::filesystem::perms::owner_write);
+  std::filesystem::permissions(
+      key, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
   const std::string pg_sealed_url = pg_url + (pg_url.find('?') == std::string::npos ? "?" : "&") +
                                     "seal=hmac&seal_key_file=" + key.string();
 

@@ -242,7 +242,7 @@ void write_stats(Writer& w, const Stats& s) {
     }
   }
   if (s.seals) {
-    w.gauge("auditpipe_seal_count",
+    w.gauge("auditpipe_seal_chain_length",
             "seal_no of the newest seal stored in the table's chain: what an anchor taken now "
             "names; verify finding fewer seals means the tail was cut.",
             s.seals->newest);

@@ -338,10 +338,10 @@ TEST(Fault, SpillReplayedIntoASealedTableVerifiesClean) {
     EXPECT_EQ(report.stats.seals->stored, report.stats.seals->newest);
     EXPECT_EQ(static_cast<long long>(report.stats.seals->newest),
               MysqlProbe().scalar("SELECT MAX(seal_no) FROM audit_log_seals"));
-    EXPECT_NE(
-        auditpipe::to_prometheus(report.stats)
-            .find("\nauditpipe_seal_count " + std::to_string(report.stats.seals->newest) + "\n"),
-        std::string::npos);
+    EXPECT_NE(auditpipe::to_prometheus(report.stats)
+                  .find("\nauditpipe_seal_chain_length " +
+                        std::to_string(report.stats.seals->newest) + "\n"),
+              std::string::npos);
   }
   const TableCheck t = check_table();
   EXPECT_EQ(t.rows, records);

@@ -358,6 +358,11 @@ void SealWriter::publish(std::int64_t no, const std::string& digest) {
 }
 
 void SealWriter::close(SqlConnection* idle) noexcept {
+  {
+    detail::MutexLock lock(mutex_);
+    if (closed_) return;  // the sink's destructor closes it again
+    closed_ = true;
+  }
   if (idle != nullptr) store_pending(*idle);
   detail::MutexLock lock(mutex_);
   if (stored_ > 0) {

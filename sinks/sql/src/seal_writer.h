@@ -98,6 +98,7 @@ class SealWriter {
   std::string newest_digest_ AUDITPIPE_GUARDED_BY(mutex_);
   std::uint64_t stored_ AUDITPIPE_GUARDED_BY(mutex_) = 0;  ///< by this process
   bool told_of_others_ AUDITPIPE_GUARDED_BY(mutex_) = false;
+  bool closed_ AUDITPIPE_GUARDED_BY(mutex_) = false;
   std::string last_error_ AUDITPIPE_GUARDED_BY(mutex_);
 };
 
