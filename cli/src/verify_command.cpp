@@ -57,7 +57,7 @@ struct Seal {
   std::string prev, digest;
   std::int64_t sealed_at = 0;
   // What the rows read back give.
-  std::optional<seal::Sha256> hash;
+  std::optional<seal::RowsDigest> hash;
   std::int64_t rows = 0;
   std::vector<std::pair<std::int64_t, std::string>> gaps;  ///< (source_id, "a-b") missing
   std::string row_hashes;  ///< each key's fingerprint, 8 hex digits, in key order
@@ -352,13 +352,15 @@ int VerifyCommand::run() {
               }
             }
           }
-          std::string fingerprint;  // this row's, made once if a seal lists fingerprints
+          // Hashed once, for every seal that holds the row.
+          const seal::RowHash row_hash = seal::row_hash(enc.bytes());
+          std::string fingerprint;  // made once, if a seal lists fingerprints
           for (std::size_t i : active) {
             Range& r = (*ranges)[i];
             Seal& s = seals[r.seal];
             const auto at = static_cast<std::size_t>(r.base + (seq - r.lo)) * 8;
             if (at + 8 <= s.row_hashes.size()) {
-              if (fingerprint.empty()) seal::append_fingerprint(fingerprint, enc.bytes());
+              if (fingerprint.empty()) row_hash.append_fingerprint(fingerprint);
               if (s.row_hashes.compare(at, 8, fingerprint) != 0 && s.changed_count++ < 10) {
                 s.changed.push_back({sid, seq});
               }
@@ -368,7 +370,7 @@ int VerifyCommand::run() {
             }
             r.last = seq;
             if (!s.hash) s.hash.emplace();
-            s.hash->update(enc.bytes());
+            s.hash->add(row_hash);
             ++s.rows;
           }
           ++rows_read;
@@ -433,7 +435,7 @@ int VerifyCommand::run() {
                           ": its prev_digest is not the previous seal's digest (seals removed, "
                           "reordered or rewritten)");
       }
-      const std::string rows_digest = s.hash ? s.hash->final_hex() : seal::Sha256().final_hex();
+      const std::string rows_digest = s.hash ? s.hash->final_hex() : seal::RowsDigest().final_hex();
       const std::string message =
           seal::seal_message(s.prev, s.no, s.ranges, s.row_count, rows_digest);
       if (s.rows < s.row_count) {

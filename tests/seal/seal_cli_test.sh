@@ -66,7 +66,14 @@ jsonl() {
       int(i / 60) % 60, i % 60, (i * 7919) % 1000000, i, i % 200, (i % 5 ? sprintf("%.17g", i / 3.0) : "null"),
       (i % 2 ? "true" : "false"), (i % 7 ? "\"message " i "\"" : "null") }'
 }
-load() { "$bin" ingest --quiet --schema schema.json --batch-size "${batch:-500}" "$@"; }
+# One writer unless a case says otherwise: then each batch gets a seal of its
+# own (several writers' batches pending together share one), so the cases
+# can tamper with seal N.
+load() {
+  local w=(--writers 1)
+  [ "${writers+set}" = set ] && w=()
+  "$bin" ingest --quiet --schema schema.json --batch-size "${batch:-500}" "${w[@]}" "$@"
+}
 verify() { "$bin" verify --quiet "$url" --table "$table" "$@"; }
 # run_verify ARGS...: sets out and rc.
 run_verify() { set +e; out=$(verify "$@" 2>&1); rc=$?; set -e; echo "$out" >> verify.log; }
@@ -201,7 +208,7 @@ case $case in
     # rerun. Every row is sealed, or reported as not yet sealed; none tampered.
     [ "$backend" = mysql ] || { echo "killdb runs against MariaDB only"; exit 77; }
     jsonl 400000 0 > a.jsonl
-    batch=2000 load "$sealed_url" a.jsonl &
+    writers= batch=2000 load "$sealed_url" a.jsonl &
     pid=$!
     for _ in $(seq 100); do  # until the load is under way
       n=$(q "SELECT COUNT(*) FROM $table" 2>/dev/null || echo 0)
@@ -215,7 +222,7 @@ case $case in
     stored=$(q "SELECT COUNT(*) FROM $table")
     echo "killed with $n rows stored; $stored after the restart"
     wait $pid || true
-    batch=2000 load "$sealed_url" a.jsonl || fail "the rerun exited $?"
+    writers= batch=2000 load "$sealed_url" a.jsonl || fail "the rerun exited $?"
     expect_eq "$(q "SELECT COUNT(*) FROM $table")" 400000 "rows after the rerun"
     run_verify --key-file key
     [ "$rc" = 0 ] || [ "$rc" = 3 ] || fail "verify after kill -9 exited $rc: $out"
@@ -226,9 +233,9 @@ case $case in
     # continues the chain the table holds, and the whole verifies.
     jsonl 15000 0 > a.jsonl
     jsonl 15000 100000 > b.jsonl
-    batch=100 load "$sealed_url" a.jsonl 2> a.err &
+    writers= batch=100 load "$sealed_url" a.jsonl 2> a.err &
     pid=$!
-    batch=100 load "${url}${sep}seal=hmac&seal_key_file=$work/key" b.jsonl 2> b.err || fail "load b exited $?"
+    writers= batch=100 load "${url}${sep}seal=hmac&seal_key_file=$work/key" b.jsonl 2> b.err || fail "load b exited $?"
     wait $pid || fail "load a exited $?: $(cat a.err)"
     expect_eq "$(q "SELECT COUNT(*) FROM $table")" 30000 "rows loaded"
     expect_eq "$(q "SELECT SUM(row_count) FROM ${table}_seals")" 30000 "rows sealed"
@@ -254,7 +261,7 @@ case $case in
         q "CREATE TRIGGER block_seals BEFORE INSERT ON ${table}_seals FOR EACH ROW EXECUTE FUNCTION block_seals()" ;;
     esac
     jsonl 40000 10000 > c.jsonl
-    batch=100 load "$sealed_url" c.jsonl 2> c.err &
+    writers= batch=100 load "$sealed_url" c.jsonl 2> c.err &
     pid=$!
     sleep 4
     kill -0 $pid 2>/dev/null || fail "the load ended while its seals were refused: $(cat c.err)"
@@ -268,6 +275,8 @@ case $case in
     esac
     wait $pid || fail "the load exited $? after the seals were taken again: $(tail -5 c.err)"
     expect_eq "$(q "SELECT COUNT(*) FROM $table")" 43500 "rows loaded"
+    # The batches held meanwhile were sealed together, by one seal.
+    [ "$(q "SELECT MAX(row_count) FROM ${table}_seals")" -ge 6400 ] || fail "the held batches' seals were not merged"
     run_verify --key-file key --anchor anchor --unsealed-window 0
     expect_found 0 "43500 rows, [0-9]+ seals: verified" ;;
   *) fail "unknown case $case" ;;

@@ -1,5 +1,6 @@
 // auditpipe/sink/seal.h: the digests against published vectors, the
-// canonical bytes, the URL options and the key file's refusals.
+// canonical bytes, how a seal's rows digest is made, the URL options and
+// the key file's refusals.
 #include "auditpipe/sink/seal.h"
 
 #include <gtest/gtest.h>
@@ -44,6 +45,31 @@ TEST(Seal, CanonicalBytesAreFixed) {
   EXPECT_EQ(seal_message("p", 3, "1:0-9", 10, "d"), "auditpipe-seal-v1\np\n3\n1:0-9\n10\nd");
   EXPECT_EQ(genesis_digest("t").size(), 64u);
   EXPECT_NE(genesis_digest("t"), genesis_digest("u"));
+}
+
+TEST(Seal, RowsDigestIsTheHashOfTheRowsHashes) {
+  // rows_digest = SHA-256(SHA-256(row 1) || SHA-256(row 2) || ...), and a
+  // row's fingerprint is its SHA-256's first 8 hex digits.
+  const RowHash a = row_hash("abc");
+  std::string fingerprint;
+  a.append_fingerprint(fingerprint);
+  EXPECT_EQ(fingerprint, "ba7816bf");
+  const RowHash b = row_hash("");
+  RowsDigest d;
+  d.add(a);
+  d.add(b);
+  Sha256 expected;
+  expected.update({reinterpret_cast<const char*>(a.bytes), 32});
+  expected.update({reinterpret_cast<const char*>(b.bytes), 32});
+  const std::string hex = expected.final_hex();
+  EXPECT_EQ(d.final_hex(), hex);
+  RowsDigest swapped;  // the order is part of it
+  swapped.add(b);
+  swapped.add(a);
+  EXPECT_NE(swapped.final_hex(), hex);
+  std::string empty_fp;
+  b.append_fingerprint(empty_fp);
+  EXPECT_EQ(empty_fp, "e3b0c442");  // SHA-256 of nothing
 }
 
 TEST(Seal, UrlOptions) {

@@ -50,12 +50,16 @@ SealWriter::SealWriter(const SqlDialect& dialect, const seal::SealSettings& sett
   const std::string seals = dialect_.quote(seal::seals_table(table_.name));
   // Idempotent: a seal whose insert failed ambiguously (stored, the answer
   // lost) is inserted again without an error, and the read-back finds it.
+  // Where the insert says whether it stored the row (RETURNING: PostgreSQL,
+  // SQLite), the read-back runs only when it did not; MySQL has no such
+  // answer to ON DUPLICATE KEY UPDATE, so it reads back every seal.
   insert_ = "INSERT INTO " + seals +
             " (seal_no, ranges, row_count, prev_digest, digest, sealed_at, row_hashes) VALUES "
             "(?, ?, ?, ?, ?, ?, ?)";
   insert_ += dialect_.idempotent_insert == SqlDialect::IdempotentInsert::on_duplicate_key_update
                  ? " ON DUPLICATE KEY UPDATE seal_no = seal_no"
-                 : " ON CONFLICT (seal_no) DO NOTHING";
+                 : " ON CONFLICT (seal_no) DO NOTHING RETURNING seal_no";
+  returning_ = dialect_.idempotent_insert == SqlDialect::IdempotentInsert::on_conflict_do_nothing;
   read_back_ = "SELECT digest FROM " + seals + " WHERE seal_no = ?";
   newest_query_ = "SELECT seal_no, digest FROM " + seals + " ORDER BY seal_no DESC LIMIT 1";
 }
@@ -177,81 +181,111 @@ std::optional<std::string> SealWriter::backlog(SqlConnection& c) noexcept {
   store_pending(c);
   detail::MutexLock lock(mutex_);
   if (pending_.size() < max_pending) return std::nullopt;
-  return "auditpipe: " + std::to_string(pending_.size()) + " seals of " + std::string(table_.name) +
-         " wait to be stored (" + last_error_ +
+  return "auditpipe: the seals of " + std::to_string(pending_.size()) + " batches of " +
+         std::string(table_.name) + " wait to be stored (" + last_error_ +
          "); batches are held until their rows can be sealed";
 }
 
-void SealWriter::seal(SqlConnection& c, const Batch& batch) noexcept {
-  try {
-    std::vector<const RecordRef*> rows;
-    rows.reserve(batch.records.size());
-    for (const RecordRef& r : batch.records) rows.push_back(&r);
-    std::sort(rows.begin(), rows.end(), [](const RecordRef* a, const RecordRef* b) {
-      return a->source_id != b->source_id ? a->source_id < b->source_id : a->seq < b->seq;
-    });
-    seal::RowEncoder enc;
-    seal::Sha256 h;
-    Pending p;
-    p.row_hashes.reserve(rows.size() * 8);
-    // The batch's keys, exactly: per source, its seqs as runs ("sid:0-499"
-    // for the dense seqs of the producer path; "sid:0,118,240" for byte
-    // offsets). A source's records are not contiguous across batches (the
-    // ingest tool's and several writers' batches interleave), so a min-max
-    // range would not tell the verifier which rows a seal holds.
-    std::string& ranges = p.ranges;
-    std::int64_t sid = 0, lo = 0, hi = -2;
-    bool open_run = false;
-    auto close_run = [&] {
-      if (!open_run) return;
-      ranges += std::to_string(lo);
-      if (hi != lo) ranges += '-' + std::to_string(hi);
-    };
-    for (const RecordRef* r : rows) {
-      const std::size_t start = enc.bytes().size();
-      for (const Column& col : batch.table.columns) {
-        if (is_null(r->data, col)) {
-          enc.null();
-        } else if (col.type == ColumnType::float64) {
-          enc.float64(read_float64(r->data, col));
-        } else if (col.type == ColumnType::text) {
-          enc.text(read_text(r->data, col));
-        } else {
-          enc.integer(read_integer(r->data, col));
-        }
-      }
-      enc.key(r->source_id, r->seq);
-      seal::append_fingerprint(p.row_hashes, enc.bytes().substr(start));
-      if (enc.bytes().size() >= 64 * 1024) {  // digested in large pieces
-        h.update(enc.bytes());
-        enc.clear();
-      }
-      if (open_run && r->source_id == sid && r->seq == hi + 1) {
-        hi = r->seq;
-        continue;
-      }
-      close_run();
-      if (!open_run || r->source_id != sid) {
-        if (open_run) ranges += ';';
-        ranges += std::to_string(r->source_id) + ':';
+SealWriter::BatchSeal SealWriter::digest(const Batch& batch) const {
+  std::vector<const RecordRef*> records;
+  records.reserve(batch.records.size());
+  for (const RecordRef& r : batch.records) records.push_back(&r);
+  const auto by_key = [](const RecordRef* a, const RecordRef* b) {
+    return a->source_id != b->source_id ? a->source_id < b->source_id : a->seq < b->seq;
+  };
+  // One producer's batch is in key order already.
+  if (!std::is_sorted(records.begin(), records.end(), by_key)) {
+    std::sort(records.begin(), records.end(), by_key);
+  }
+  seal::RowEncoder enc;
+  BatchSeal out;
+  out.rows.reserve(records.size());
+  for (const RecordRef* r : records) {
+    enc.clear();
+    for (const Column& col : batch.table.columns) {
+      if (is_null(r->data, col)) {
+        enc.null();
+      } else if (col.type == ColumnType::float64) {
+        enc.float64(read_float64(r->data, col));
+      } else if (col.type == ColumnType::text) {
+        enc.text(read_text(r->data, col));
       } else {
-        ranges += ',';
+        enc.integer(read_integer(r->data, col));
       }
-      open_run = true;
-      sid = r->source_id;
-      lo = hi = r->seq;
+    }
+    enc.key(r->source_id, r->seq);
+    out.rows.push_back({r->source_id, r->seq, seal::row_hash(enc.bytes())});
+  }
+  return out;
+}
+
+SealWriter::Seal SealWriter::merge(const std::vector<const BatchSeal*>& parts) {
+  const auto by_key = [](const SealedRow& a, const SealedRow& b) {
+    return a.source_id != b.source_id ? a.source_id < b.source_id : a.seq < b.seq;
+  };
+  std::vector<SealedRow> merged;
+  const std::vector<SealedRow>* rows = &parts.front()->rows;
+  if (parts.size() > 1) {
+    std::size_t n = 0;
+    for (const BatchSeal* part : parts) n += part->rows.size();
+    merged.reserve(n);
+    for (const BatchSeal* part : parts) {
+      merged.insert(merged.end(), part->rows.begin(), part->rows.end());
+    }
+    std::stable_sort(merged.begin(), merged.end(), by_key);
+    // A batch stored twice (retried after an answer was lost) holds the
+    // same rows; the first is what the table kept.
+    merged.erase(std::unique(merged.begin(), merged.end(),
+                             [](const SealedRow& a, const SealedRow& b) {
+                               return a.source_id == b.source_id && a.seq == b.seq;
+                             }),
+                 merged.end());
+    rows = &merged;
+  }
+  Seal seal;
+  seal.row_hashes.reserve(rows->size() * 8);
+  seal::RowsDigest digest;
+  // The seal's keys, exactly: per source, its seqs as runs ("sid:0-499"
+  // for the dense seqs of the producer path; "sid:0,118,240" for byte
+  // offsets). A source's records are not contiguous across seals (the
+  // ingest tool's and several writers' batches interleave), so a min-max
+  // range would not tell the verifier which rows a seal holds.
+  std::string& ranges = seal.ranges;
+  std::int64_t sid = 0, lo = 0, hi = -2;
+  bool open_run = false;
+  auto close_run = [&] {
+    if (!open_run) return;
+    ranges += std::to_string(lo);
+    if (hi != lo) ranges += '-' + std::to_string(hi);
+  };
+  for (const SealedRow& r : *rows) {
+    r.hash.append_fingerprint(seal.row_hashes);
+    digest.add(r.hash);
+    if (open_run && r.source_id == sid && r.seq == hi + 1) {
+      hi = r.seq;
+      continue;
     }
     close_run();
-    h.update(enc.bytes());
-    p.rows_digest = h.final_hex();
-    p.row_count = static_cast<std::int64_t>(rows.size());
-    {
-      detail::MutexLock lock(mutex_);
-      pending_.push_back(std::move(p));
+    if (!open_run || r.source_id != sid) {
+      if (open_run) ranges += ';';
+      ranges += std::to_string(r.source_id) + ':';
+    } else {
+      ranges += ',';
     }
-  } catch (const std::exception& e) {
-    diagnostics()->warn("auditpipe: sealing a batch of {} failed: {}", table_.name, e.what());
-    return;
+    open_run = true;
+    sid = r.source_id;
+    lo = hi = r.seq;
+  }
+  close_run();
+  seal.rows_digest = digest.final_hex();
+  seal.row_count = static_cast<std::int64_t>(rows->size());
+  return seal;
+}
+
+void SealWriter::seal(SqlConnection& c, BatchSeal batch_seal) noexcept {
+  {
+    detail::MutexLock lock(mutex_);
+    pending_.push_back(std::move(batch_seal));
   }
   store_pending(c);
 }
@@ -263,7 +297,10 @@ void SealWriter::store_pending(SqlConnection& c) {
     storing_ = true;
   }
   for (;;) {
-    const Pending* p = nullptr;
+    // The front batches, up to max_seal_rows rows (at least one batch):
+    // only this thread pops, and a deque keeps their addresses while
+    // others push at the back.
+    std::vector<const BatchSeal*> parts;
     std::size_t waiting = 0;
     {
       detail::MutexLock lock(mutex_);
@@ -271,27 +308,32 @@ void SealWriter::store_pending(SqlConnection& c) {
         storing_ = false;
         return;
       }
-      p = &pending_.front();
+      std::size_t rows = 0;
+      for (const BatchSeal& b : pending_) {
+        if (!parts.empty() && rows + b.rows.size() > max_seal_rows) break;
+        parts.push_back(&b);
+        rows += b.rows.size();
+      }
       waiting = pending_.size();
     }
     try {
-      store_one(c, *p);
+      store_one(c, merge(parts));
     } catch (const std::exception& e) {
       // Kept, and stored before any later seal: the chain never skips.
       detail::MutexLock lock(mutex_);
       storing_ = false;
       last_error_ = e.what();
-      diagnostics()->warn("auditpipe: a seal of {} not stored yet ({} pending): {}", table_.name,
-                          waiting, e.what());
+      diagnostics()->warn("auditpipe: a seal of {} not stored yet ({} batches pending): {}",
+                          table_.name, waiting, e.what());
       return;
     }
     detail::MutexLock lock(mutex_);
-    pending_.pop_front();
+    for (std::size_t i = 0; i < parts.size(); ++i) pending_.pop_front();
     last_error_.clear();
   }
 }
 
-void SealWriter::store_one(SqlConnection& c, const Pending& p) {
+void SealWriter::store_one(SqlConnection& c, const Seal& p) {
   for (int attempt = 0;; ++attempt) {
     std::int64_t no = 0;
     std::string prev;
@@ -305,10 +347,15 @@ void SealWriter::store_one(SqlConnection& c, const Pending& p) {
     const auto now_us = std::chrono::duration_cast<std::chrono::microseconds>(
                             std::chrono::system_clock::now().time_since_epoch())
                             .count();
-    c.query_rows(insert_, {std::to_string(no), p.ranges, std::to_string(p.row_count), prev, digest,
-                           std::to_string(now_us), p.row_hashes});
-    const auto back = c.query_rows(read_back_, {std::to_string(no)});
-    if (!back.empty() && back[0][0] == digest) {
+    const auto inserted =
+        c.query_rows(insert_, {std::to_string(no), p.ranges, std::to_string(p.row_count), prev,
+                               digest, std::to_string(now_us), p.row_hashes});
+    bool stored = returning_ && !inserted.empty();
+    if (!stored) {
+      const auto back = c.query_rows(read_back_, {std::to_string(no)});
+      stored = !back.empty() && back[0][0] == digest;
+    }
+    if (stored) {
       {
         detail::MutexLock lock(mutex_);
         newest_no_ = no;

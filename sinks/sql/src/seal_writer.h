@@ -3,8 +3,10 @@
 // batch a writer stored, and storing the seals in chain order.
 //
 // Seals are stored by one writer thread at a time (whichever stored a batch
-// while no other was storing seals; the others leave theirs pending), and
-// each seal is linked to the chain only then: its seal_no is one past the
+// while no other was storing seals; the others leave theirs pending). The
+// batches pending then become one seal (up to max_seal_rows rows), so
+// that under load seals are fewer and larger instead of one statement per
+// batch; each seal is linked to the chain only then: its seal_no is one past the
 // newest this process knows, its prev_digest that seal's digest. The seal
 // is read back after its insert. If another process sealing the same table
 // took that seal_no first, the chain continues from the table's newest
@@ -24,6 +26,7 @@
 #include <deque>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "auditpipe/detail/thread_annotations.h"
 #include "auditpipe/sink/seal.h"
@@ -39,6 +42,8 @@ class SealWriter {
  public:
   /// Seals waiting to be stored before write() refuses batches.
   static constexpr std::size_t max_pending = 64;
+  /// Rows one seal takes from several pending batches (one batch may have more).
+  static constexpr std::size_t max_seal_rows = 50000;
 
   /// Reads the key file for seal=hmac (the URL's, else the environment's).
   /// Throws auditpipe::error naming the file, never the key.
@@ -54,8 +59,24 @@ class SealWriter {
   /// and storing them on `c` failed), or nothing.
   std::optional<std::string> backlog(SqlConnection& c) noexcept AUDITPIPE_EXCLUDES(mutex_);
 
-  /// Seals `batch`, which `c` just stored, and stores the seals pending.
-  void seal(SqlConnection& c, const Batch& batch) noexcept AUDITPIPE_EXCLUDES(mutex_);
+  /// One stored row, as a seal holds it.
+  struct SealedRow {
+    std::int64_t source_id;
+    std::int64_t seq;
+    seal::RowHash hash;
+  };
+  /// A stored batch's rows, hashed, in key order: what its seal is made of.
+  struct BatchSeal {
+    std::vector<SealedRow> rows;
+  };
+
+  /// Digests `batch`: pure, so any thread may, while the batch's records
+  /// stay put (the skeleton runs it beside the batch's statement). Throws
+  /// auditpipe::error if libcrypto fails.
+  BatchSeal digest(const Batch& batch) const;
+
+  /// Queues the seal of a batch `c` just stored, and stores the seals pending.
+  void seal(SqlConnection& c, BatchSeal batch_seal) noexcept AUDITPIPE_EXCLUDES(mutex_);
 
   /// Stores what is pending on `idle` (if given), and says what was sealed.
   void close(SqlConnection* idle) noexcept AUDITPIPE_EXCLUDES(mutex_);
@@ -64,17 +85,20 @@ class SealWriter {
   SealStats stats() const AUDITPIPE_EXCLUDES(mutex_);
 
  private:
-  struct Pending {
-    std::string ranges;
+  /// One seal's columns, made from one or more batches.
+  struct Seal {
+    std::string ranges;  ///< its keys, as runs
     std::int64_t row_count = 0;
-    std::string rows_digest;
-    std::string row_hashes;
+    std::string rows_digest;  ///< seal::RowsDigest of its rows
+    std::string row_hashes;   ///< each row's fingerprint, in key order
   };
+  /// The seal of `parts`' rows together (a key in several once).
+  static Seal merge(const std::vector<const BatchSeal*>& parts);
 
   /// Stores the pending seals in order on `c`, unless another thread is.
   void store_pending(SqlConnection& c) AUDITPIPE_EXCLUDES(mutex_);
   /// Links `p` to the chain and stores it. Throws on a failed statement.
-  void store_one(SqlConnection& c, const Pending& p) AUDITPIPE_EXCLUDES(mutex_);
+  void store_one(SqlConnection& c, const Seal& p) AUDITPIPE_EXCLUDES(mutex_);
   /// Warns of rows stored after the newest seals (a run that stopped
   /// between storing and sealing, or one still writing).
   void check_tail(SqlConnection& c, const std::string& seals);
@@ -87,13 +111,14 @@ class SealWriter {
   const std::string table_location_;
   std::string key_;
   std::string insert_, read_back_, newest_query_;
+  bool returning_ = false;  ///< insert_ returns the row it stored
 
   mutable detail::Mutex mutex_;
   bool ready_ AUDITPIPE_GUARDED_BY(mutex_) = false;
   bool storing_ AUDITPIPE_GUARDED_BY(mutex_) = false;
   /// Pushed at the back by any writer, popped at the front by the one
   /// storing (a deque keeps the front's address while others push).
-  std::deque<Pending> pending_ AUDITPIPE_GUARDED_BY(mutex_);
+  std::deque<BatchSeal> pending_ AUDITPIPE_GUARDED_BY(mutex_);
   std::int64_t newest_no_ AUDITPIPE_GUARDED_BY(mutex_) = 0;  ///< the chain's newest seal known
   std::string newest_digest_ AUDITPIPE_GUARDED_BY(mutex_);
   std::uint64_t stored_ AUDITPIPE_GUARDED_BY(mutex_) = 0;  ///< by this process

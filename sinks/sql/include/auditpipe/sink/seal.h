@@ -4,10 +4,10 @@
 // recomputes the same bytes from what it reads back.
 //
 // A seal covers the rows of one stored batch, described by key ranges
-// ("sid:min-max;sid:min-max"): rows_digest = SHA-256 of the rows' canonical
-// bytes in (source_id, seq) order; digest = HMAC-SHA-256(key, message) with
-// a key (seal=hmac), SHA-256(message) without (seal=hash), where message is
-// seal_message(prev_digest, seal_no, ranges, row_count, rows_digest).
+// ("sid:min-max;sid:min-max"): rows_digest = SHA-256 over each row's
+// SHA-256 of its canonical bytes, in (source_id, seq) order (RowsDigest); digest =
+// HMAC-SHA-256(key, message) with a key (seal=hmac), SHA-256(message) without (seal=hash), where
+// message is seal_message(prev_digest, seal_no, ranges, row_count, rows_digest).
 //
 // Who may call: the SQL sink skeleton and the verify command.
 //
@@ -64,30 +64,6 @@ AUDITPIPE_EXPORT std::string seal_message(std::string_view prev_digest, std::int
 /// SHA-256(message) for Mode::hash.
 AUDITPIPE_EXPORT std::string seal_digest(Mode mode, std::string_view key, std::string_view message);
 
-/// A row's fingerprint: the first 4 bytes of SHA-256 of its canonical bytes
-/// (RowEncoder's, one row), as 8 hex digits. A seal lists its rows'
-/// fingerprints in key order (column row_hashes), so that verify can name
-/// the row that changed; the seal's digest, not the fingerprints, proves it.
-AUDITPIPE_EXPORT void append_fingerprint(std::string& out, std::string_view row_bytes);
-
-/// One source's part of a seal's ranges: ("sid:a-b,c;sid2:..." gives
-/// (sid, "a-b,c"), then (sid2, ...)), in the text's order. Throws
-/// auditpipe::error if malformed.
-AUDITPIPE_EXPORT std::vector<std::pair<std::int64_t, std::string_view>> split_sources(
-    std::string_view ranges);
-
-/// A run of seqs in one source's part: lo..hi, both included.
-struct SeqRun {
-  std::int64_t lo;  ///< first seq
-  std::int64_t hi;  ///< last seq
-};
-
-/// The runs of one source's part ("a-b,c"), in order. Throws auditpipe::error if malformed.
-AUDITPIPE_EXPORT std::vector<SeqRun> parse_runs(std::string_view items);
-
-/// `bytes` as lower-case hex.
-AUDITPIPE_EXPORT std::string to_hex(std::string_view bytes);
-
 /// An incremental SHA-256 (OpenSSL's libcrypto).
 class AUDITPIPE_EXPORT Sha256 {
  public:
@@ -106,6 +82,53 @@ class AUDITPIPE_EXPORT Sha256 {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+/// One row's SHA-256, of its canonical bytes (RowEncoder's, one row).
+struct AUDITPIPE_EXPORT RowHash {
+  unsigned char bytes[32];  ///< the digest
+  /// Appends the row's fingerprint, the digest's first 4 bytes as 8 hex
+  /// digits: a seal lists its rows' fingerprints in key order (column
+  /// row_hashes), so that verify can name the row that changed. The seal's
+  /// digest, not the fingerprints, proves it.
+  void append_fingerprint(std::string& out) const;
+};
+
+/// SHA-256 of `row_bytes`. Throws auditpipe::error if libcrypto has no SHA-256.
+AUDITPIPE_EXPORT RowHash row_hash(std::string_view row_bytes);
+
+/// A seal's rows_digest: SHA-256 over its rows' RowHash bytes, in
+/// (source_id, seq) order. Each row is hashed once, for this and for its
+/// fingerprint.
+class AUDITPIPE_EXPORT RowsDigest {
+ public:
+  /// The next row, in key order.
+  void add(const RowHash& row) {
+    h_.update({reinterpret_cast<const char*>(row.bytes), sizeof row.bytes});
+  }
+  /// The digest, as hex; the object is then spent.
+  std::string final_hex() { return h_.final_hex(); }
+
+ private:
+  Sha256 h_;
+};
+
+/// One source's part of a seal's ranges: ("sid:a-b,c;sid2:..." gives
+/// (sid, "a-b,c"), then (sid2, ...)), in the text's order. Throws
+/// auditpipe::error if malformed.
+AUDITPIPE_EXPORT std::vector<std::pair<std::int64_t, std::string_view>> split_sources(
+    std::string_view ranges);
+
+/// A run of seqs in one source's part: lo..hi, both included.
+struct SeqRun {
+  std::int64_t lo;  ///< first seq
+  std::int64_t hi;  ///< last seq
+};
+
+/// The runs of one source's part ("a-b,c"), in order. Throws auditpipe::error if malformed.
+AUDITPIPE_EXPORT std::vector<SeqRun> parse_runs(std::string_view items);
+
+/// `bytes` as lower-case hex.
+AUDITPIPE_EXPORT std::string to_hex(std::string_view bytes);
 
 /// Appends canonical bytes of one row's values to a buffer, in descriptor
 /// order: a NULL is byte 0; a value is byte 1 and then integers (booleans,
