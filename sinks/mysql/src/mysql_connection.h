@@ -96,6 +96,8 @@ class MysqlConnection : public SqlConnection {
   // may have them and every value comes back as the server's text.
   std::vector<std::vector<std::optional<std::string>>> query_rows(
       std::string_view sql, const std::vector<std::string>& params) override;
+  void query_each(std::string_view sql, const std::vector<std::string>& params,
+                  const RowCallback& on_row) override;
   std::string server() const override { return endpoint_.describe(); }
   // Shuts the socket down: a statement waiting for the server fails with
   // 2013 at once (Connector/C sends with MSG_NOSIGNAL: no SIGPIPE).
@@ -139,6 +141,8 @@ class MysqlConnection : public SqlConnection {
 
  private:
   MysqlConnection(MYSQL* mysql, MysqlEndpoint endpoint, std::string password);
+  /// `sql` with each `?` replaced by its parameter, quoted and escaped.
+  std::string bound(std::string_view sql, const std::vector<std::string>& params);
 
   MYSQL* mysql_;
   const int socket_;  // mysql_get_socket() once connected: fixed, there is no reconnect

@@ -48,6 +48,15 @@ class SqlBackedDatabase final : public Database {
     return run(sql, params);
   }
 
+  void query_each(std::string_view sql, const std::vector<std::string>& params,
+                  const std::function<void(Row)>& on_row) override {
+    try {
+      c_.connection->query_each(sql, params, on_row);
+    } catch (const std::exception& e) {
+      throw error(failed(sql, e));
+    }
+  }
+
   std::string quote(std::string_view identifier) const override {
     return c_.dialect->quote(identifier);
   }
@@ -62,12 +71,16 @@ class SqlBackedDatabase final : public Database {
     try {
       return c_.connection->query_rows(sql, params);
     } catch (const std::exception& e) {
-      // The statement's start, to tell which one failed; never the parameters.
-      constexpr std::size_t shown = 120;
-      const std::string head(sql.substr(0, shown));
-      throw error(mask("auditpipe: statement failed on " + c_.redacted_url + ": " + e.what() +
-                       " (in: " + head + (sql.size() > shown ? "..." : "") + ")"));
+      throw error(failed(sql, e));
     }
+  }
+
+  std::string failed(std::string_view sql, const std::exception& e) const {
+    // The statement's start, to tell which one failed; never the parameters.
+    constexpr std::size_t shown = 120;
+    const std::string head(sql.substr(0, shown));
+    return mask("auditpipe: statement failed on " + c_.redacted_url + ": " + e.what() +
+                " (in: " + head + (sql.size() > shown ? "..." : "") + ")");
   }
 
   SqlDatabaseConnection c_;

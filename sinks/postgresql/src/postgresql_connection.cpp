@@ -341,6 +341,7 @@ std::vector<std::vector<std::optional<std::string>>> PostgresqlConnection::query
   }
   std::vector<std::vector<std::optional<std::string>>> out(static_cast<std::size_t>(PQntuples(r)));
   for (int row = 0; row < PQntuples(r); ++row) {
+    out[static_cast<std::size_t>(row)].reserve(static_cast<std::size_t>(PQnfields(r)));
     for (int col = 0; col < PQnfields(r); ++col) {
       auto& values_out = out[static_cast<std::size_t>(row)];
       if (PQgetisnull(r, row, col)) {

@@ -320,4 +320,15 @@ std::vector<std::vector<std::optional<std::string>>> SqlConnection::query_rows(
   throw error("auditpipe: connections to " + server() + " take no statements (query_rows)");
 }
 
+void SqlConnection::query_each(std::string_view sql, const std::vector<std::string>& params,
+                               const RowCallback& on_row) {
+  std::vector<std::optional<std::string_view>> views;
+  for (const auto& row : query_rows(sql, params)) {
+    views.clear();
+    for (const auto& v : row)
+      views.emplace_back(v ? std::optional<std::string_view>(*v) : std::nullopt);
+    on_row(views);
+  }
+}
+
 }  // namespace auditpipe

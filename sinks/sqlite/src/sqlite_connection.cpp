@@ -198,6 +198,7 @@ std::vector<std::vector<std::optional<std::string>>> SqliteConnection::query_row
                   sqlite3_errmsg(handle));
     }
     auto& values = out.emplace_back();
+    values.reserve(static_cast<std::size_t>(sqlite3_column_count(st)));
     for (int i = 0; i < sqlite3_column_count(st); ++i) {
       if (sqlite3_column_type(st, i) == SQLITE_NULL) {
         values.emplace_back(std::nullopt);

@@ -16,8 +16,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -60,6 +62,17 @@ class AUDITPIPE_EXPORT Database {
   /// as for execute().
   virtual std::vector<std::vector<std::optional<std::string>>> query(
       std::string_view sql, const std::vector<std::string>& params = {}) = 0;
+
+  /// One row of query_each(): the values as text, NULL as nullopt, valid
+  /// only during the call.
+  using Row = std::span<const std::optional<std::string_view>>;
+  /// The rows of a query, a row at a time: for results too large to hold.
+  /// MySQL/MariaDB streams them from the server (the connection takes no
+  /// other statement until the last row); the others read the result
+  /// whole first. Throws as query(); so does an exception from `on_row`,
+  /// which ends it.
+  virtual void query_each(std::string_view sql, const std::vector<std::string>& params,
+                          const std::function<void(Row)>& on_row) = 0;
 
   /// `identifier` quoted for this database.
   virtual std::string quote(std::string_view identifier) const = 0;

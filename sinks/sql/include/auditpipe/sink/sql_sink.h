@@ -39,9 +39,11 @@
 // says: before the first and after the last write.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -98,6 +100,14 @@ class AUDITPIPE_EXPORT SqlConnection : public PooledConnection {
   /// do not override it has no auditpipe::Database.
   virtual std::vector<std::vector<std::optional<std::string>>> query_rows(
       std::string_view sql, const std::vector<std::string>& params);
+  /// One row of query_each(): the values as text, NULL as nullopt, valid
+  /// only during the call.
+  using RowCallback = std::function<void(std::span<const std::optional<std::string_view>>)>;
+  /// query_rows(), a row at a time, for results too large to hold (verify
+  /// reads whole tables). The default runs query_rows(); a connection that
+  /// can stream rows from the server overrides it.
+  virtual void query_each(std::string_view sql, const std::vector<std::string>& params,
+                          const RowCallback& on_row);
   /// The server this connection landed on ("db2:3306", a file's path): the
   /// table is created or checked once per server. Never a password.
   std::string server() const override = 0;
