@@ -137,12 +137,20 @@ echo "rerun of the completed mariadb load: $(printf '%.2f' "$(echo "$t1 - $t0" |
 printf 'bench/ingest_tool seal key' > "$work/seal.key"
 chmod 600 "$work/seal.key"
 sealed() { echo "$1$( [[ $1 == *\?* ]] && echo '&' || echo '?')seal=hmac&seal_key_file=$work/seal.key"; }
+# sealed_pair DB LABEL URL SQL_FUNCTION: the sealed load, then verify of it.
+sealed_pair() {
+  local db=$1 label=$2 url=$3 sql=$4
+  "$sql" "DROP TABLE IF EXISTS bench_ingest_seals"
+  measure "auditpipe ingest $label (jsonl, seal=hmac)" "$db" "auditpipe ingest $label (jsonl)" \
+    "${tool[@]}" "$(sealed "$url")" "$work/rows.jsonl"
+  measure "auditpipe verify $label (1 core)" "$db" "" \
+    taskset -c 0 "$bin" verify --quiet "$url" --table bench_ingest --key-file "$work/seal.key"
+  "$sql" "DROP TABLE IF EXISTS bench_ingest_seals"
+}
+my_sql() { my -e "$1"; }
+pg_sql() { pg -c "$1"; }
 fresh_mysql
-my -e "DROP TABLE IF EXISTS bench_ingest_seals"
-measure "auditpipe ingest mariadb (jsonl, seal=hmac)" mysql "auditpipe ingest mariadb (jsonl)" "${tool[@]}" "$(sealed "$mysql_url")" "$work/rows.jsonl"
-measure "auditpipe verify mariadb (1 core)" mysql "" \
-  taskset -c 0 "$bin" verify --quiet "$mysql_url" --table bench_ingest --key-file "$work/seal.key"
-my -e "DROP TABLE IF EXISTS bench_ingest_seals"
+sealed_pair mysql mariadb "$mysql_url" my_sql
 fresh_mysql
 measure "auditpipe ingest mariadb (jsonl.zst)" mysql "auditpipe ingest mariadb (jsonl)" "${tool[@]}" "$mysql_url" "$work/rows.jsonl.zst"
 fresh_mysql
@@ -169,11 +177,7 @@ measure "psql \\copy (csv)" postgresql "" \
 fresh_pg
 measure "auditpipe ingest postgresql (jsonl)" postgresql "psql \\copy (csv)" "${tool[@]}" "$postgres_url" "$work/rows.jsonl"
 fresh_pg
-pg -c "DROP TABLE IF EXISTS bench_ingest_seals"
-measure "auditpipe ingest postgresql (jsonl, seal=hmac)" postgresql "auditpipe ingest postgresql (jsonl)" "${tool[@]}" "$(sealed "$postgres_url")" "$work/rows.jsonl"
-measure "auditpipe verify postgresql (1 core)" postgresql "" \
-  taskset -c 0 "$bin" verify --quiet "$postgres_url" --table bench_ingest --key-file "$work/seal.key"
-pg -c "DROP TABLE IF EXISTS bench_ingest_seals"
+sealed_pair postgresql postgresql "$postgres_url" pg_sql
 fresh_pg
 measure "auditpipe ingest postgresql (csv)" postgresql "psql \\copy (csv)" "${tool[@]}" "$postgres_url" "$work/rows.csv"
 fresh_pg

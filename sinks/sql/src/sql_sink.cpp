@@ -7,9 +7,10 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <fstream>
-#include <future>
 #include <system_error>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
@@ -239,18 +240,38 @@ WriteResult SqlSink::write_on(SqlConnection& c, const Batch& batch, ConnectionPo
   if (!sealer_) return result_of(write_batch(c, batch), lease);
   // The batch is digested on another thread while its statement runs, so
   // that sealing adds no time to the writer's turn around the database.
-  // The future is joined before the batch's records can go (its destructor
-  // waits, also when write_batch throws).
-  std::future<SealWriter::BatchSeal> digesting;
+  // The thread is joined before the batch's records can go (also when
+  // write_batch throws). A plain thread: a std::future of a library type
+  // would be a template instance every consumer's binary exports.
+  SealWriter::BatchSeal digested;
+  std::exception_ptr digest_failed;
+  std::thread digester;
   try {
-    digesting = std::async(std::launch::async, [&] { return sealer_->digest(batch); });
+    digester = std::thread([&] {
+      try {
+        digested = sealer_->digest(batch);
+      } catch (...) {
+        digest_failed = std::current_exception();
+      }
+    });
   } catch (const std::system_error&) {
     // no thread to be had: digested below, on this one
   }
+  struct Join {
+    std::thread& t;
+    ~Join() {
+      if (t.joinable()) t.join();
+    }
+  } join{digester};
   std::optional<WriteFailure> failure = write_batch(c, batch);
   try {
-    SealWriter::BatchSeal s = digesting.valid() ? digesting.get() : sealer_->digest(batch);
-    if (!failure) sealer_->seal(c, std::move(s));
+    if (digester.joinable()) {
+      digester.join();
+      if (digest_failed) std::rethrow_exception(digest_failed);
+    } else {
+      digested = sealer_->digest(batch);
+    }
+    if (!failure) sealer_->seal(c, std::move(digested));
   } catch (const std::exception& e) {
     diagnostics()->warn("auditpipe: sealing a batch of {} failed: {}", table_->name, e.what());
   }
