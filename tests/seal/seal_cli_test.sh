@@ -189,7 +189,11 @@ case $case in
     # The next run says so at start, and why it does not seal them.
     load "$sealed_url" a.jsonl b.jsonl 2> rerun.err || fail "the rerun exited $?"
     grep -qE "500 rows of source_id [0-9]+ from seq [0-9]+ on are covered by none of its newest seals, and are not sealed.*cannot tell" rerun.err ||
-      fail "the rerun did not warn of the unsealed rows: $(cat rerun.err)" ;;
+      fail "the rerun did not warn of the unsealed rows: $(cat rerun.err)"
+    # Rows and no seals at all (a run that stopped before its first seal).
+    q "DELETE FROM ${table}_seals"
+    load "$sealed_url" a.jsonl b.jsonl 2> rerun2.err || fail "the second rerun exited $?"
+    grep -q "holds rows but no seals yet" rerun2.err || fail "no warning of a table without seals: $(cat rerun2.err)" ;;
   bad_key)
     jsonl 10 0 > a.jsonl
     chmod 644 key

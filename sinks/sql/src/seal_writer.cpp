@@ -125,9 +125,10 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals) {
   if (last.empty()) {
     if (!c.query_rows("SELECT 1 FROM " + data + " LIMIT 1", {}).empty()) {
       diagnostics()->warn(
-          "auditpipe: {} {} holds rows but no seals yet: rows stored before sealing was "
-          "turned on are covered by no seal, and auditpipe verify reports those among the "
-          "sealed keys as inserted (seal a new table instead)",
+          "auditpipe: {} {} holds rows but no seals yet (rows stored before sealing was "
+          "turned on, or by a run that stopped before its first seal): no seal covers them, "
+          "and auditpipe verify reports them as not yet sealed, or as inserted where they fall "
+          "among keys sealed later (seal a new table instead)",
           table_.name, table_location_);
     }
     return;
