@@ -10,6 +10,7 @@
 # when the database's server is not configured (AUDITPIPE_TEST_MYSQL_URL,
 # AUDITPIPE_TEST_POSTGRES_URL).
 set -euo pipefail
+. "$(cd "$(dirname "$0")/../support" && pwd)/sql_client.sh"
 bin=$1 backend=$2 work=$3 case=$4
 rm -rf "$work"
 mkdir -p "$work"
@@ -22,24 +23,7 @@ pid=
 trap 'if [ -n "$pid" ]; then kill -9 "$pid" 2>/dev/null || true; fi' EXIT
 expect_eq() { [ "$1" = "$2" ] || fail "$3: expected '$2', got '$1'"; }
 
-case $backend in
-  sqlite)
-    url="sqlite://$work/audit.db"
-    q() { sqlite3 "$work/audit.db" "$1"; } ;;
-  mysql)
-    [ -n "${AUDITPIPE_TEST_MYSQL_URL:-}" ] || { echo "no AUDITPIPE_TEST_MYSQL_URL"; exit 77; }
-    url=$AUDITPIPE_TEST_MYSQL_URL
-    re='^mysql://([^:]+):([^@]*)@([^:/]+):([0-9]+)/(.+)$'
-    [[ $url =~ $re ]] || fail "cannot read $url"
-    q() { MYSQL_PWD=${BASH_REMATCH[2]} mariadb -u "${BASH_REMATCH[1]}" -h "${BASH_REMATCH[3]}" \
-            -P "${BASH_REMATCH[4]}" -N -B "${BASH_REMATCH[5]}" -e "$1"; }
-    [[ $url =~ $re ]] ;;
-  postgresql)
-    [ -n "${AUDITPIPE_TEST_POSTGRES_URL:-}" ] || { echo "no AUDITPIPE_TEST_POSTGRES_URL"; exit 77; }
-    url=$AUDITPIPE_TEST_POSTGRES_URL
-    q() { psql "$url" -X -q -At -c "$1"; } ;;
-  *) fail "unknown backend" ;;
-esac
+sql_client "$backend" "$work/audit.db"
 # A clean slate: this case's table and its checkpoints.
 q "DROP TABLE IF EXISTS $table" >/dev/null
 q "DELETE FROM auditpipe_ingest_checkpoints WHERE target_table = '$table'" >/dev/null 2>&1 || true

@@ -292,6 +292,34 @@ TEST(Fault, TheApplicationKilledWithADurablePoolLosesNothing) {
   EXPECT_EQ(static_cast<long long>(in_table.size()), t.rows);
 }
 
+// Options whose overflow spills into `dir`/spill, in small segments.
+Options spilling_options(const TempDir& dir) {
+  Options o;
+  o.capacity = 64;
+  o.batch_size = 32;
+  o.spill_path = dir.path() / "spill";
+  o.spill_segment_bytes = 64 * 1024;
+  o.overflow = Overflow::spill;
+  return o;
+}
+
+// `records` rows committed while the sink takes nothing: everything past
+// the pool spills, and close() spills the rest, so all of them are on disk.
+void spill_records(const Options& o, int records) {
+  auto down = std::make_shared<testing_support::CollectingSink>();
+  down->hold();  // nothing gets through: everything past the pool spills
+  auditpipe::Logger<AuditRow> logger(down, o);
+  for (int i = 0; i < records; ++i) {
+    auto r = logger.acquire();
+    r->message_id = i;
+    r->payload = "spilled";
+    ASSERT_EQ(r.commit(), Status::ok);
+  }
+  down->fail_next(1'000'000);  // before release: not one record may reach the test sink
+  down->release();
+  EXPECT_EQ(logger.close(10ms).stats.spilled, static_cast<std::uint64_t>(records));
+}
+
 // Sealing (README, Tamper-evident tables): records spilled while the
 // database took nothing, replayed into a sealed table by a later logger,
 // are sealed as they are stored; `auditpipe verify` finds the table clean,
@@ -306,27 +334,10 @@ TEST(Fault, SpillReplayedIntoASealedTableVerifiesClean) {
     k << "spill replay key";
   }
   std::filesystem::permissions(key, std::filesystem::perms::owner_read);
-  Options o;
-  o.capacity = 64;
-  o.batch_size = 32;
-  o.spill_path = dir.path() / "spill";
-  o.spill_segment_bytes = 64 * 1024;
-  o.overflow = Overflow::spill;
+  const Options o = spilling_options(dir);
   constexpr int records = 3000;
-  {
-    auto down = std::make_shared<testing_support::CollectingSink>();
-    down->hold();
-    auditpipe::Logger<AuditRow> logger(down, o);
-    for (int i = 0; i < records; ++i) {
-      auto r = logger.acquire();
-      r->message_id = i;
-      r->payload = "spilled";
-      ASSERT_EQ(r.commit(), Status::ok);
-    }
-    down->fail_next(1'000'000);
-    down->release();
-    EXPECT_EQ(logger.close(10ms).stats.spilled, static_cast<std::uint64_t>(records));
-  }
+  spill_records(o, records);
+  if (HasFatalFailure()) return;
   {
     auditpipe::Logger<AuditRow> logger(
         auditpipe::mysql::open(mysql_url_with("seal=hmac&seal_key_file=" + key)), o);
@@ -359,27 +370,10 @@ TEST(Fault, SpillReplayedIntoASealedTableVerifiesClean) {
 TEST(Fault, DamagedSpillSegmentsAreSkippedAndTheRestWritten) {
   drop_table();
   TempDir dir;
-  Options o;
-  o.capacity = 64;
-  o.batch_size = 32;
-  o.spill_path = dir.path() / "spill";
-  o.spill_segment_bytes = 64 * 1024;
-  o.overflow = Overflow::spill;
+  const Options o = spilling_options(dir);
   constexpr int records = 3000;
-  {
-    auto down = std::make_shared<testing_support::CollectingSink>();
-    down->hold();  // nothing gets through: everything past the pool spills
-    auditpipe::Logger<AuditRow> logger(down, o);
-    for (int i = 0; i < records; ++i) {
-      auto r = logger.acquire();
-      r->message_id = i;
-      r->payload = "spilled";
-      ASSERT_EQ(r.commit(), Status::ok);
-    }
-    down->fail_next(1'000'000);  // before release: not one record may reach the test sink
-    down->release();
-    EXPECT_EQ(logger.close(10ms).stats.spilled, static_cast<std::uint64_t>(records));
-  }
+  spill_records(o, records);
+  if (HasFatalFailure()) return;
   std::vector<std::filesystem::path> segments;
   for (const auto& e : std::filesystem::directory_iterator(o.spill_path))
     segments.push_back(e.path());

@@ -12,6 +12,7 @@
 # refuses inserts for a while).
 # Exits 77 (skipped) when the database's server is not configured.
 set -euo pipefail
+. "$(cd "$(dirname "$0")/../support" && pwd)/sql_client.sh"
 here=$(cd "$(dirname "$0")/../.." && pwd)
 bin=$1 backend=$2 work=$3 case=$4
 rm -rf "$work"
@@ -22,24 +23,7 @@ table="sealed_${case}"
 fail() { echo "FAIL [$backend/$case]: $*" >&2; exit 1; }
 expect_eq() { [ "$1" = "$2" ] || fail "$3: expected '$2', got '$1'"; }
 
-case $backend in
-  sqlite)
-    url="sqlite://$work/audit.db"
-    q() { sqlite3 -separator $'\t' "$work/audit.db" "$1"; } ;;
-  mysql)
-    [ -n "${AUDITPIPE_TEST_MYSQL_URL:-}" ] || { echo "no AUDITPIPE_TEST_MYSQL_URL"; exit 77; }
-    url=$AUDITPIPE_TEST_MYSQL_URL
-    re='^mysql://([^:]+):([^@]*)@([^:/]+):([0-9]+)/(.+)$'
-    [[ $url =~ $re ]] || fail "cannot read $url"
-    db_parts=("${BASH_REMATCH[@]}")
-    q() { MYSQL_PWD=${db_parts[2]} mariadb -u "${db_parts[1]}" -h "${db_parts[3]}" \
-            -P "${db_parts[4]}" -N -B "${db_parts[5]}" -e "$1"; } ;;
-  postgresql)
-    [ -n "${AUDITPIPE_TEST_POSTGRES_URL:-}" ] || { echo "no AUDITPIPE_TEST_POSTGRES_URL"; exit 77; }
-    url=$AUDITPIPE_TEST_POSTGRES_URL
-    q() { psql "$url" -X -q -At -F $'\t' -c "$1"; } ;;
-  *) fail "unknown backend" ;;
-esac
+sql_client "$backend" "$work/audit.db"
 q "DROP TABLE IF EXISTS $table" >/dev/null
 q "DROP TABLE IF EXISTS ${table}_seals" >/dev/null
 q "DELETE FROM auditpipe_ingest_checkpoints WHERE target_table = '$table'" >/dev/null 2>&1 || true
