@@ -14,7 +14,7 @@ namespace {
 
 constexpr std::string_view columns =
     "target_table, source_id, source_name, prefix_bytes, bytes_done, lines_done, records_done, "
-    "rejects, salt, updated_at";
+    "rejects, salt, grown_bytes, grown_id, updated_at";
 
 std::uint64_t to_u64(const std::optional<std::string>& v) {
   return v ? std::stoull(*v) : 0;
@@ -47,23 +47,28 @@ CheckpointStore::CheckpointStore(Database& db, std::string target_table,
                 "prefix_bytes " + integer + " NOT NULL, bytes_done " + integer + " NOT NULL, " +
                 "lines_done " + integer + " NOT NULL, records_done " + integer + " NOT NULL, " +
                 "rejects " + integer + " NOT NULL, salt " + integer + " NOT NULL DEFAULT 0, " +
-                "updated_at " + integer + " NOT NULL, " + "PRIMARY KEY (target_table, source_id))");
+                "grown_bytes " + integer + " NOT NULL DEFAULT 0, grown_id " + integer +
+                " NOT NULL DEFAULT 0, updated_at " + integer + " NOT NULL, " +
+                "PRIMARY KEY (target_table, source_id))");
   } catch (const error& e) {
     throw error("auditpipe ingest: cannot create the checkpoint table " + checkpoint_table_ +
                 " on " + db_.describe() + ": " + e.what());
   }
-  // A table from before the salt column: given it (the table is this
+  // A table from before a column was added: given it (the table is this
   // program's own bookkeeping).
-  try {
-    db_.query("SELECT salt FROM " + t + " WHERE 1 = 0");
-  } catch (const error&) {
-    db_.execute("ALTER TABLE " + t + " ADD COLUMN salt " + integer + " NOT NULL DEFAULT 0");
+  for (const char* added : {"salt", "grown_bytes", "grown_id"}) {
+    try {
+      db_.query(std::string("SELECT ") + added + " FROM " + t + " WHERE 1 = 0");
+    } catch (const error&) {
+      db_.execute("ALTER TABLE " + t + " ADD COLUMN " + added + " " + integer +
+                  " NOT NULL DEFAULT 0");
+    }
   }
-  upsert_ =
-      "INSERT INTO " + t + " (" + std::string(columns) + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
-  static constexpr std::string_view updated[] = {"source_name", "prefix_bytes", "bytes_done",
-                                                 "lines_done",  "records_done", "rejects",
-                                                 "salt",        "updated_at"};
+  upsert_ = "INSERT INTO " + t + " (" + std::string(columns) +
+            ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+  static constexpr std::string_view updated[] = {
+      "source_name", "prefix_bytes", "bytes_done",  "lines_done", "records_done",
+      "rejects",     "salt",         "grown_bytes", "grown_id",   "updated_at"};
   upsert_ +=
       mysql ? " ON DUPLICATE KEY UPDATE " : " ON CONFLICT (target_table, source_id) DO UPDATE SET ";
   for (std::size_t i = 0; i < std::size(updated); ++i) {
@@ -77,12 +82,12 @@ std::vector<Checkpoint> CheckpointStore::select(const std::string& where,
                                                 const std::vector<std::string>& params) {
   const auto rows = db_.query(
       "SELECT source_id, source_name, prefix_bytes, bytes_done, lines_done, records_done, "
-      "rejects, salt FROM " +
+      "rejects, salt, grown_bytes, grown_id FROM " +
           db_.quote(checkpoint_table_) + " WHERE target_table = ? AND " + where,
       params);
   std::vector<Checkpoint> out;
   for (const auto& r : rows) {
-    if (r.size() < 8) continue;
+    if (r.size() < 10) continue;
     Checkpoint c;
     c.source_id = static_cast<std::int64_t>(to_u64(r[0]));
     c.source_name = r[1].value_or("");
@@ -92,6 +97,8 @@ std::vector<Checkpoint> CheckpointStore::select(const std::string& where,
     c.records_done = to_u64(r[5]);
     c.rejects = to_u64(r[6]);
     c.salt = r[7] ? std::stoll(*r[7]) : 0;
+    c.grown_bytes = to_u64(r[8]);
+    c.grown_id = r[9] ? std::stoll(*r[9]) : 0;
     out.push_back(std::move(c));
   }
   return out;
@@ -112,7 +119,8 @@ void CheckpointStore::save(const Checkpoint& c) {
   db_.execute(upsert_, {target_table_, std::to_string(c.source_id), c.source_name,
                         std::to_string(c.prefix_bytes), std::to_string(c.bytes_done),
                         std::to_string(c.lines_done), std::to_string(c.records_done),
-                        std::to_string(c.rejects), std::to_string(c.salt), now_text()});
+                        std::to_string(c.rejects), std::to_string(c.salt),
+                        std::to_string(c.grown_bytes), std::to_string(c.grown_id), now_text()});
 }
 
 }  // namespace auditpipe::ingest

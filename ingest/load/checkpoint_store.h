@@ -33,6 +33,12 @@ struct Checkpoint {
   std::uint64_t records_done = 0;  ///< records committed before bytes_done, all runs
   std::uint64_t rejects = 0;       ///< lines rejected before bytes_done, all runs
   std::int64_t salt = 0;           ///< source_identity.h: source_id_of(prefix, salt)
+  /// An input identified while shorter than identity_prefix_bytes, seen
+  /// longer since: source_id_of(its first grown_bytes bytes, salt). Two
+  /// inputs that began with the same short first line (a log and the
+  /// successor a copytruncate rotation started) tell apart by it. 0: not seen.
+  std::uint64_t grown_bytes = 0;
+  std::int64_t grown_id = 0;
 };
 
 class CheckpointStore {

@@ -65,6 +65,19 @@ bool recently_written(const std::string& path) {
   return std::chrono::system_clock::now() - mtime < settle_time;
 }
 
+// Whether an input whose first bytes are `prefix` is the one checkpointed
+// as `c`: it starts with the bytes it was identified by and, if it was seen
+// longer since (grown_bytes, grown_id), with those too.
+bool starts_like(std::string_view prefix, const Checkpoint& c, std::uint64_t grown_bytes,
+                 std::int64_t grown_id) {
+  return starts_as(prefix, c.prefix_bytes, c.salt, c.source_id) &&
+         (grown_bytes <= c.prefix_bytes || starts_as(prefix, grown_bytes, c.salt, grown_id));
+}
+
+bool starts_like(std::string_view prefix, const Checkpoint& c) {
+  return starts_like(prefix, c, c.grown_bytes, c.grown_id);
+}
+
 // How far one input is handled, published by its reader for the checkpoint
 // thread. Guarded by InputState::mutex.
 struct Position {
@@ -84,7 +97,12 @@ struct InputState {
   std::int64_t not_this = -1;
   bool reframe = false;  ///< reader thread only: read again from the position at once
   Checkpoint saved;      ///< guarded by mutex: the last checkpoint stored
-  Position position;     ///< guarded by mutex
+  /// guarded by mutex: the grown identity (Checkpoint::grown_bytes) to store next
+  struct {
+    std::uint64_t bytes = 0;
+    std::int64_t id = 0;
+  } grown;
+  Position position;  ///< guarded by mutex
   std::atomic<std::uint64_t> input_bytes{0};
   std::optional<std::uint64_t> input_size;  ///< set before the readers start
 };
@@ -310,13 +328,16 @@ Checkpoint Load::identify(InputState& input, const std::string& prefix,
   // `not_this`: the file a rotation just replaced, whose successor may
   // start with the same bytes.
   auto same_input = [&](const Checkpoint& known) {
-    return known.source_id != not_this && known.prefix_bytes <= prefix.size() &&
-           source_id_of(std::string_view(prefix).substr(0, known.prefix_bytes), known.salt) ==
-               known.source_id &&
+    return known.source_id != not_this && starts_like(prefix, known) &&
            (!size || *size >= known.bytes_done);
   };
-  for (const Checkpoint& known : store_->candidates(input.name))
-    if (same_input(known)) return known;
+  // Of several that match (short inputs that began alike), the one matched
+  // over the most bytes; of those, the most recently written.
+  std::optional<Checkpoint> best;
+  auto matched = [](const Checkpoint& k) { return std::max(k.prefix_bytes, k.grown_bytes); };
+  for (Checkpoint& known : store_->candidates(input.name))
+    if (same_input(known) && (!best || matched(known) > matched(*best))) best = std::move(known);
+  if (best) return *best;
   if (auto known = store_->find(c.source_id); known && same_input(*known)) return *known;
   // A new input. Its first bytes may be those of another one (a rotated
   // log's successor, a copy cut short): salted until its id is its own.
@@ -447,11 +468,8 @@ bool Load::pass(InputState& input, const std::string& open_path, RowMapper& mapp
   {
     std::unique_lock lock(input.mutex);
     if (input.identified) {
-      const std::string_view head = std::string_view(prefix).substr(
-          0, std::min<std::size_t>(prefix.size(), input.saved.prefix_bytes));
       // Not the file identified before (replaced between two passes): a new input.
-      if (head.size() < input.saved.prefix_bytes ||
-          source_id_of(head, input.saved.salt) != input.saved.source_id) {
+      if (!starts_like(prefix, input.saved, input.grown.bytes, input.grown.id)) {
         input.not_this = input.saved.source_id;
         input.identified = false;
         input.position = {};
@@ -468,8 +486,16 @@ bool Load::pass(InputState& input, const std::string& open_path, RowMapper& mapp
       input.saved = c;
       input.identified = true;
       input.position = {c.bytes_done, c.lines_done, c.records_done, c.rejects};
+      input.grown = {c.grown_bytes, c.grown_id};
       skipped_.fetch_add(c.records_done);
     }
+    // Identified while shorter than its identity prefix and longer now:
+    // remembered, for telling it from another input that began the same.
+    const std::size_t seen = std::min(prefix.size(), identity_prefix_bytes);
+    if (input.saved.prefix_bytes < identity_prefix_bytes &&
+        seen > std::max<std::uint64_t>(input.saved.prefix_bytes, input.grown.bytes))
+      input.grown = {seen,
+                     source_id_of(std::string_view(prefix).substr(0, seen), input.saved.salt)};
     start = input.position;
     source_id = static_cast<std::uint64_t>(input.saved.source_id);
   }
@@ -580,8 +606,12 @@ void Load::checkpoint_now() {
   std::vector<Pending> pending;
   for (const auto& in : inputs_) {
     std::lock_guard lock(in->mutex);
-    if (!in->identified || in->position.bytes_done == in->saved.bytes_done) continue;
+    if (!in->identified || (in->position.bytes_done == in->saved.bytes_done &&
+                            in->grown.bytes == in->saved.grown_bytes))
+      continue;
     Checkpoint c = in->saved;
+    c.grown_bytes = in->grown.bytes;
+    c.grown_id = in->grown.id;
     c.bytes_done = in->position.bytes_done;
     c.lines_done = in->position.lines_done;
     c.records_done = in->position.records_done;

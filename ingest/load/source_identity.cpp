@@ -33,4 +33,8 @@ std::int64_t source_id_of(std::string_view prefix, std::int64_t salt) {
   return static_cast<std::int64_t>(id & 0x7fff'ffff'ffff'ffffULL);
 }
 
+bool starts_as(std::string_view prefix, std::uint64_t bytes, std::int64_t salt, std::int64_t id) {
+  return prefix.size() >= bytes && source_id_of(prefix.substr(0, bytes), salt) == id;
+}
+
 }  // namespace auditpipe::ingest

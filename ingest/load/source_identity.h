@@ -25,4 +25,8 @@ inline constexpr std::size_t identity_prefix_bytes = 4096;
 /// did), so that the two never share keys.
 std::int64_t source_id_of(std::string_view prefix, std::int64_t salt = 0);
 
+/// Whether `prefix` starts with the `bytes` bytes whose source_id_of(.., salt)
+/// is `id`: false when it is shorter than that.
+bool starts_as(std::string_view prefix, std::uint64_t bytes, std::int64_t salt, std::int64_t id);
+
 }  // namespace auditpipe::ingest
