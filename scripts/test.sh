@@ -98,7 +98,8 @@ step "tests (Release)" ctest --test-dir build/test --no-tests=error --output-on-
 if [ $quick -eq 0 ]; then
   sanitizer_flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DAUDITPIPE_BUILD_EXAMPLES=OFF
                    -DAUDITPIPE_BUILD_BENCH=OFF)
-  build build/asan -DAUDITPIPE_ASAN=ON "${sanitizer_flags[@]}"
+  # Only what the concurrent tests run is built there (target concurrent_tests).
+  build build/asan -DAUDITPIPE_ASAN=ON "${sanitizer_flags[@]}" --target concurrent_tests
   # The sanitizers slow everything down; the million-row test writes fewer.
   export AUDITPIPE_TEST_ROWS=100000
   # and a wait may end further past its deadline (tests/support/wait_slack.h).
@@ -106,7 +107,7 @@ if [ $quick -eq 0 ]; then
   step "concurrent tests under ASan+UBSan" \
     env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build/asan -L concurrent --no-tests=error --output-on-failure -j"$jobs"
-  build build/tsan -DAUDITPIPE_TSAN=ON "${sanitizer_flags[@]}"
+  build build/tsan -DAUDITPIPE_TSAN=ON "${sanitizer_flags[@]}" --target concurrent_tests
   # TSan's shadow memory needs a fixed layout: run without address-space
   # randomization (setarch -R), which newer kernels' mmap entropy breaks.
   step "concurrent tests under TSan" \
