@@ -45,9 +45,9 @@ TEST(Saturation, ProducersOfferingMoreThanTheSinkStoresNeverTimeOut) {
   o.capacity = 2048;
   // A waiting producer's wait is the time between two stored batches, and
   // the sizer keeps each write near max_wait / 10. What it cannot shorten is
-  // a writer kept off both cores (16 producers, another test beside this
-  // one; 5-20x longer under the sanitizers, where one run saw 7 waits of
-  // 4,000 pass 200 ms): that margin grows with the wait slack.
+  // a writer kept off both cores: by another test (so this one runs alone,
+  // tests/CMakeLists.txt) or by the sanitizers' cost, 5-20x on the 16
+  // producers too, for which the margin grows with the wait slack.
   o.max_wait = 200ms + std::chrono::duration_cast<std::chrono::milliseconds>(
                            4 * testing_support::wait_slack());
   o.writers = 2;
