@@ -57,11 +57,16 @@ CheckpointStore::CheckpointStore(Database& db, std::string target_table,
   // A table from before a column was added: given it (the table is this
   // program's own bookkeeping).
   for (const char* added : {"salt", "grown_bytes", "grown_id"}) {
+    const std::string probe = std::string("SELECT ") + added + " FROM " + t + " WHERE 1 = 0";
     try {
-      db_.query(std::string("SELECT ") + added + " FROM " + t + " WHERE 1 = 0");
+      db_.query(probe);
     } catch (const error&) {
-      db_.execute("ALTER TABLE " + t + " ADD COLUMN " + added + " " + integer +
-                  " NOT NULL DEFAULT 0");
+      try {
+        db_.execute("ALTER TABLE " + t + " ADD COLUMN " + added + " " + integer +
+                    " NOT NULL DEFAULT 0");
+      } catch (const error&) {
+        db_.query(probe);  // another load added it meanwhile; else this throws
+      }
     }
   }
   upsert_ = "INSERT INTO " + t + " (" + std::string(columns) +
