@@ -64,8 +64,14 @@ CheckpointStore::CheckpointStore(Database& db, std::string target_table,
       try {
         db_.execute("ALTER TABLE " + t + " ADD COLUMN " + added + " " + integer +
                     " NOT NULL DEFAULT 0");
-      } catch (const error&) {
-        db_.query(probe);  // another load added it meanwhile; else this throws
+      } catch (const error& e) {
+        try {
+          db_.query(probe);  // another load added it meanwhile
+        } catch (const error&) {
+          throw error("auditpipe ingest: cannot add column " + std::string(added) +
+                      " to the checkpoint table " + checkpoint_table_ + " on " + db_.describe() +
+                      ": " + e.what());
+        }
       }
     }
   }

@@ -67,11 +67,15 @@ bool recently_written(const std::string& path) {
 
 // Whether an input whose first bytes are `prefix` is the one checkpointed
 // as `c`: it starts with the bytes it was identified by and, if it was seen
-// longer since (grown_bytes, grown_id), with those too.
+// longer since (grown_bytes, grown_id) and is that long, with those too. A
+// shorter one (a compressed snapshot of an earlier state, whose size says
+// nothing) is matched as before: read again under its id, which the keys
+// make harmless, instead of stored again under a new one.
 bool starts_like(std::string_view prefix, const Checkpoint& c, std::uint64_t grown_bytes,
                  std::int64_t grown_id) {
   return starts_as(prefix, c.prefix_bytes, c.salt, c.source_id) &&
-         (grown_bytes <= c.prefix_bytes || starts_as(prefix, grown_bytes, c.salt, grown_id));
+         (grown_bytes <= c.prefix_bytes || prefix.size() < grown_bytes ||
+          starts_as(prefix, grown_bytes, c.salt, grown_id));
 }
 
 bool starts_like(std::string_view prefix, const Checkpoint& c) {
@@ -331,14 +335,20 @@ Checkpoint Load::identify(InputState& input, const std::string& prefix,
     return known.source_id != not_this && starts_like(prefix, known) &&
            (!size || *size >= known.bytes_done);
   };
-  // Of several that match (short inputs that began alike), the one matched
-  // over the most bytes; of those, the most recently written.
+  // Of several that match (short inputs that began alike, and the one
+  // identified by these very bytes), the one matched over the most bytes;
+  // of those, the most recently written.
   std::optional<Checkpoint> best;
-  auto matched = [](const Checkpoint& k) { return std::max(k.prefix_bytes, k.grown_bytes); };
-  for (Checkpoint& known : store_->candidates(input.name))
+  auto matched = [&](const Checkpoint& k) {
+    const std::uint64_t grown = k.grown_bytes <= prefix.size() ? k.grown_bytes : 0;
+    return std::max(k.prefix_bytes, grown);
+  };
+  auto consider = [&](Checkpoint& known) {
     if (same_input(known) && (!best || matched(known) > matched(*best))) best = std::move(known);
+  };
+  for (Checkpoint& known : store_->candidates(input.name)) consider(known);
+  if (auto known = store_->find(c.source_id)) consider(*known);
   if (best) return *best;
-  if (auto known = store_->find(c.source_id); known && same_input(*known)) return *known;
   // A new input. Its first bytes may be those of another one (a rotated
   // log's successor, a copy cut short): salted until its id is its own.
   while (store_->find(c.source_id)) {

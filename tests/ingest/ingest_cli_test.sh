@@ -135,6 +135,16 @@ case $case in
     grep -q 'written   500 rows' <<<"$out" || fail "the grown file was not continued: $out"
     expect_eq "$(count)" 20500 "after the grown file"
     no_duplicates
+    # A one-line file that begins as the log does is an input of its own
+    # (one row more); the whole log copied under another name is still the
+    # log, though the one-line file's checkpoint matches it too.
+    head -n 1 big.jsonl > first.jsonl
+    ingest --quiet "$url" first.jsonl || fail "load of the one-line file exited $?"
+    expect_eq "$(count)" 20501 "after the one-line file"
+    cp big.jsonl copy.jsonl
+    out=$(ingest "$url" copy.jsonl 2>&1) || fail "load of the copy exited $?: $out"
+    grep -q 'skipped   20,500' <<<"$out" || fail "the copy was not taken for the log: $out"
+    expect_eq "$(count)" 20501 "after the copy"
     # A checkpoint table from before the salt and grown_* columns: given them.
     old=${table}_old_checkpoints
     q "DROP TABLE IF EXISTS $old" >/dev/null
