@@ -162,12 +162,15 @@ EOF
 
 # wait_synced N size [seconds]: until node N is ready, Synced (state 4) and
 # sees a cluster of `size` nodes.
+# With stopped_returns=1, a node that stops returns 2 instead of exiting.
+stopped_returns=0
 wait_synced() {
   local n=$1 size=$2 limit=${3:-180} i
   for ((i = 0; i < limit * 5; i++)); do
     if ! running "$n"; then
       echo "galera: node $n stopped while starting; its log:" >&2
       tail -30 "$(node_dir "$n")/error.log" >&2
+      [ "$stopped_returns" = 1 ] && return 2
       exit 1
     fi
     local out
@@ -208,6 +211,24 @@ crashed() {  # node N went down without a clean shutdown (its position is unknow
   g="$(node_dir "$1")/data/grastate.dat"
   [ -f "$g" ] && [ -d "$(node_dir "$1")/data/mysql" ] &&
     [ "$(awk '/^seqno:/ {print $2}' "$g")" = -1 ]
+}
+
+# join N [--wsrep-new-cluster]: launch node N and wait until it is synced
+# with the nodes running. One that stops while starting is launched again,
+# twice at most: Galera's gcomm thread sometimes ends before the provider
+# reads its scheduling parameters ("failed to open gcomm backend
+# connection: 3: Failed to read thread schedparams ... No such process").
+join() {
+  local n=$1 attempt rc
+  for attempt in 1 2 3; do
+    launch "$@"
+    rc=0
+    stopped_returns=$([ $attempt -lt 3 ] && echo 1 || echo 0)
+    wait_synced "$n" "$(count_running)" || rc=$?
+    stopped_returns=0
+    [ $rc -eq 0 ] && return 0
+    echo "galera: launching node $n again (attempt $((attempt + 1)) of 3)" >&2
+  done
 }
 
 launch() {  # launch N [--wsrep-new-cluster]
@@ -270,8 +291,7 @@ start() {
     else
       first=$(bootstrap_node)
     fi
-    launch "$first" --wsrep-new-cluster
-    wait_synced "$first" 1
+    join "$first" --wsrep-new-cluster
     if [ $fresh -eq 1 ]; then
       client "$first" <<SQL
 CREATE DATABASE IF NOT EXISTS $database CHARACTER SET utf8mb4;
@@ -285,8 +305,7 @@ SQL
     # The others join one at a time (one donor, one state transfer at a time).
     for m in "${nodes[@]}"; do
       running "$m" && continue
-      launch "$m"
-      wait_synced "$m" "$(count_running)"
+      join "$m"
     done
   else
     # The nodes that run lost their primary component (the others were
