@@ -222,16 +222,32 @@ case $case in
     echo "$out" ;;
   two_writers)
     # Two processes seal one table at once (two hosts of one service): each
-    # continues the chain the table holds, and the whole verifies.
+    # continues the chain the table holds, and the whole verifies. The first
+    # follows its log: half of it is stored and sealed, the second loads all
+    # of its own, then the first gets the rest, so that its next seal meets
+    # the second's (left to timing, a busy machine let them miss).
     jsonl 15000 0 > a.jsonl
+    head -n 7500 a.jsonl > a.log
     jsonl 15000 100000 > b.jsonl
-    writers= batch=100 load "$sealed_url" a.jsonl 2> a.err &
+    sealed() { q "SELECT COALESCE(SUM(row_count), 0) FROM ${table}_seals" 2>/dev/null || echo 0; }
+    until_sealed() {
+      for _ in $(seq 1 300); do [ "$(sealed)" -ge "$1" ] && return 0; sleep 0.1; done
+      fail "waited for $1 rows sealed, have $(sealed): $(cat a.err)"
+    }
+    # The command itself in the background (not load's subshell), so that
+    # the signal below reaches it.
+    "$bin" ingest --quiet --schema schema.json --batch-size 100 --follow "$sealed_url" a.log 2> a.err &
     pid=$!
+    trap 'kill $pid 2>/dev/null || true' EXIT  # a failure below leaves no follower behind
+    until_sealed 7500
     writers= batch=100 load "${url}${sep}seal=hmac&seal_key_file=$work/key" b.jsonl 2> b.err || fail "load b exited $?"
+    tail -n +7501 a.jsonl >> a.log
+    until_sealed 30000
+    kill -TERM $pid
     wait $pid || fail "load a exited $?: $(cat a.err)"
     expect_eq "$(q "SELECT COUNT(*) FROM $table")" 30000 "rows loaded"
     expect_eq "$(q "SELECT SUM(row_count) FROM ${table}_seals")" 30000 "rows sealed"
-    cat a.err b.err | grep -q "another process also seals" || fail "the loads never met: $(cat a.err b.err)"
+    grep -q "another process also seals" a.err b.err || fail "the loads never met: $(cat a.err b.err)"
     run_verify --key-file key --unsealed-window 0
     expect_found 0 "30000 rows, [0-9]+ seals: verified" ;;
   wide_batch)
