@@ -56,23 +56,25 @@ CheckpointStore::CheckpointStore(Database& db, std::string target_table,
   }
   // A table from before a column was added: given it (the table is this
   // program's own bookkeeping).
-  for (const char* added : {"salt", "grown_bytes", "grown_id"}) {
-    const std::string probe = std::string("SELECT ") + added + " FROM " + t + " WHERE 1 = 0";
+  auto has_column = [&](const char* column) {
     try {
-      db_.query(probe);
+      db_.query(std::string("SELECT ") + column + " FROM " + t + " WHERE 1 = 0");
+      return true;
     } catch (const error&) {
-      try {
-        db_.execute("ALTER TABLE " + t + " ADD COLUMN " + added + " " + integer +
-                    " NOT NULL DEFAULT 0");
-      } catch (const error& e) {
-        try {
-          db_.query(probe);  // another load added it meanwhile
-        } catch (const error&) {
-          throw error("auditpipe ingest: cannot add column " + std::string(added) +
-                      " to the checkpoint table " + checkpoint_table_ + " on " + db_.describe() +
-                      ": " + e.what());
-        }
-      }
+      return false;
+    }
+  };
+  for (const char* added : {"salt", "grown_bytes", "grown_id"}) {
+    if (has_column(added)) continue;
+    try {
+      db_.execute("ALTER TABLE " + t + " ADD COLUMN " + added + " " + integer +
+                  " NOT NULL DEFAULT 0");
+    } catch (const error& e) {
+      // Another load may have added it meanwhile.
+      if (!has_column(added))
+        throw error("auditpipe ingest: cannot add column " + std::string(added) +
+                    " to the checkpoint table " + checkpoint_table_ + " on " + db_.describe() +
+                    ": " + e.what());
     }
   }
   upsert_ = "INSERT INTO " + t + " (" + std::string(columns) +
