@@ -343,15 +343,15 @@ int VerifyCommand::run() {
             }
           }
         }
-        // Hashed once, for every seal that holds the row.
-        const seal::RowHash row_hash = seal::row_hash(enc.bytes());
         std::string fingerprint;  // made once, if a seal lists fingerprints
         for (std::size_t i : active) {
           Range& r = (*ranges)[i];
           Seal& s = seals[r.seal];
           const auto at = static_cast<std::size_t>(r.base + (seq - r.lo)) * 8;
           if (at + 8 <= s.row_hashes.size()) {
-            if (fingerprint.empty()) row_hash.append_fingerprint(fingerprint);
+            if (fingerprint.empty()) {
+              seal::append_fingerprint(fingerprint, seal::fingerprint(enc.bytes()));
+            }
             if (s.row_hashes.compare(at, 8, fingerprint) != 0 && s.changed_count++ < 10) {
               s.changed.push_back({sid, seq});
             }
@@ -361,7 +361,7 @@ int VerifyCommand::run() {
           }
           r.last = seq;
           if (!s.hash) s.hash.emplace();
-          s.hash->add(row_hash);
+          s.hash->add(enc.bytes());
           ++s.rows;
         }
         ++rows_read;

@@ -367,6 +367,63 @@ TEST(Fault, SpillReplayedIntoASealedTableVerifiesClean) {
   EXPECT_EQ(WEXITSTATUS(status), 1) << verify;
 }
 
+// Sealing with four writers and four producers: the seals' own thread
+// stores every batch's seal, on a connection of its own (the pool opens
+// one more than the writers), and the chain has no gap, no repeat and no
+// row twice or missing.
+TEST(Fault, SeveralWritersSealOneChainOnTheSealsOwnConnection) {
+  drop_table();
+  MysqlProbe().exec("DROP TABLE IF EXISTS audit_log_seals");
+  TempDir dir;
+  const std::string key = (dir.path() / "seal.key").string();
+  {
+    std::ofstream k(key);
+    k << "several writers key";
+  }
+  std::filesystem::permissions(key, std::filesystem::perms::owner_read);
+  Options o;
+  o.writers = 4;
+  o.batch_size = 50;
+  constexpr int producers = 4, each = 2500;
+  {
+    auditpipe::Logger<AuditRow> logger(
+        auditpipe::mysql::open(mysql_url_with("seal=hmac&seal_key_file=" + key)), o);
+    std::vector<std::thread> threads;
+    for (int p = 0; p < producers; ++p) {
+      threads.emplace_back([&logger, p] {
+        for (int i = 0; i < each; ++i) {
+          auto r = logger.acquire();
+          r->message_id = p * each + i;
+          r->payload = "sealed by several writers";
+          if (r.commit() != Status::ok) ADD_FAILURE() << "commit failed";
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    const auto report = logger.close();
+    ASSERT_TRUE(report.stats.seals.has_value());
+    EXPECT_EQ(report.stats.seals->pending, 0u);
+    EXPECT_EQ(report.stats.seals->stored, report.stats.seals->newest);
+    // A batch is at most 50 rows, and each has a seal of its own.
+    EXPECT_GE(report.stats.seals->stored, static_cast<std::uint64_t>(producers * each / 50));
+    ASSERT_TRUE(report.stats.connection_pool.has_value());
+    // Four writers' connections and the seals' own (one more if one was
+    // replaced); four would mean the seals took a writer's.
+    EXPECT_GE(report.stats.connection_pool->created, 5u);
+    EXPECT_LE(report.stats.connection_pool->created, 6u);
+  }
+  EXPECT_EQ(MysqlProbe().scalar("SELECT COUNT(*) FROM audit_log"), producers * each);
+  EXPECT_EQ(MysqlProbe().scalar("SELECT SUM(row_count) FROM audit_log_seals"), producers * each);
+  EXPECT_EQ(MysqlProbe().scalar("SELECT COUNT(*) FROM audit_log_seals"),
+            MysqlProbe().scalar("SELECT MAX(seal_no) FROM audit_log_seals"));
+  EXPECT_LE(MysqlProbe().scalar("SELECT MAX(row_count) FROM audit_log_seals"), 50);
+  const std::string verify = std::string(AUDITPIPE_CLI) + " verify --quiet '" + mysql_url_with("") +
+                             "' --table audit_log --key-file " + key + " --unsealed-window 0";
+  const int status = std::system(verify.c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << verify;
+}
+
 TEST(Fault, DamagedSpillSegmentsAreSkippedAndTheRestWritten) {
   drop_table();
   TempDir dir;

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "auditpipe/status.h"
 
@@ -32,44 +33,59 @@ TEST(Seal, CanonicalBytesAreFixed) {
   RowEncoder e;
   e.null();
   e.integer(-2);
+  e.integer(300);
   e.text("hé");
+  e.float64(1.5);
   e.key(7, 1);
   const std::string expected(
       "\0"
-      "\1\xfe\xff\xff\xff\xff\xff\xff\xff"
-      "\1\3\0\0\0h\xc3\xa9"
-      "\7\0\0\0\0\0\0\0\1\0\0\0\0\0\0\0",
-      1 + 9 + 8 + 16);
+      "\1\x03"
+      "\1\xd8\x04"
+      "\1\3h\xc3\xa9"
+      "\1\0\0\0\0\0\0\xf8\x3f"
+      "\x0e\x02",
+      1 + 2 + 3 + 5 + 9 + 2);
   EXPECT_EQ(e.bytes(), expected);
+  // The extremes of int64 round the zigzag varint's 10 bytes.
+  e.clear();
+  e.integer(std::numeric_limits<std::int64_t>::min());
+  EXPECT_EQ(e.bytes(), std::string("\1\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 11));
+  e.clear();
+  e.integer(std::numeric_limits<std::int64_t>::max());
+  EXPECT_EQ(e.bytes(), std::string("\1\xfe\xff\xff\xff\xff\xff\xff\xff\xff\x01", 11));
   // The message commits to every field, in order.
-  EXPECT_EQ(seal_message("p", 3, "1:0-9", 10, "d"), "auditpipe-seal-v1\np\n3\n1:0-9\n10\nd");
+  EXPECT_EQ(seal_message("p", 3, "1:0-9", 10, "d"), "auditpipe-seal-v2\np\n3\n1:0-9\n10\nd");
   EXPECT_EQ(genesis_digest("t").size(), 64u);
   EXPECT_NE(genesis_digest("t"), genesis_digest("u"));
 }
 
-TEST(Seal, RowsDigestIsTheHashOfTheRowsHashes) {
-  // rows_digest = SHA-256(SHA-256(row 1) || SHA-256(row 2) || ...), and a
-  // row's fingerprint is its SHA-256's first 8 hex digits.
-  const RowHash a = row_hash("abc");
-  std::string fingerprint;
-  a.append_fingerprint(fingerprint);
-  EXPECT_EQ(fingerprint, "ba7816bf");
-  const RowHash b = row_hash("");
+TEST(Seal, RowsDigestHashesTheRowsBytesInOrder) {
+  // rows_digest = SHA-256(row 1 || row 2 || ...).
   RowsDigest d;
-  d.add(a);
-  d.add(b);
-  Sha256 expected;
-  expected.update({reinterpret_cast<const char*>(a.bytes), 32});
-  expected.update({reinterpret_cast<const char*>(b.bytes), 32});
-  const std::string hex = expected.final_hex();
-  EXPECT_EQ(d.final_hex(), hex);
+  d.add("ab");
+  d.add("c");
+  EXPECT_EQ(d.final_hex(), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   RowsDigest swapped;  // the order is part of it
-  swapped.add(b);
-  swapped.add(a);
-  EXPECT_NE(swapped.final_hex(), hex);
-  std::string empty_fp;
-  b.append_fingerprint(empty_fp);
-  EXPECT_EQ(empty_fp, "e3b0c442");  // SHA-256 of nothing
+  swapped.add("c");
+  swapped.add("ab");
+  EXPECT_NE(swapped.final_hex(),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+TEST(Seal, FingerprintIsCrc32cAsHex) {
+  // RFC 3720's check value of CRC-32C, and its test vectors (32 zero bytes,
+  // 32 bytes 0x00..0x1f): past the 8-byte words, and their tails.
+  std::string out;
+  append_fingerprint(out, fingerprint("123456789"));
+  EXPECT_EQ(out, "e3069283");
+  EXPECT_EQ(fingerprint(std::string(32, '\0')), 0x8A9136AAu);
+  std::string ascending;
+  for (int i = 0; i < 32; ++i) ascending.push_back(static_cast<char>(i));
+  EXPECT_EQ(fingerprint(ascending), 0x46DD794Eu);
+  EXPECT_EQ(fingerprint(""), 0u);
+  out.clear();
+  append_fingerprint(out, 0x0000abcdu);
+  EXPECT_EQ(out, "0000abcd");
 }
 
 TEST(Seal, UrlOptions) {

@@ -5,6 +5,8 @@
 #include <openssl/hmac.h>
 #include <sys/stat.h>
 
+#include <boost/crc.hpp>
+
 #include <algorithm>
 #include <bit>
 #include <cerrno>
@@ -137,7 +139,7 @@ std::string genesis_digest(std::string_view table) {
 std::string seal_message(std::string_view prev_digest, std::int64_t seal_no,
                          std::string_view ranges, std::int64_t row_count,
                          std::string_view rows_digest_hex) {
-  std::string m = "auditpipe-seal-v1\n";
+  std::string m = "auditpipe-seal-v2\n";
   m += prev_digest;
   m += '\n';
   m += std::to_string(seal_no);
@@ -166,30 +168,47 @@ std::string seal_digest(Mode mode, std::string_view key, std::string_view messag
   return h.final_hex();
 }
 
-void RowHash::append_fingerprint(std::string& out) const {
-  static constexpr char digits[] = "0123456789abcdef";
-  for (int i = 0; i < 4; ++i) {
-    out.push_back(digits[bytes[i] >> 4]);
-    out.push_back(digits[bytes[i] & 15]);
-  }
+namespace {
+
+std::uint32_t crc32c_portable(const unsigned char* p, std::size_t n) noexcept {
+  boost::crc_optimal<32, 0x1EDC6F41, 0xFFFFFFFF, 0xFFFFFFFF, true, true> crc;
+  crc.process_bytes(p, n);
+  return crc.checksum();
 }
 
-RowHash row_hash(std::string_view row_bytes) {
-  // One context per thread, reset per row: a new one per call would cost
-  // an allocation per row.
-  struct Ctx {
-    EVP_MD_CTX* p = EVP_MD_CTX_new();
-    ~Ctx() { EVP_MD_CTX_free(p); }
-  };
-  thread_local Ctx ctx;
-  RowHash h{};
-  unsigned int n = 0;
-  if (ctx.p == nullptr || EVP_DigestInit_ex2(ctx.p, sha256(), nullptr) != 1 ||
-      EVP_DigestUpdate(ctx.p, row_bytes.data(), row_bytes.size()) != 1 ||
-      EVP_DigestFinal_ex(ctx.p, h.bytes, &n) != 1 || n != sizeof h.bytes) {
-    throw error("auditpipe: SHA-256 unavailable (libcrypto)");
+#if defined(__x86_64__)
+// SSE 4.2's crc32 instruction computes CRC-32C 8 bytes at a time: about
+// 40 ns for a 250-byte row, where Boost's table takes 800.
+__attribute__((target("sse4.2"))) std::uint32_t crc32c_sse42(const unsigned char* p,
+                                                             std::size_t n) noexcept {
+  std::uint64_t c = 0xFFFFFFFFu;
+  for (; n >= 8; p += 8, n -= 8) {
+    std::uint64_t word;
+    std::memcpy(&word, p, 8);
+    c = __builtin_ia32_crc32di(c, word);
   }
-  return h;
+  auto c32 = static_cast<std::uint32_t>(c);
+  for (; n > 0; ++p, --n) c32 = __builtin_ia32_crc32qi(c32, *p);
+  return ~c32;
+}
+#endif
+
+}  // namespace
+
+std::uint32_t fingerprint(std::string_view row_bytes) noexcept {
+  const auto* p = reinterpret_cast<const unsigned char*>(row_bytes.data());
+#if defined(__x86_64__)
+  static const bool sse42 = __builtin_cpu_supports("sse4.2");
+  if (sse42) return crc32c_sse42(p, row_bytes.size());
+#endif
+  return crc32c_portable(p, row_bytes.size());
+}
+
+void append_fingerprint(std::string& out, std::uint32_t fingerprint) {
+  static constexpr char digits[] = "0123456789abcdef";
+  char b[8];
+  for (int i = 7; i >= 0; --i, fingerprint >>= 4) b[i] = digits[fingerprint & 15];
+  out.append(b, 8);
 }
 
 namespace {
@@ -237,34 +256,12 @@ std::vector<SeqRun> parse_runs(std::string_view items) {
   return out;
 }
 
-void RowEncoder::u64(std::uint64_t v) {
-  char b[8];
-  if constexpr (std::endian::native == std::endian::little) {
-    std::memcpy(b, &v, 8);
-  } else {
-    for (int i = 0; i < 8; ++i) b[i] = static_cast<char>((v >> (8 * i)) & 0xff);
-  }
-  out_.append(b, 8);
-}
-void RowEncoder::integer(std::int64_t v) {
-  out_.push_back('\1');
-  u64(static_cast<std::uint64_t>(v));
-}
 void RowEncoder::float64(double v) {
   out_.push_back('\1');
-  u64(std::bit_cast<std::uint64_t>(v));
-}
-void RowEncoder::text(std::string_view v) {
-  out_.push_back('\1');
-  const auto n = static_cast<std::uint32_t>(v.size());
-  char b[4];
-  for (int i = 0; i < 4; ++i) b[i] = static_cast<char>((n >> (8 * i)) & 0xff);
-  out_.append(b, 4);
-  out_.append(v);
-}
-void RowEncoder::key(std::int64_t source_id, std::int64_t seq) {
-  u64(static_cast<std::uint64_t>(source_id));
-  u64(static_cast<std::uint64_t>(seq));
+  const auto bits = std::bit_cast<std::uint64_t>(v);
+  char b[8];
+  for (int i = 0; i < 8; ++i) b[i] = static_cast<char>((bits >> (8 * i)) & 0xff);
+  out_.append(b, 8);
 }
 
 }  // namespace auditpipe::seal

@@ -64,6 +64,10 @@ SealWriter::SealWriter(const SqlDialect& dialect, const seal::SealSettings& sett
   newest_query_ = "SELECT seal_no, digest FROM " + seals + " ORDER BY seal_no DESC LIMIT 1";
 }
 
+SealWriter::~SealWriter() {
+  stop_storer();
+}
+
 void SealWriter::prepare(SqlConnection& c, bool create_table) {
   const std::string seals = dialect_.quote(seal::seals_table(table_.name));
   if (create_table) {
@@ -196,12 +200,40 @@ SealWriter::BatchSeal SealWriter::digest(const Batch& batch) const {
   };
   // One producer's batch is in key order already.
   if (!std::is_sorted(records.begin(), records.end(), by_key)) {
-    std::sort(records.begin(), records.end(), by_key);
+    std::stable_sort(records.begin(), records.end(), by_key);
   }
-  seal::RowEncoder enc;
   BatchSeal out;
-  out.rows.reserve(records.size());
-  for (const RecordRef* r : records) {
+  out.row_hashes.reserve(records.size() * 8);
+  seal::RowEncoder enc;
+  seal::RowsDigest digest;
+  // The seal's keys, exactly: per source, its seqs as runs ("sid:0-499"
+  // for the dense seqs of the producer path; "sid:0,118,240" for byte
+  // offsets). A source's records are not contiguous across batches (the
+  // ingest tool's and several writers' batches interleave), so a min-max
+  // range would not tell the verifier which rows a seal holds.
+  std::string& ranges = out.ranges;
+  std::int64_t sid = 0, lo = 0, hi = -2;
+  bool open_run = false;
+  auto close_run = [&] {
+    if (!open_run) return;
+    ranges += std::to_string(lo);
+    if (hi != lo) ranges += '-' + std::to_string(hi);
+  };
+  // The records are read once, here and by the batch's statement at once:
+  // fetched ahead, they are read from cache instead of memory.
+  constexpr std::size_t ahead = 2;
+  const std::uint32_t record_size = batch.table.record_size;
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const RecordRef* r = records[i];
+    if (i + ahead < records.size()) {
+      const std::byte* next = records[i + ahead]->data;
+      for (std::uint32_t at = 0; at < record_size; at += 64) __builtin_prefetch(next + at);
+    }
+    // A key twice in one batch: the table keeps the first (the insert is
+    // idempotent), so the seal does.
+    if (i > 0 && records[i - 1]->source_id == r->source_id && records[i - 1]->seq == r->seq) {
+      continue;
+    }
     enc.clear();
     for (const Column& col : batch.table.columns) {
       if (is_null(r->data, col)) {
@@ -215,126 +247,140 @@ SealWriter::BatchSeal SealWriter::digest(const Batch& batch) const {
       }
     }
     enc.key(r->source_id, r->seq);
-    out.rows.push_back({r->source_id, r->seq, seal::row_hash(enc.bytes())});
-  }
-  return out;
-}
-
-SealWriter::Seal SealWriter::merge(const std::vector<const BatchSeal*>& parts) {
-  const auto by_key = [](const SealedRow& a, const SealedRow& b) {
-    return a.source_id != b.source_id ? a.source_id < b.source_id : a.seq < b.seq;
-  };
-  std::vector<SealedRow> merged;
-  const std::vector<SealedRow>* rows = &parts.front()->rows;
-  if (parts.size() > 1) {
-    std::size_t n = 0;
-    for (const BatchSeal* part : parts) n += part->rows.size();
-    merged.reserve(n);
-    for (const BatchSeal* part : parts) {
-      merged.insert(merged.end(), part->rows.begin(), part->rows.end());
-    }
-    std::stable_sort(merged.begin(), merged.end(), by_key);
-    // A batch stored twice (retried after an answer was lost) holds the
-    // same rows; the first is what the table kept.
-    merged.erase(std::unique(merged.begin(), merged.end(),
-                             [](const SealedRow& a, const SealedRow& b) {
-                               return a.source_id == b.source_id && a.seq == b.seq;
-                             }),
-                 merged.end());
-    rows = &merged;
-  }
-  Seal seal;
-  seal.row_hashes.reserve(rows->size() * 8);
-  seal::RowsDigest digest;
-  // The seal's keys, exactly: per source, its seqs as runs ("sid:0-499"
-  // for the dense seqs of the producer path; "sid:0,118,240" for byte
-  // offsets). A source's records are not contiguous across seals (the
-  // ingest tool's and several writers' batches interleave), so a min-max
-  // range would not tell the verifier which rows a seal holds.
-  std::string& ranges = seal.ranges;
-  std::int64_t sid = 0, lo = 0, hi = -2;
-  bool open_run = false;
-  auto close_run = [&] {
-    if (!open_run) return;
-    ranges += std::to_string(lo);
-    if (hi != lo) ranges += '-' + std::to_string(hi);
-  };
-  for (const SealedRow& r : *rows) {
-    r.hash.append_fingerprint(seal.row_hashes);
-    digest.add(r.hash);
-    if (open_run && r.source_id == sid && r.seq == hi + 1) {
-      hi = r.seq;
+    digest.add(enc.bytes());
+    seal::append_fingerprint(out.row_hashes, seal::fingerprint(enc.bytes()));
+    ++out.row_count;
+    if (open_run && r->source_id == sid && r->seq == hi + 1) {
+      hi = r->seq;
       continue;
     }
     close_run();
-    if (!open_run || r.source_id != sid) {
+    if (!open_run || r->source_id != sid) {
       if (open_run) ranges += ';';
-      ranges += std::to_string(r.source_id) + ':';
+      ranges += std::to_string(r->source_id) + ':';
     } else {
       ranges += ',';
     }
     open_run = true;
-    sid = r.source_id;
-    lo = hi = r.seq;
+    sid = r->source_id;
+    lo = hi = r->seq;
   }
   close_run();
-  seal.rows_digest = digest.final_hex();
-  seal.row_count = static_cast<std::int64_t>(rows->size());
-  return seal;
+  out.rows_digest = digest.final_hex();
+  return out;
 }
 
 void SealWriter::seal(SqlConnection& c, BatchSeal batch_seal) noexcept {
   {
     detail::MutexLock lock(mutex_);
     pending_.push_back(std::move(batch_seal));
+    if (storer_running_) {
+      storer_cv_.notify_one();
+      return;
+    }
   }
   store_pending(c);
 }
 
-void SealWriter::store_pending(SqlConnection& c) {
+void SealWriter::start_storer(Lender lend) {
+  detail::MutexLock lock(mutex_);
+  if (storer_running_ || stop_storer_) return;
+  lend_ = std::move(lend);
+  storer_running_ = true;
+  storer_ = std::thread([this] { run_storer(); });
+}
+
+void SealWriter::stop_storer() noexcept {
   {
     detail::MutexLock lock(mutex_);
-    if (storing_ || pending_.empty()) return;
+    stop_storer_ = true;
+    storer_running_ = false;
+  }
+  storer_cv_.notify_all();
+  if (storer_.joinable()) storer_.join();
+}
+
+void SealWriter::run_storer() {
+  using Clock = std::chrono::steady_clock;
+  // After a failed statement: 100 ms, doubling to 5 s, so that an outage
+  // costs a warning every few seconds instead of a statement per batch.
+  // With no connection idle (every one busy writing), another look soon.
+  constexpr std::chrono::milliseconds first_pause{100}, longest_pause{5000}, busy_pause{20};
+  std::chrono::milliseconds pause = first_pause;
+  Clock::time_point retry_at{};
+  for (;;) {
+    {
+      detail::MutexLock lock(mutex_);
+      for (;;) {
+        if (stop_storer_) return;
+        if (!pending_.empty() && !storing_ && Clock::now() >= retry_at) break;
+        if (!pending_.empty() && !storing_) {
+          storer_cv_.wait_until(mutex_, retry_at);
+        } else {
+          storer_cv_.wait(mutex_);
+        }
+      }
+    }
+    bool lent = false, stored = true;
+    try {
+      lent = lend_([&](SqlConnection& c) { return stored = store_pending(c); });
+    } catch (const std::exception&) {
+      // The pool is cancelled or closed: close() stops this thread next,
+      // and reports what is pending with the last statement's error.
+      lent = true;
+      stored = false;
+    }
+    if (!lent) {
+      retry_at = Clock::now() + busy_pause;
+    } else if (!stored) {
+      retry_at = Clock::now() + pause;
+      pause = std::min(pause * 2, longest_pause);
+    } else {
+      pause = first_pause;
+    }
+  }
+}
+
+bool SealWriter::store_pending(SqlConnection& c) {
+  {
+    detail::MutexLock lock(mutex_);
+    if (storing_ || pending_.empty()) return true;
     storing_ = true;
   }
   for (;;) {
-    // The front batches, up to max_seal_rows rows (at least one batch):
-    // only this thread pops, and a deque keeps their addresses while
+    // Only this thread pops, and a deque keeps the front's address while
     // others push at the back.
-    std::vector<const BatchSeal*> parts;
+    const BatchSeal* front = nullptr;
     std::size_t waiting = 0;
     {
       detail::MutexLock lock(mutex_);
       if (pending_.empty()) {
         storing_ = false;
-        return;
+        storer_cv_.notify_all();
+        return true;
       }
-      std::size_t rows = 0;
-      for (const BatchSeal& b : pending_) {
-        if (!parts.empty() && rows + b.rows.size() > max_seal_rows) break;
-        parts.push_back(&b);
-        rows += b.rows.size();
-      }
+      front = &pending_.front();
       waiting = pending_.size();
     }
     try {
-      store_one(c, merge(parts));
+      store_one(c, *front);
     } catch (const std::exception& e) {
       // Kept, and stored before any later seal: the chain never skips.
       detail::MutexLock lock(mutex_);
       storing_ = false;
+      storer_cv_.notify_all();
       last_error_ = e.what();
       diagnostics()->warn("auditpipe: a seal of {} not stored yet ({} batches pending): {}",
                           table_.name, waiting, e.what());
-      return;
+      return false;
     }
     detail::MutexLock lock(mutex_);
-    for (std::size_t i = 0; i < parts.size(); ++i) pending_.pop_front();
+    pending_.pop_front();
     last_error_.clear();
   }
 }
 
-void SealWriter::store_one(SqlConnection& c, const Seal& p) {
+void SealWriter::store_one(SqlConnection& c, const BatchSeal& p) {
   for (int attempt = 0;; ++attempt) {
     std::int64_t no = 0;
     std::string prev;

@@ -2,12 +2,15 @@
 // tables). It owns `<table>_seals`: creating or checking it, digesting each
 // batch a writer stored, and storing the seals in chain order.
 //
-// Seals are stored by one writer thread at a time (whichever stored a batch
-// while no other was storing seals; the others leave theirs pending). The
-// batches pending then become one seal (up to max_seal_rows rows), so
-// that under load seals are fewer and larger instead of one statement per
-// batch; each seal is linked to the chain only then: its seal_no is one past the
-// newest this process knows, its prev_digest that seal's digest. The seal
+// A writer that stored a batch queues its seal and goes on. With a pool
+// (start_storer()), a thread of its own stores the seals, on a connection
+// the pool lends it: a seal's statement and its commit (an fsync on a
+// durable server) would otherwise be one more round trip in the writer's
+// turn, which bounds the pipeline's rate. With one connection (SQLite),
+// the writer stores them itself. Seals are stored by one thread at a time,
+// in the order they were queued, one statement each; a seal is linked to
+// the chain only then: its seal_no is one past the newest this process
+// knows, its prev_digest that seal's digest. The seal
 // is read back after its insert. If another process sealing the same table
 // took that seal_no first, the chain continues from the table's newest
 // seal, so several processes can seal one table. A seal whose insert
@@ -18,14 +21,17 @@
 // Who may call: SqlSink only.
 //
 // Thread safety: seal() and backlog() from every writer thread at once,
-// prepare() from the pool's openers, stats() from anywhere, close() after
-// the last write.
+// prepare() from the pool's openers, stats() from anywhere,
+// start_storer() once after open, stop_storer() and close() after the last
+// write.
 #pragma once
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "auditpipe/detail/thread_annotations.h"
@@ -42,13 +48,15 @@ class SealWriter {
  public:
   /// Seals waiting to be stored before write() refuses batches.
   static constexpr std::size_t max_pending = 64;
-  /// Rows one seal takes from several pending batches (one batch may have more).
-  static constexpr std::size_t max_seal_rows = 50000;
 
   /// Reads the key file for seal=hmac (the URL's, else the environment's).
   /// Throws auditpipe::error naming the file, never the key.
   SealWriter(const SqlDialect& dialect, const seal::SealSettings& settings,
              const TableDescriptor& table, std::string table_location);
+  /// Stops the storer thread.
+  ~SealWriter();
+  SealWriter(const SealWriter&) = delete;
+  SealWriter& operator=(const SealWriter&) = delete;
 
   /// Creates (`create_table`) or checks `<table>_seals` on `c`'s server
   /// and, the first time, reads the chain's newest seal and warns of rows
@@ -59,15 +67,14 @@ class SealWriter {
   /// and storing them on `c` failed), or nothing.
   std::optional<std::string> backlog(SqlConnection& c) noexcept AUDITPIPE_EXCLUDES(mutex_);
 
-  /// One stored row, as a seal holds it.
-  struct SealedRow {
-    std::int64_t source_id;
-    std::int64_t seq;
-    seal::RowHash hash;
-  };
-  /// A stored batch's rows, hashed, in key order: what its seal is made of.
+  /// One seal's columns but its place in the chain: a stored batch's keys
+  /// and digest. Made from the batch's records (digest()) while they stay
+  /// put, linked to the chain when stored.
   struct BatchSeal {
-    std::vector<SealedRow> rows;
+    std::string ranges;  ///< its keys, as runs
+    std::int64_t row_count = 0;
+    std::string rows_digest;  ///< seal::RowsDigest of its rows
+    std::string row_hashes;   ///< each row's fingerprint, in key order
   };
 
   /// Digests `batch`: pure, so any thread may, while the batch's records
@@ -75,8 +82,18 @@ class SealWriter {
   /// auditpipe::error if libcrypto fails.
   BatchSeal digest(const Batch& batch) const;
 
-  /// Queues the seal of a batch `c` just stored, and stores the seals pending.
+  /// Queues the seal of a batch `c` just stored. Without a storer thread,
+  /// also stores the seals pending, on `c`.
   void seal(SqlConnection& c, BatchSeal batch_seal) noexcept AUDITPIPE_EXCLUDES(mutex_);
+
+  /// Runs `store` on a connection idle now and returns true, or returns
+  /// false if none is. `store` returns false when a statement failed.
+  using Lender = std::function<bool(const std::function<bool(SqlConnection&)>& store)>;
+  /// From here on a thread of its own stores the seals pending, on the
+  /// connections `lend` gives it, and seal() only queues them.
+  void start_storer(Lender lend) AUDITPIPE_EXCLUDES(mutex_);
+  /// Ends the storer thread, after the statement it runs, if any. Idempotent.
+  void stop_storer() noexcept AUDITPIPE_EXCLUDES(mutex_);
 
   /// Stores what is pending on `idle` (if given), and says what was sealed.
   void close(SqlConnection* idle) noexcept AUDITPIPE_EXCLUDES(mutex_);
@@ -85,20 +102,14 @@ class SealWriter {
   SealStats stats() const AUDITPIPE_EXCLUDES(mutex_);
 
  private:
-  /// One seal's columns, made from one or more batches.
-  struct Seal {
-    std::string ranges;  ///< its keys, as runs
-    std::int64_t row_count = 0;
-    std::string rows_digest;  ///< seal::RowsDigest of its rows
-    std::string row_hashes;   ///< each row's fingerprint, in key order
-  };
-  /// The seal of `parts`' rows together (a key in several once).
-  static Seal merge(const std::vector<const BatchSeal*>& parts);
-
   /// Stores the pending seals in order on `c`, unless another thread is.
-  void store_pending(SqlConnection& c) AUDITPIPE_EXCLUDES(mutex_);
+  /// False: a statement failed (what is pending stays so).
+  bool store_pending(SqlConnection& c) AUDITPIPE_EXCLUDES(mutex_);
+  /// The storer thread: waits for seals, borrows a connection, stores them;
+  /// after a failure it waits longer each time (up to 5 s) before the next try.
+  void run_storer() AUDITPIPE_EXCLUDES(mutex_);
   /// Links `p` to the chain and stores it. Throws on a failed statement.
-  void store_one(SqlConnection& c, const Seal& p) AUDITPIPE_EXCLUDES(mutex_);
+  void store_one(SqlConnection& c, const BatchSeal& p) AUDITPIPE_EXCLUDES(mutex_);
   /// Warns of rows stored after the newest seals (a run that stopped
   /// between storing and sealing, or one still writing).
   void check_tail(SqlConnection& c, const std::string& seals);
@@ -125,6 +136,13 @@ class SealWriter {
   bool told_of_others_ AUDITPIPE_GUARDED_BY(mutex_) = false;
   bool closed_ AUDITPIPE_GUARDED_BY(mutex_) = false;
   std::string last_error_ AUDITPIPE_GUARDED_BY(mutex_);
+
+  Lender lend_;  ///< set before the storer starts, then read by it alone
+  /// The storer waits here for seals, for storing_ to end, or to stop.
+  detail::CondVar storer_cv_;
+  bool storer_running_ AUDITPIPE_GUARDED_BY(mutex_) = false;
+  bool stop_storer_ AUDITPIPE_GUARDED_BY(mutex_) = false;
+  std::thread storer_;  ///< started and joined by the sink's thread
 };
 
 }  // namespace auditpipe

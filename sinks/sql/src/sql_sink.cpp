@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <exception>
 #include <fstream>
+#include <functional>
 #include <system_error>
 #include <thread>
 
@@ -134,8 +135,20 @@ void SqlSink::open_connections(std::unique_ptr<SqlConnection> setup, const SinkC
 
 void SqlSink::open_pool(const SinkContext& context, bool open_first) {
   ConnectionPoolOptions pool = settings_.pool;
-  pool.max_size = settings_.pool_size.value_or(std::max(1u, context.writers));
+  // With seal=, one more than the writers: the seals' own (sealer_'s
+  // storer thread), so that a writer never waits for a seal's statement.
+  pool.max_size = settings_.pool_size.value_or(std::max(1u, context.writers) + (sealer_ ? 1u : 0u));
   pool_ = std::make_unique<ConnectionPool>([this] { return open_pooled(); }, pool, open_first);
+  if (sealer_) {
+    sealer_->start_storer([this](const std::function<bool(SqlConnection&)>& store) {
+      ConnectionPool::Lease lease = pool_->try_acquire();
+      if (!lease) return false;
+      SqlConnection& c = lease.as<LiveConnection>().connection();
+      // A connection that fails a statement and a ping is closed, not lent again.
+      if (!store(c) && !c.ping()) lease.invalidate();
+      return true;
+    });
+  }
 }
 
 std::unique_ptr<PooledConnection> SqlSink::open_pooled() {
@@ -294,6 +307,7 @@ void SqlSink::cancel() noexcept {
 
 void SqlSink::close() noexcept {
   if (sealer_) {
+    sealer_->stop_storer();
     // Seals whose statement failed: one last try on an idle connection (no
     // write runs any more), so a clean shutdown leaves nothing unsealed.
     SqlConnection* idle = nullptr;
@@ -324,7 +338,10 @@ void SqlSink::close() noexcept {
   single_.reset();
 }
 
-SqlSink::~SqlSink() = default;
+SqlSink::~SqlSink() {
+  // Its thread borrows from pool_, which goes first.
+  if (sealer_) sealer_->stop_storer();
+}
 
 std::optional<SealStats> SqlSink::seal_stats() const {
   if (!sealer_) return std::nullopt;

@@ -133,11 +133,14 @@ struct AUDITPIPE_EXPORT SqlSinkSettings {
   /// One connection, and one write at a time on it (SQLite: one writer per
   /// file, and no server to pool connections to), instead of a pool.
   bool single_connection = false;
-  std::optional<std::size_t> pool_size;  ///< unset: one connection per writer thread
-  ConnectionPoolOptions pool;            ///< max_size is set at open()
+  /// Unset: one connection per writer thread, and one more with seal=.
+  std::optional<std::size_t> pool_size;
+  ConnectionPoolOptions pool;  ///< max_size is set at open()
   /// URL options seal=, seal_key_file=, seal_anchor_file= (README,
   /// Tamper-evident tables): every stored batch gets a seal in
-  /// `<table>_seals`, written right after it on the same connection.
+  /// `<table>_seals`, written soon after it by a thread of the sink's own
+  /// (on a pool connection of its own: pool_size defaults to one more than
+  /// the writers), or right after it on the single connection.
   seal::SealSettings seal;
 };
 
