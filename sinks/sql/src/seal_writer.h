@@ -63,8 +63,9 @@ class SealWriter {
   /// stored after it. Throws auditpipe::error.
   void prepare(SqlConnection& c, bool create_table) AUDITPIPE_EXCLUDES(mutex_);
 
-  /// Why a batch must not be stored now (more than max_pending seals wait,
-  /// and storing them on `c` failed), or nothing.
+  /// Why a batch must not be stored now (max_pending seals wait, and they
+  /// could not be stored on `c` just now, or another thread is storing
+  /// them), or nothing.
   std::optional<std::string> backlog(SqlConnection& c) noexcept AUDITPIPE_EXCLUDES(mutex_);
 
   /// One seal's columns but its place in the chain: a stored batch's keys

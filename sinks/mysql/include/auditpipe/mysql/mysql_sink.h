@@ -30,7 +30,7 @@
 //   tls                 disabled | required | verify_ca | verify_identity
 //   tls_ca, tls_cert, tls_key   file paths
 //   socket              unix socket path (for a host of localhost)
-//   pool_size           connections (default: one per writer thread)
+//   pool_size           connections (default: one per writer thread, +1 with seal=)
 //   min_idle            default pool_size
 //   connection_timeout_ms, idle_timeout_ms, max_lifetime_ms, keepalive_ms,
 //   validation_ms, leak_detection_ms   ConnectionPool options
