@@ -320,20 +320,27 @@ void spill_records(const Options& o, int records) {
   EXPECT_EQ(logger.close(10ms).stats.spilled, static_cast<std::uint64_t>(records));
 }
 
+// Drops audit_log and its seals; returns a seal key file in `dir` holding
+// `key` (readable by its owner only, as the sink requires).
+std::string fresh_sealed_table(const TempDir& dir, const char* key) {
+  drop_table();
+  MysqlProbe().exec("DROP TABLE IF EXISTS audit_log_seals");
+  const std::string path = (dir.path() / "seal.key").string();
+  {
+    std::ofstream k(path);
+    k << key;
+  }
+  std::filesystem::permissions(path, std::filesystem::perms::owner_read);
+  return path;
+}
+
 // Sealing (README, Tamper-evident tables): records spilled while the
 // database took nothing, replayed into a sealed table by a later logger,
 // are sealed as they are stored; `auditpipe verify` finds the table clean,
 // and names a row changed afterwards.
 TEST(Fault, SpillReplayedIntoASealedTableVerifiesClean) {
-  drop_table();
-  MysqlProbe().exec("DROP TABLE IF EXISTS audit_log_seals");
   TempDir dir;
-  const std::string key = (dir.path() / "seal.key").string();
-  {
-    std::ofstream k(key);
-    k << "spill replay key";
-  }
-  std::filesystem::permissions(key, std::filesystem::perms::owner_read);
+  const std::string key = fresh_sealed_table(dir, "spill replay key");
   const Options o = spilling_options(dir);
   constexpr int records = 3000;
   spill_records(o, records);
@@ -372,15 +379,8 @@ TEST(Fault, SpillReplayedIntoASealedTableVerifiesClean) {
 // one more than the writers), and the chain has no gap, no repeat and no
 // row twice or missing.
 TEST(Fault, SeveralWritersSealOneChainOnTheSealsOwnConnection) {
-  drop_table();
-  MysqlProbe().exec("DROP TABLE IF EXISTS audit_log_seals");
   TempDir dir;
-  const std::string key = (dir.path() / "seal.key").string();
-  {
-    std::ofstream k(key);
-    k << "several writers key";
-  }
-  std::filesystem::permissions(key, std::filesystem::perms::owner_read);
+  const std::string key = fresh_sealed_table(dir, "several writers key");
   Options o;
   o.writers = 4;
   o.batch_size = 50;
