@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <system_error>
 #include <vector>
 
 #include <spdlog/spdlog.h>
@@ -286,8 +287,12 @@ void SealWriter::start_storer(Lender lend) {
   detail::MutexLock lock(mutex_);
   if (storer_running_ || stop_storer_) return;
   lend_ = std::move(lend);
-  storer_running_ = true;
-  storer_ = std::thread([this] { run_storer(); });
+  try {
+    storer_ = std::thread([this] { run_storer(); });
+    storer_running_ = true;
+  } catch (const std::system_error&) {
+    // No thread to be had: the writers store the seals themselves.
+  }
 }
 
 void SealWriter::stop_storer() noexcept {
