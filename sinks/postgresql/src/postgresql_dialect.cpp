@@ -86,6 +86,7 @@ const SqlDialect postgresql_dialect{
     // boolean, int8, int16, int32, int64, uint8, uint16, uint32, float64, timestamp, text:
     .column_types = {"BOOLEAN", "SMALLINT", "SMALLINT", "INTEGER", "BIGINT", "SMALLINT", "INTEGER",
                      "BIGINT", "DOUBLE PRECISION", "TIMESTAMP(6) WITH TIME ZONE", "TEXT"},
+    .uncompressed_storage = "SET STORAGE EXTERNAL",
     // What an existing table may have instead (sql_dialect.h has the rule):
     // the same or a wider integer, DOUBLE PRECISION, timestamps with
     // microseconds with or without time zone (the sink writes UTC with an

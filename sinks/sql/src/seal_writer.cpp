@@ -33,6 +33,16 @@ std::string big_text(const SqlDialect& dialect) {
   return dialect.text_type != nullptr ? dialect.text_type((1u << 24) - 1) : std::string("TEXT");
 }
 
+// Whether the query runs: the probe of a table that may not exist yet.
+bool answers(SqlConnection& c, const std::string& query) {
+  try {
+    c.query_rows(query, {});
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
 }  // namespace
 
 SealWriter::SealWriter(const SqlDialect& dialect, const seal::SealSettings& settings,
@@ -71,7 +81,10 @@ SealWriter::~SealWriter() {
 
 void SealWriter::prepare(SqlConnection& c, bool create_table) {
   const std::string seals = dialect_.quote(seal::seals_table(table_.name));
-  if (create_table) {
+  const std::string probe =
+      "SELECT seal_no, ranges, row_count, prev_digest, digest, sealed_at, row_hashes FROM " +
+      seals + " WHERE seal_no = 0";
+  if (create_table && !answers(c, probe)) {
     const std::string text = big_text(dialect_);
     const std::string create =
         "CREATE TABLE IF NOT EXISTS " + seals + " (seal_no BIGINT NOT NULL PRIMARY KEY, ranges " +
@@ -87,14 +100,22 @@ void SealWriter::prepare(SqlConnection& c, bool create_table) {
       // second try finds the table, or fails for the real reason.
       c.execute_ddl(create);
     }
+    // Only where the probe found no table, which this start created: the
+    // change takes PostgreSQL's strongest table lock, which every start
+    // would otherwise queue for behind other processes' seal inserts. Best
+    // effort: without it seals are stored as well, compressed in vain.
+    if (!dialect_.uncompressed_storage.empty()) {
+      try {
+        c.execute_ddl("ALTER TABLE " + seals + " ALTER COLUMN row_hashes " +
+                      std::string(dialect_.uncompressed_storage));
+      } catch (const std::exception& e) {
+        diagnostics()->debug("auditpipe: {}'s fingerprints stay compressible: {}", seals, e.what());
+      }
+    }
   }
   std::vector<std::vector<std::optional<std::string>>> newest;
   try {
-    c.query_rows(
-        "SELECT seal_no, ranges, row_count, prev_digest, digest, sealed_at, row_hashes "
-        "FROM " +
-            seals + " WHERE seal_no = 0",
-        {});
+    c.query_rows(probe, {});
     newest = c.query_rows(newest_query_, {});
   } catch (const std::exception& e) {
     throw error("auditpipe: seal=: the seals table " + seals + " " + table_location_ +

@@ -75,6 +75,13 @@ struct AUDITPIPE_EXPORT SqlDialect {
   /// After CREATE TABLE's closing parenthesis, with a leading space (engine,
   /// charset, STRICT), or empty.
   std::string_view table_options = "";
+  /// Appended to ALTER TABLE t ALTER COLUMN c to keep a long text column
+  /// that does not compress stored without trying to (a seal's fingerprints:
+  /// hex of checksums), or empty where the database does not try
+  /// (InnoDB's default row format, SQLite). PostgreSQL: SET STORAGE EXTERNAL;
+  /// otherwise pglz tries every seal's fingerprints, the largest part of
+  /// what sealing cost the server.
+  std::string_view uncompressed_storage = "";
   /// How the insert skips a repeated key.
   IdempotentInsert idempotent_insert = IdempotentInsert::on_conflict_do_nothing;
 
