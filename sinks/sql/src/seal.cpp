@@ -224,11 +224,15 @@ std::vector<SeqRun> parse_runs(std::string_view items) {
 }
 
 void RowEncoder::float64(double v) {
-  out_.push_back('\1');
+  char* p = room(9);
+  *p++ = '\1';
   const auto bits = std::bit_cast<std::uint64_t>(v);
-  char b[8];
-  for (int i = 0; i < 8; ++i) b[i] = static_cast<char>((bits >> (8 * i)) & 0xff);
-  out_.append(b, 8);
+  for (int i = 0; i < 8; ++i) *p++ = static_cast<char>((bits >> (8 * i)) & 0xff);
+  done(p);
+}
+
+void RowEncoder::grow(std::size_t n) {
+  buf_.resize(std::max({buf_.size() * 2, size_ + n, std::size_t{512}}));
 }
 
 }  // namespace auditpipe::seal

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -136,45 +137,61 @@ AUDITPIPE_EXPORT std::string to_hex(std::string_view bytes);
 class AUDITPIPE_EXPORT RowEncoder {
  public:
   /// A NULL value.
-  void null() { out_.push_back('\0'); }
+  void null() {
+    char* p = room(1);
+    *p++ = '\0';
+    done(p);
+  }
   /// An integer, boolean or timestamp value.
   void integer(std::int64_t v) {
-    out_.push_back('\1');
-    zigzag(v);
+    char* p = room(1 + max_varint);
+    *p++ = '\1';
+    done(zigzag(p, v));
   }
   /// A float64 value.
   void float64(double v);
   /// A text value.
   void text(std::string_view v) {
-    out_.push_back('\1');
-    varint(v.size());
-    out_.append(v);
+    char* p = room(1 + max_varint + v.size());
+    *p++ = '\1';
+    p = varint(p, v.size());
+    if (!v.empty()) std::memcpy(p, v.data(), v.size());
+    done(p + v.size());
   }
   /// The row's key, after its values.
   void key(std::int64_t source_id, std::int64_t seq) {
-    zigzag(source_id);
-    zigzag(seq);
+    char* p = room(2 * max_varint);
+    done(zigzag(zigzag(p, source_id), seq));
   }
   /// The bytes so far.
-  std::string_view bytes() const noexcept { return out_; }
+  std::string_view bytes() const noexcept { return {buf_.data(), size_}; }
   /// Empties the buffer (keeps its capacity).
-  void clear() noexcept { out_.clear(); }
+  void clear() noexcept { size_ = 0; }
 
  private:
-  void varint(std::uint64_t v) {
-    char b[10];
-    int n = 0;
+  // Bytes are written through a pointer into room made beforehand: appended
+  // to a string one call at a time (a capacity check and a copy each), the
+  // encoding took nearly twice as long (bench/sink_ceiling, sealed, perf).
+  static constexpr std::size_t max_varint = 10;
+  char* room(std::size_t n) {
+    if (buf_.size() - size_ < n) grow(n);
+    return buf_.data() + size_;
+  }
+  void grow(std::size_t n);
+  void done(const char* end) noexcept { size_ = static_cast<std::size_t>(end - buf_.data()); }
+  static char* varint(char* p, std::uint64_t v) noexcept {
     while (v >= 0x80) {
-      b[n++] = static_cast<char>((v & 0x7f) | 0x80);
+      *p++ = static_cast<char>((v & 0x7f) | 0x80);
       v >>= 7;
     }
-    b[n++] = static_cast<char>(v);
-    out_.append(b, static_cast<std::size_t>(n));
+    *p++ = static_cast<char>(v);
+    return p;
   }
-  void zigzag(std::int64_t v) {
-    varint((static_cast<std::uint64_t>(v) << 1) ^ static_cast<std::uint64_t>(v >> 63));
+  static char* zigzag(char* p, std::int64_t v) noexcept {
+    return varint(p, (static_cast<std::uint64_t>(v) << 1) ^ static_cast<std::uint64_t>(v >> 63));
   }
-  std::string out_;
+  std::vector<char> buf_;
+  std::size_t size_ = 0;
 };
 
 }  // namespace auditpipe::seal
