@@ -14,7 +14,10 @@
 //               beforehand, one transaction per 5000 rows, the sink's WAL
 //               and synchronous=NORMAL
 // For each: rows/s, its ratio to the ceiling, client CPU microseconds per
-// row (this process's user + system time over the rows).
+// row (this process's user + system time over the rows) and, for a
+// PostgreSQL on this host, the server's (its processes' CPU time in /proc:
+// the postmaster's children, the backends that exited among them). Here
+// the server shares the cores, so a contender's rate follows both.
 //
 //   sink_ceiling <postgresql-url> <dir> [rows=400000] [runs=5] [only]
 // (`only`: run just the contenders whose database or name contains it, e.g.
@@ -27,6 +30,7 @@
 #include <spdlog/spdlog.h>
 #include <sqlite3.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -37,6 +41,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -63,6 +68,22 @@ double process_cpu() {
   std::exit(1);
 }
 
+// Field `n` (1-based, as proc(5) numbers them) of /proc/<pid>/stat, or -1.
+// The name (field 2) is skipped whole: it may hold spaces.
+double proc_stat(int pid, int n) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(in, line)) return -1;
+  const std::size_t close = line.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream rest(line.substr(close + 1));
+  std::string field;
+  for (int i = 3; rest >> field; ++i) {
+    if (i == n) return std::atof(field.c_str());
+  }
+  return -1;
+}
+
 // --- PostgreSQL --------------------------------------------------------------
 
 std::string pg_conninfo;
@@ -86,6 +107,31 @@ long long pg_count(PGconn* c) {
   const long long n = PQresultStatus(r) == PGRES_TUPLES_OK ? std::atoll(PQgetvalue(r, 0, 0)) : -1;
   PQclear(r);
   return n;
+}
+
+// CPU seconds of the PostgreSQL server so far, or NaN if it is not on this
+// host: the postmaster (found as the parent of this connection's backend),
+// its live children and the children it has reaped (backends exit at
+// disconnect).
+double pg_server_cpu() {
+  static int postmaster = [] {
+    PGconn* c = pg_connect();
+    PGresult* r = PQexec(c, "SELECT pg_backend_pid()");
+    const int backend = PQresultStatus(r) == PGRES_TUPLES_OK ? std::atoi(PQgetvalue(r, 0, 0)) : 0;
+    PQclear(r);
+    PQfinish(c);
+    return backend > 0 ? static_cast<int>(proc_stat(backend, 4)) : -1;
+  }();
+  if (postmaster <= 0) return NAN;
+  double ticks = proc_stat(postmaster, 14) + proc_stat(postmaster, 15) + proc_stat(postmaster, 16) +
+                 proc_stat(postmaster, 17);
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const int pid = std::atoi(name.c_str());
+    if (proc_stat(pid, 4) == postmaster) ticks += proc_stat(pid, 14) + proc_stat(pid, 15);
+  }
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
 // Row i in COPY's text format, the columns in the table's order; as the
@@ -427,29 +473,36 @@ int main(int argc, char** argv) {
       return c.group != only && c.name.find(only) == std::string::npos;
     });
   }
-  std::map<std::string, std::vector<double>> rate, cpu;
+  std::map<std::string, std::vector<double>> rate, cpu, server;
   std::printf("sink_ceiling: %lld rows, %d runs\n", rows, runs);
   for (int run = 1; run <= runs; ++run) {
     for (const Contender& c : contenders) {
       c.reset();
       c.prepare();
+      const bool pg = c.group == "postgresql";
+      const double server0 = pg ? pg_server_cpu() : NAN;
       const double cpu0 = process_cpu();
       const auto t0 = Clock::now();
       c.run();
       const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
       const double cpu_s = process_cpu() - cpu0;
+      // The backends the run closed are reaped (their time moves to the
+      // postmaster's children's) within milliseconds.
+      if (pg) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      const double server_s = pg ? pg_server_cpu() - server0 : NAN;
       if (const long long n = c.stored(); n != rows) {
         die(c.name + ": stored " + std::to_string(n) + " of " + std::to_string(rows));
       }
       rate[c.name].push_back(static_cast<double>(rows) / seconds);
       cpu[c.name].push_back(cpu_s * 1e6 / static_cast<double>(rows));
-      std::printf("  run %d  %-52s %10.0f rows/s  %6.2f us cpu/row\n", run, c.name.c_str(),
-                  rate[c.name].back(), cpu[c.name].back());
+      server[c.name].push_back(server_s * 1e6 / static_cast<double>(rows));
+      std::printf("  run %d  %-52s %10.0f rows/s  %6.2f us cpu/row  %6.2f us server cpu/row\n", run,
+                  c.name.c_str(), rate[c.name].back(), cpu[c.name].back(), server[c.name].back());
       std::fflush(stdout);
     }
   }
-  std::printf("\n%-12s %-52s %12s %10s %12s %10s\n", "database", "contender", "rows/s",
-              "vs ceiling", "cpu us/row", "vs ceiling");
+  std::printf("\n%-12s %-52s %12s %10s %12s %10s %12s\n", "database", "contender", "rows/s",
+              "vs ceiling", "cpu us/row", "vs ceiling", "server us/row");
   for (const Contender& c : contenders) {
     const Contender* top = nullptr;
     for (const Contender& d : contenders) {
@@ -458,9 +511,9 @@ int main(int argc, char** argv) {
     // Without its ceiling in this run (`only`), no ratio.
     const double top_rate = top ? median(rate[top->name]) : NAN;
     const double top_cpu = top ? median(cpu[top->name]) : NAN;
-    std::printf("%-12s %-52s %12.0f %10.3f %12.2f %10.3f\n", c.group.c_str(), c.name.c_str(),
+    std::printf("%-12s %-52s %12.0f %10.3f %12.2f %10.3f %12.2f\n", c.group.c_str(), c.name.c_str(),
                 median(rate[c.name]), median(rate[c.name]) / top_rate, median(cpu[c.name]),
-                median(cpu[c.name]) / top_cpu);
+                median(cpu[c.name]) / top_cpu, median(server[c.name]));
   }
   return 0;
 }
