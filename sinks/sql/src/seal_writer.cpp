@@ -84,7 +84,8 @@ void SealWriter::prepare(SqlConnection& c, bool create_table) {
   const std::string probe =
       "SELECT seal_no, ranges, row_count, prev_digest, digest, sealed_at, row_hashes FROM " +
       seals + " WHERE seal_no = 0";
-  if (create_table && !answers(c, probe)) {
+  const bool found = answers(c, probe);
+  if (create_table && !found) {
     const std::string text = big_text(dialect_);
     const std::string create =
         "CREATE TABLE IF NOT EXISTS " + seals + " (seal_no BIGINT NOT NULL PRIMARY KEY, ranges " +
@@ -115,7 +116,7 @@ void SealWriter::prepare(SqlConnection& c, bool create_table) {
   }
   std::vector<std::vector<std::optional<std::string>>> newest;
   try {
-    c.query_rows(probe, {});
+    if (!found) c.query_rows(probe, {});  // again, for what is wrong with the table
     newest = c.query_rows(newest_query_, {});
   } catch (const std::exception& e) {
     throw error("auditpipe: seal=: the seals table " + seals + " " + table_location_ +
