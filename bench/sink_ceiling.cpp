@@ -279,7 +279,13 @@ struct RawCopy {
 
 sqlite3* sqlite_open(const std::string& path) {
   sqlite3* db = nullptr;
-  if (sqlite3_open(path.c_str(), &db) != SQLITE_OK) die("cannot open " + path);
+  // Without SQLite's per-call mutex, as the sink opens its connection: the
+  // loop is one thread's (with the mutex it was 7-24% slower).
+  if (sqlite3_open_v2(path.c_str(), &db,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                      nullptr) != SQLITE_OK) {
+    die("cannot open " + path);
+  }
   sqlite3_exec(db, "PRAGMA journal_mode=WAL", nullptr, nullptr, nullptr);
   sqlite3_exec(db, "PRAGMA synchronous=NORMAL", nullptr, nullptr, nullptr);
   return db;

@@ -23,6 +23,26 @@ namespace {
   throw error("auditpipe: malformed SQLite URL '" + redact_url(url) + "': " + why);
 }
 
+// SOCI 4.0's SQLite backend opens the file in SQLite's default threading
+// mode (every API call locks the connection's mutex) and takes no flag to
+// change it; its handle is a public member, so the file is opened again
+// with SQLITE_OPEN_NOMUTEX and that handle given to the session (which
+// closes it), before anything used the first. Where the reopening fails,
+// the session keeps SOCI's handle: slower, not wrong.
+void reopen_without_mutex(::soci::session& session, const std::string& path) {
+  using namespace sqlite_api;  // where SOCI's sqlite3.h puts the C API
+  auto* backend = static_cast<::soci::sqlite3_session_backend*>(session.get_backend());
+  sqlite3* own = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &own,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                      nullptr) != SQLITE_OK) {
+    sqlite3_close(own);  // a handle comes back even on failure, to say why
+    return;
+  }
+  sqlite3_close(backend->conn_);
+  backend->conn_ = own;
+}
+
 }  // namespace
 
 SqliteConfig parse_sqlite_url(std::string_view url) {
@@ -115,7 +135,7 @@ SqliteConfig parse_sqlite_url(std::string_view url) {
   return c;
 }
 
-std::unique_ptr<SqliteConnection> open_connection(const SqliteConfig& config) {
+std::unique_ptr<SqliteConnection> open_connection(const SqliteConfig& config, Threading threading) {
   auto c = std::make_unique<SqliteConnection>();
   try {
     c->session.open(::soci::sqlite3, config.path);
@@ -123,6 +143,7 @@ std::unique_ptr<SqliteConnection> open_connection(const SqliteConfig& config) {
     throw error("auditpipe: cannot open SQLite database '" + config.path + "': " + e.what() +
                 " (does the directory exist and is it writable?)");
   }
+  if (threading == Threading::caller_serializes) reopen_without_mutex(c->session, config.path);
   // The busy timeout first: switching a new file to WAL takes a write
   // lock, and loggers opening the same file at once would otherwise get
   // SQLITE_BUSY ("database is locked") instead of waiting their turn.

@@ -63,9 +63,14 @@ class SqliteConnection final : public SqlConnection {
   sqlite_api::sqlite3_stmt* insert = nullptr;
 };
 
+// Who serialises a connection's use: SQLite's own mutex, taken and released
+// by every API call (any thread may use it at any time), or the caller,
+// who never lets two threads use it at once (SQLite's "multi-thread" mode).
+enum class Threading { sqlite_serializes, caller_serializes };
+
 // The file opened as the sink writes it: the busy timeout, WAL, the
 // synchronous level; a file this process may not write is refused. Throws
 // auditpipe::error naming the file and what failed.
-std::unique_ptr<SqliteConnection> open_connection(const SqliteConfig& config);
+std::unique_ptr<SqliteConnection> open_connection(const SqliteConfig& config, Threading threading);
 
 }  // namespace auditpipe::sqlite

@@ -1,0 +1,63 @@
+// The SQLite sink's connection (sinks/sqlite/src/sqlite_connection.h), from
+// inside: the sink's own is opened without SQLite's per-call mutex (the sink
+// lends it to one write at a time) and keeps every setting open_connection
+// applies; a Database's keeps the mutex.
+#include "sqlite_connection.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "temp_dir.h"
+
+namespace {
+
+using auditpipe::sqlite::open_connection;
+using auditpipe::sqlite::SqliteConfig;
+using auditpipe::sqlite::Threading;
+using testing_support::TempDir;
+
+std::string pragma(sqlite_api::sqlite3* db, const std::string& name) {
+  sqlite_api::sqlite3_stmt* st = nullptr;
+  EXPECT_EQ(sqlite_api::sqlite3_prepare_v2(db, ("PRAGMA " + name).c_str(), -1, &st, nullptr),
+            SQLITE_OK);
+  std::string value;
+  if (sqlite_api::sqlite3_step(st) == SQLITE_ROW) {
+    value = reinterpret_cast<const char*>(sqlite_api::sqlite3_column_text(st, 0));
+  }
+  sqlite_api::sqlite3_finalize(st);
+  return value;
+}
+
+SqliteConfig config_for(const TempDir& dir) {
+  SqliteConfig config;
+  config.path = (dir.path() / "audit.db").string();
+  config.busy_timeout_ms = 1234;
+  config.synchronous = "FULL";
+  return config;
+}
+
+TEST(SqliteConnection, TheSinksOwnHasNoMutexAndKeepsItsSettings) {
+  TempDir dir;
+  const auto c = open_connection(config_for(dir), Threading::caller_serializes);
+  // sqlite3_db_mutex() is NULL exactly when the connection is not in
+  // SQLite's serialized mode.
+  EXPECT_EQ(sqlite_api::sqlite3_db_mutex(c->handle), nullptr);
+  // The settings are on the handle the writes use, not on one replaced.
+  EXPECT_EQ(pragma(c->handle, "busy_timeout"), "1234");
+  EXPECT_EQ(pragma(c->handle, "journal_mode"), "wal");
+  EXPECT_EQ(pragma(c->handle, "synchronous"), "2");  // FULL
+  // The SOCI session works on that same handle: a table it creates is
+  // seen through the handle.
+  c->execute_ddl("CREATE TABLE t (x INTEGER)");
+  EXPECT_EQ(pragma(c->handle, "table_info(t)").empty(), false);
+}
+
+TEST(SqliteConnection, ADatabasesKeepsSqlitesMutex) {
+  TempDir dir;
+  const auto c = open_connection(config_for(dir), Threading::sqlite_serializes);
+  EXPECT_NE(sqlite_api::sqlite3_db_mutex(c->handle), nullptr);
+  EXPECT_EQ(pragma(c->handle, "busy_timeout"), "1234");
+}
+
+}  // namespace
