@@ -224,9 +224,6 @@ int VerifyCommand::run() {
         } else {
           select += q;
         }
-      } else if (c.type == ColumnType::float64 && dialect == "sqlite") {
-        // printf() makes "0.0" of a NULL; 17 digits give the double back exactly.
-        select += "CASE WHEN " + q + " IS NULL THEN NULL ELSE printf('%!.17g', " + q + ") END";
       } else {
         select += q;
       }
@@ -315,7 +312,11 @@ int VerifyCommand::run() {
               break;
             }
             case ColumnType::boolean:
-              enc.integer(*v == "t" || *v == "true" || *v == "1" ? 1 : 0);
+              // PostgreSQL says t/f; MySQL's BOOLEAN is a TINYINT(1), which
+              // holds -128..127: a 5 there is not the 1 that was sealed.
+              enc.integer(*v == "t" || *v == "true"    ? 1
+                          : *v == "f" || *v == "false" ? 0
+                                                       : to_int(*v, columns[i].name.c_str()));
               break;
             default:
               enc.integer(to_int(*v, columns[i].name.c_str()));

@@ -5,7 +5,8 @@
 #
 #   seal_cli_test.sh <auditpipe binary> <sqlite|mysql|postgresql> <scratch dir> <case>
 #
-# Cases: clean, update, delete_row, delete_seal, insert, swap, truncate,
+# Cases: clean, values (awkward doubles verify clean; a boolean of 5 is
+# caught), update, delete_row, delete_seal, insert, swap, truncate,
 # forged_seal, unsealed, bad_key, killdb (mysql: the server killed -9 mid-load),
 # two_writers (two processes sealing one table at once), wide_batch (a
 # seal's keys and fingerprints past 64 KiB), seals_blocked (the seals table
@@ -81,7 +82,7 @@ delete_seal_rows() {
   done
 }
 
-if [[ ! $case =~ ^(bad_key|killdb|forged_seal|two_writers|wide_batch)$ ]]; then
+if [[ ! $case =~ ^(bad_key|killdb|forged_seal|two_writers|wide_batch|values)$ ]]; then
   jsonl 2000 0 > a.jsonl
   jsonl 1500 5000 > b.jsonl
   load "$sealed_url" a.jsonl b.jsonl || fail "load exited $?"
@@ -189,6 +190,30 @@ case $case in
     q "DELETE FROM ${table}_seals"
     load "$sealed_url" a.jsonl b.jsonl 2> rerun2.err || fail "the second rerun exited $?"
     grep -q "holds rows but no seals yet" rerun2.err || fail "no warning of a table without seals: $(cat rerun2.err)" ;;
+  values)
+    # Values a database gives back in another form: -0.0 (SQLite and
+    # MariaDB store 0), doubles whose 17-digit text is not exact (SQLite's
+    # printf above 1e100), the extremes. The table verifies clean.
+    jsonl 300 0 > a.jsonl
+    i=300
+    for amount in -0.0 0.0 1.7976931348623157e308 -1.1782508561682684e+213 4.9406564584124654e-324 \
+                  2.2250738585072014e-308 1e300 -1e-300 0.1 123456789.123456789; do
+      printf '{"at":"2026-11-30T12:00:00.000001Z","user":{"name":"v%d"},"level":1,"amount":%s,"ok":true,"msg":null}\n' \
+        "$i" "$amount" >> a.jsonl
+      i=$((i + 1))
+    done
+    load "$sealed_url" a.jsonl || fail "load exited $?"
+    expect_eq "$(q "SELECT COUNT(*) FROM $table")" 310 "rows loaded"
+    run_verify --key-file key --anchor anchor
+    expect_found 0 "310 rows, [0-9]+ seals: verified"
+    # A boolean the column holds but the record cannot: MySQL's BOOLEAN is
+    # a TINYINT(1) (-128..127), SQLite's an INTEGER; a 5 is not the 1 sealed.
+    if [ "$backend" != postgresql ]; then
+      read -r sid seq <<<"$(q "SELECT source_id, seq FROM $table WHERE ok = 1 ORDER BY seq LIMIT 1" | tr '\t' ' ')"
+      q "UPDATE $table SET ok = 5 WHERE source_id = $sid AND seq = $seq"
+      run_verify --key-file key --anchor anchor
+      expect_found 1 "^changed: source_id $sid seq $seq of seal [0-9]+ \(" "1 tampering findings"
+    fi ;;
   bad_key)
     jsonl 10 0 > a.jsonl
     chmod 644 key

@@ -53,6 +53,10 @@ TEST(Seal, CanonicalBytesAreFixed) {
   e.clear();
   e.integer(std::numeric_limits<std::int64_t>::max());
   EXPECT_EQ(e.bytes(), std::string("\1\xfe\xff\xff\xff\xff\xff\xff\xff\xff\x01", 11));
+  // -0.0 is encoded as 0.0: SQLite and MariaDB give it back as 0.
+  e.clear();
+  e.float64(-0.0);
+  EXPECT_EQ(e.bytes(), std::string("\1\0\0\0\0\0\0\0\0", 9));
   // The message commits to every field, in order.
   EXPECT_EQ(seal_message("p", 3, "1:0-9", 10, "d"), "auditpipe-seal-v2\np\n3\n1:0-9\n10\nd");
   EXPECT_EQ(genesis_digest("t").size(), 64u);

@@ -221,8 +221,16 @@ std::vector<std::vector<std::optional<std::string>>> SqliteConnection::query_row
     auto& values = out.emplace_back();
     values.reserve(static_cast<std::size_t>(sqlite3_column_count(st)));
     for (int i = 0; i < sqlite3_column_count(st); ++i) {
-      if (sqlite3_column_type(st, i) == SQLITE_NULL) {
+      const int type = sqlite3_column_type(st, i);
+      if (type == SQLITE_NULL) {
         values.emplace_back(std::nullopt);
+      } else if (type == SQLITE_FLOAT) {
+        // SQLite's own text of a REAL has 15 digits, and printf('%!.17g')
+        // is not exact either above 1e100: the shortest text that gives
+        // the double back exactly.
+        char buf[32];
+        const auto end = std::to_chars(buf, buf + sizeof buf, sqlite3_column_double(st, i)).ptr;
+        values.emplace_back(std::string(buf, end));
       } else {
         const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(st, i));
         values.emplace_back(

@@ -130,7 +130,7 @@ AUDITPIPE_EXPORT std::string to_hex(std::string_view bytes);
 /// Appends canonical bytes of one row's values to a buffer, in descriptor
 /// order: a NULL is byte 0; a value is byte 1 and then integers (booleans,
 /// timestamps in µs) as a zigzag varint (LEB128 of (v << 1) ^ (v >> 63)),
-/// float64 as its IEEE bits (8 bytes LE), text as a varint length and its
+/// float64 as its IEEE bits (8 bytes LE; -0.0 as 0.0), text as a varint length and its
 /// bytes. The row ends with key(): source_id and seq, zigzag varints. Short
 /// where the values are small: every byte is hashed, and the hash is most
 /// of what sealing costs.
