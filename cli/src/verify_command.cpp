@@ -4,10 +4,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <future>
@@ -40,6 +43,11 @@ EXIT STATUS
        appended by someone else: run again later; if it stays, investigate)
   4    could not verify (connection, missing table, unreadable key file))";
 
+/// A bad argument: exit status 2, before anything is read.
+struct UsageError : error {
+  using error::error;
+};
+
 std::int64_t to_int(std::string_view s, const char* what) {
   std::int64_t v = 0;
   const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
@@ -51,6 +59,8 @@ std::int64_t to_int(std::string_view s, const char* what) {
 }
 
 struct Seal {
+  bool checked = true;     ///< false: made before --since, its rows trusted
+  bool malformed = false;  ///< its ranges are not ranges (reported)
   std::int64_t no = 0;
   std::string ranges;
   std::int64_t row_count = 0;
@@ -88,15 +98,22 @@ std::string shown(const std::string& ranges) {
 }
 
 std::int64_t parse_since(const std::string& s) {
-  if (s.find_first_not_of("0123456789") == std::string::npos) {
-    return to_int(s, "--since") * 1000000;
+  if (!s.empty() && s.find_first_not_of("0123456789") == std::string::npos) {
+    std::int64_t v = 0;
+    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec == std::errc() && v <= INT64_MAX / 1000000) return v * 1000000;
   }
   std::tm tm{};
-  int y = 0, mo = 0, d = 0, h = 0, mi = 0, sec = 0;
-  const int n = std::sscanf(s.c_str(), "%d-%d-%d%*[T ]%d:%d:%d", &y, &mo, &d, &h, &mi, &sec);
-  if (n != 3 && n != 6) {
-    throw error("auditpipe verify: --since '" + s +
-                "': give epoch seconds or YYYY-MM-DD[THH:MM:SS] (UTC)");
+  int y = 0, mo = 0, d = 0, h = 0, mi = 0, sec = 0, used = -1;
+  // The whole text, or nothing: "2026-12-02garbage" is not a date.
+  if (std::sscanf(s.c_str(), "%4d-%2d-%2d%n", &y, &mo, &d, &used) != 3 ||
+      (static_cast<std::size_t>(used) != s.size() &&
+       (std::sscanf(s.c_str(), "%4d-%2d-%2d%*1[T ]%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec,
+                    &used) != 6 ||
+        static_cast<std::size_t>(used) != s.size())) ||
+      mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60) {
+    throw UsageError("auditpipe verify: --since '" + s +
+                     "': give epoch seconds or YYYY-MM-DD[THH:MM:SS] (UTC)");
   }
   tm.tm_year = y - 1900;
   tm.tm_mon = mo - 1;
@@ -159,6 +176,31 @@ int VerifyCommand::run() {
     const std::string key = key_file_.empty() ? std::string() : seal::read_key_file(key_file_);
     const bool has_since = !since_.empty();
     const std::int64_t since_us = has_since ? parse_since(since_) : 0;
+    // The anchor, before anything is read: a seal_anchor_file or SEALNO:DIGEST.
+    std::optional<std::pair<std::int64_t, std::string>> anchor;
+    if (!anchor_.empty()) {
+      std::string text = anchor_;
+      const bool is_pair =
+          anchor_.find(':') != std::string::npos && anchor_.find('/') == std::string::npos;
+      if (!is_pair) {
+        std::ifstream in(anchor_);
+        if (!in) {
+          throw UsageError("auditpipe verify: --anchor '" + anchor_ + "': cannot read it (" +
+                           std::strerror(errno) + "); give a seal_anchor_file or SEALNO:DIGEST");
+        }
+        std::getline(in, text);
+      }
+      const std::size_t sep = text.find_first_of(": ");
+      std::int64_t no = 0;
+      const auto [p, ec] =
+          std::from_chars(text.data(), text.data() + std::min(sep, text.size()), no);
+      if (sep == std::string::npos || ec != std::errc() || p != text.data() + sep || no < 1 ||
+          text.size() - sep - 1 != 64) {
+        throw UsageError("auditpipe verify: --anchor '" + anchor_ +
+                         "': not a seal_anchor_file's 'SEALNO DIGEST' nor SEALNO:DIGEST");
+      }
+      anchor.emplace(no, text.substr(sep + 1));
+    }
     auto db = Database::connect(url_);
     const std::string dialect(db->dialect());
     if (dialect == "postgresql") {
@@ -190,8 +232,14 @@ int VerifyCommand::run() {
       s.digest = r[4].value_or("");
       s.sealed_at = to_int(r[5].value_or("0"), "sealed_at");
       s.row_hashes = r[6].value_or("");
-      if (has_since && s.sealed_at < since_us) continue;
       seals.push_back(std::move(s));
+    }
+    // --since: the seals from the first one made at or after TIME on, by
+    // seal_no (a later seal is checked whatever its sealed_at says); the
+    // rows of the older ones are trusted, not read where avoidable.
+    std::size_t from = 0;
+    if (has_since) {
+      while (from < seals.size() && seals[from].sealed_at < since_us) seals[from++].checked = false;
     }
     Findings findings(max_findings_);
 
@@ -205,10 +253,21 @@ int VerifyCommand::run() {
     std::map<std::int64_t, std::vector<Part>> by_source;
     for (std::size_t i = 0; i < seals.size(); ++i) {
       std::int64_t base = 0;
-      for (const auto& [sid, items] : seal::split_sources(seals[i].ranges)) {
-        by_source[sid].push_back({i, items, base});
-        for (const seal::SeqRun& run : seal::parse_runs(items)) base += run.hi - run.lo + 1;
+      std::vector<std::pair<std::int64_t, Part>> parts;
+      try {
+        for (const auto& [sid, items] : seal::split_sources(seals[i].ranges)) {
+          parts.push_back({sid, {i, items, base}});
+          for (const seal::SeqRun& run : seal::parse_runs(items)) base += run.hi - run.lo + 1;
+        }
+      } catch (const error&) {
+        // Not something auditpipe writes: the seal was edited. Its rows
+        // then show as covered by no seal.
+        seals[i].malformed = true;
+        findings.tampered("seal " + std::to_string(seals[i].no) + ": its ranges '" +
+                          shown(seals[i].ranges) + "' are malformed (the seal was rewritten)");
+        continue;
       }
+      for (auto& [sid, part] : parts) by_source[sid].push_back(part);
     }
     // The select list: every column as text that gives back its exact value.
     std::string select;
@@ -274,10 +333,24 @@ int VerifyCommand::run() {
         }
         ranges = &runs;
       }
+      // With --since, rows below this source's first key a checked seal
+      // covers are the trusted seals' (or inserted among them before TIME):
+      // not read. A source no checked seal covers: only what follows its
+      // newest sealed key (rows not yet sealed) is read.
+      std::optional<std::int64_t> lowest;
+      if (has_since && !runs.empty()) {
+        std::optional<std::int64_t> checked_lo;
+        std::int64_t top = runs.front().hi;
+        for (const Range& r : runs) {
+          top = std::max(top, r.hi);
+          if (seals[r.seal].checked) checked_lo = std::min(checked_lo.value_or(r.lo), r.lo);
+        }
+        lowest = checked_lo ? *checked_lo : top + 1;
+      }
       std::size_t next_range = 0;
       std::vector<std::size_t> active;  // indexes into *ranges
       auto retire = [&](Range& r) {
-        if (r.last < r.hi) {
+        if (seals[r.seal].checked && r.last < r.hi) {
           seals[r.seal].gaps.push_back(
               {sid, std::to_string(r.last + 1) + "-" + std::to_string(r.hi)});
         }
@@ -348,6 +421,7 @@ int VerifyCommand::run() {
         for (std::size_t i : active) {
           Range& r = (*ranges)[i];
           Seal& s = seals[r.seal];
+          if (!s.checked) continue;  // before --since: trusted
           const auto at = static_cast<std::size_t>(r.base + (seq - r.lo)) * 8;
           if (at + 8 <= s.row_hashes.size()) {
             if (fingerprint.empty()) {
@@ -368,8 +442,9 @@ int VerifyCommand::run() {
         ++rows_read;
         if ((rows_read & 1023) == 0) draw(false);
       };
-      const std::string source_query =
-          "SELECT " + select + " FROM " + table_q + " WHERE source_id = " + std::to_string(sid);
+      const std::string source_query = "SELECT " + select + " FROM " + table_q +
+                                       " WHERE source_id = " + std::to_string(sid) +
+                                       (lowest ? " AND seq >= " + std::to_string(*lowest) : "");
       if (dialect == "mysql") {
         // Streamed from the server in one query: no page is held, and the
         // server sends rows while they are digested.
@@ -379,9 +454,9 @@ int VerifyCommand::run() {
         // another thread (the one connection is only ever used by one at
         // a time) while this one is digested.
         using Page = std::vector<std::vector<std::optional<std::string>>>;
-        auto fetch = [&](std::optional<std::int64_t> from) {
+        auto fetch = [&](std::optional<std::int64_t> after_seq) {
           std::string sql = source_query;
-          if (from) sql += " AND seq > " + std::to_string(*from);
+          if (after_seq) sql += " AND seq > " + std::to_string(*after_seq);
           sql += " ORDER BY seq LIMIT " + std::to_string(page);
           return db->query(sql);
         };
@@ -433,9 +508,12 @@ int VerifyCommand::run() {
     }
 
     // Every seal: its rows, its digest, its link.
-    std::string prev = seals.empty() || !has_since ? seal::genesis_digest(table_) : seals[0].prev;
-    std::int64_t expected_no = seals.empty() || !has_since ? 1 : seals[0].no;
-    for (Seal& s : seals) {
+    std::string prev =
+        from == seals.size() || !has_since ? seal::genesis_digest(table_) : seals[from].prev;
+    std::int64_t expected_no = from == seals.size() || !has_since ? 1 : seals[from].no;
+    std::size_t unexplained = 0, forged = 0;  // digests that fail with every row as sealed
+    for (std::size_t at = from; at < seals.size(); ++at) {
+      Seal& s = seals[at];
       const std::string where = "seal " + std::to_string(s.no) + " (" + shown(s.ranges) + ")";
       // The rows whose fingerprint is not the sealed one, by key.
       std::string changed_keys;
@@ -461,9 +539,14 @@ int VerifyCommand::run() {
                           ": its prev_digest is not the previous seal's digest (seals removed, "
                           "reordered or rewritten)");
       }
+      if (s.malformed) {  // reported above; its rows could not be placed
+        prev = s.digest;
+        expected_no = s.no + 1;
+        continue;
+      }
       const std::string rows_digest = s.hash ? s.hash->final_hex() : seal::RowsDigest().final_hex();
       const std::string message =
-          seal::seal_message(s.prev, s.no, s.ranges, s.row_count, rows_digest);
+          seal::seal_message(s.prev, s.no, s.sealed_at, s.ranges, s.row_count, rows_digest);
       if (s.rows < s.row_count) {
         std::string keys;
         for (std::size_t i = 0; i < s.gaps.size() && i < 10; ++i) {
@@ -491,10 +574,12 @@ int VerifyCommand::run() {
             seal::seal_digest(seal::Mode::hash, {}, message) == s.digest) {
           findings.tampered("forged seal: " + where +
                             " was recomputed without the key (plain SHA-256)");
+          ++forged;
         } else if (!changed_keys.empty()) {
           findings.tampered("changed: " + changed_keys + " of " + where +
                             " differ from what was sealed");
         } else {
+          ++unexplained;
           findings.tampered(
               "changed: rows of " + where +
               " differ from what was sealed (or the seal was rewritten" +
@@ -505,18 +590,23 @@ int VerifyCommand::run() {
       expected_no = s.no + 1;
     }
 
+    // Every seal checked failing its digest with every row as its
+    // fingerprints say: the key (or the mode) is the likelier mistake.
+    const std::size_t checked = seals.size() - from;
+    if (checked > 0 && unexplained == checked) {
+      std::printf("hint: no seal verifies, yet every row matches its seal's fingerprint: %s\n",
+                  mode == seal::Mode::hmac
+                      ? "is --key-file the key the table was sealed with (seal_key_file=)?"
+                      : "the table was sealed with a key (seal=hmac): give --key-file");
+    } else if (checked > 0 && forged == checked) {
+      std::printf(
+          "hint: every seal is plain SHA-256: if the table was written with seal=hash, verify "
+          "it without --key-file (then nothing proves who made the seals)\n");
+    }
+
     // The anchor: the newest seal published outside the database.
-    if (!anchor_.empty()) {
-      std::string text = anchor_;
-      if (std::ifstream in(anchor_); in) {
-        std::getline(in, text);
-      }
-      const std::size_t sep = text.find_first_of(": ");
-      if (sep == std::string::npos) {
-        throw error("auditpipe verify: --anchor: give a seal_anchor_file or SEALNO:DIGEST");
-      }
-      const std::int64_t no = to_int(text.substr(0, sep), "anchor seal_no");
-      const std::string digest = text.substr(sep + 1);
+    if (anchor) {
+      const auto& [no, digest] = *anchor;
       const std::int64_t last = seals.empty() ? 0 : seals.back().no;
       if (last < no) {
         findings.tampered("truncated: the anchor names seal " + std::to_string(no) +
@@ -533,14 +623,19 @@ int VerifyCommand::run() {
     }
 
     const std::size_t bad = findings.tampered_count();
-    std::printf("%s: %llu rows, %zu seals: %s\n", table_.c_str(),
-                static_cast<unsigned long long>(rows_read), seals.size(),
+    std::printf("%s: %llu rows, %zu seals%s: %s\n", table_.c_str(),
+                static_cast<unsigned long long>(rows_read), checked,
+                from > 0 ? (" (" + std::to_string(from) + " older trusted: --since)").c_str() : "",
                 bad > 0 ? (std::to_string(bad) + " tampering findings").c_str()
                 : findings.unsealed_count() > 0 ? "verified; some rows not yet sealed"
                                                 : "verified");
     std::fflush(stdout);
     if (bad > 0) return 1;
     return findings.unsealed_count() > 0 ? 3 : 0;
+  } catch (const UsageError& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
   } catch (const std::exception& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "%s\n", e.what());

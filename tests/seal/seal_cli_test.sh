@@ -5,7 +5,7 @@
 #
 #   seal_cli_test.sh <auditpipe binary> <sqlite|mysql|postgresql> <scratch dir> <case>
 #
-# Cases: clean, values (awkward doubles verify clean; a boolean of 5 is
+# Cases: clean, since (verify --since, and usage errors), values (awkward doubles verify clean; a boolean of 5 is
 # caught), update, delete_row, delete_seal, insert, swap, truncate,
 # forged_seal, unsealed, bad_key, killdb (mysql: the server killed -9 mid-load),
 # two_writers (two processes sealing one table at once), wide_batch (a
@@ -107,6 +107,15 @@ case $case in
     grep -q 'a key nobody' "$work"/anchor && fail "the key is in the anchor file"
     [ "$(q "SELECT COUNT(*) FROM ${table}_seals WHERE digest LIKE '%key%'")" = 0 ] ||
       fail "a digest holds the key"
+    # The wrong key: every seal fails, and verify says the key is the likelier mistake.
+    printf 'another key' > key2
+    chmod 600 key2
+    run_verify --key-file key2
+    expect_found 1 "hint: no seal verifies, yet every row matches .*is --key-file the key"
+    # A seal's ranges rewritten into something no writer makes: named, exit 1.
+    q "UPDATE ${table}_seals SET ranges = 'garbage' WHERE seal_no = 2"
+    run_verify --key-file key --unsealed-window 0
+    expect_found 1 "^seal 2: its ranges 'garbage' are malformed" "inserted: row"
     # PostgreSQL stores the fingerprints as they are: compressing hex of
     # checksums was most of what sealing cost its server.
     if [ "$backend" = postgresql ]; then
@@ -190,6 +199,42 @@ case $case in
     q "DELETE FROM ${table}_seals"
     load "$sealed_url" a.jsonl b.jsonl 2> rerun2.err || fail "the second rerun exited $?"
     grep -q "holds rows but no seals yet" rerun2.err || fail "no warning of a table without seals: $(cat rerun2.err)" ;;
+  since)
+    # --since: the seals made from TIME on are checked, the older ones'
+    # rows trusted. More lines of a source sealed before (the same source_id,
+    # later offsets) and a new source, after TIME.
+    sleep 1.1
+    t=$(date -u +%s)
+    sleep 1.1
+    old_seals=$(q "SELECT COUNT(*) FROM ${table}_seals")
+    jsonl 700 2000 >> a.jsonl
+    jsonl 300 9000 > c.jsonl
+    load "$sealed_url" a.jsonl c.jsonl || fail "the second load exited $?"
+    new_seals=$(( $(q "SELECT COUNT(*) FROM ${table}_seals") - old_seals ))
+    [ "$new_seals" -ge 2 ] || fail "only $new_seals seals for the rows loaded after --since"
+    run_verify --key-file key --anchor anchor --since "$t"
+    expect_found 0 "^$table: [0-9]+ rows, $new_seals seals \($old_seals older trusted: --since\): verified\$"
+    run_verify --key-file key --since "$(date -u +%Y-%m-%dT%H:%M:%S -d "@$t")"
+    expect_found 0 "$new_seals seals \($old_seals older trusted"
+    # A TIME after the newest seal: nothing to check, nothing unsealed.
+    run_verify --key-file key --since "$(( $(date -u +%s) + 3600 ))"
+    expect_found 0 ": 0 rows, 0 seals \([0-9]+ older trusted: --since\): verified\$"
+    # A newer seal's sealed_at moved before TIME is found (it is part of
+    # the digest; a seal after the window's first is checked whatever its
+    # sealed_at says), and so is a row of a newer seal changed.
+    last=$(q "SELECT MAX(seal_no) FROM ${table}_seals")
+    q "UPDATE ${table}_seals SET sealed_at = 0 WHERE seal_no = $last"
+    run_verify --key-file key --since "$t"
+    expect_found 1 "^changed: rows of seal $last \(.*or the seal was rewritten" "1 tampering findings"
+    read -r sid seq <<<"$(q "SELECT source_id, seq FROM $table WHERE user_name = 'user9100 é'" | tr '\t' ' ')"
+    q "UPDATE $table SET level = level + 1 WHERE source_id = $sid AND seq = $seq"
+    run_verify --key-file key --since "$t"
+    expect_found 1 "^changed: source_id $sid seq $seq of seal [0-9]+ "
+    # Malformed usage: exit 2, before anything is read.
+    run_verify --key-file key --since "$(date -u +%Y-%m-%d)garbage"
+    expect_found 2 "give epoch seconds"
+    run_verify --key-file key --anchor "$work/no-such-anchor"
+    expect_found 2 "cannot read it" ;;
   values)
     # Values a database gives back in another form: -0.0 (SQLite and
     # MariaDB store 0), doubles whose 17-digit text is not exact (SQLite's

@@ -58,7 +58,8 @@ TEST(Seal, CanonicalBytesAreFixed) {
   e.float64(-0.0);
   EXPECT_EQ(e.bytes(), std::string("\1\0\0\0\0\0\0\0\0", 9));
   // The message commits to every field, in order.
-  EXPECT_EQ(seal_message("p", 3, "1:0-9", 10, "d"), "auditpipe-seal-v2\np\n3\n1:0-9\n10\nd");
+  EXPECT_EQ(seal_message("p", 3, 1764504000000001, "1:0-9", 10, "d"),
+            "auditpipe-seal-v3\np\n3\n1764504000000001\n1:0-9\n10\nd");
   EXPECT_EQ(genesis_digest("t").size(), 64u);
   EXPECT_NE(genesis_digest("t"), genesis_digest("u"));
 }

@@ -135,13 +135,15 @@ std::string genesis_digest(std::string_view table) {
   return h.final_hex();
 }
 
-std::string seal_message(std::string_view prev_digest, std::int64_t seal_no,
+std::string seal_message(std::string_view prev_digest, std::int64_t seal_no, std::int64_t sealed_at,
                          std::string_view ranges, std::int64_t row_count,
                          std::string_view rows_digest_hex) {
-  std::string m = "auditpipe-seal-v2\n";
+  std::string m = "auditpipe-seal-v3\n";
   m += prev_digest;
   m += '\n';
   m += std::to_string(seal_no);
+  m += '\n';
+  m += std::to_string(sealed_at);
   m += '\n';
   m += ranges;
   m += '\n';

@@ -416,11 +416,12 @@ void SealWriter::store_one(SqlConnection& c, const BatchSeal& p) {
       no = newest_no_ + 1;
       prev = newest_digest_;
     }
+    const std::int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                                    std::chrono::system_clock::now().time_since_epoch())
+                                    .count();
     const std::string digest = seal::seal_digest(
-        settings_.mode, key_, seal::seal_message(prev, no, p.ranges, p.row_count, p.rows_digest));
-    const auto now_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                            std::chrono::system_clock::now().time_since_epoch())
-                            .count();
+        settings_.mode, key_,
+        seal::seal_message(prev, no, now_us, p.ranges, p.row_count, p.rows_digest));
     const auto inserted =
         c.query_rows(insert_, {std::to_string(no), p.ranges, std::to_string(p.row_count), prev,
                                digest, std::to_string(now_us), p.row_hashes});

@@ -7,7 +7,7 @@
 // ("sid:min-max;sid:min-max"): rows_digest = SHA-256 over the rows'
 // canonical bytes, in (source_id, seq) order (RowsDigest); digest =
 // HMAC-SHA-256(key, message) with a key (seal=hmac), SHA-256(message) without (seal=hash), where
-// message is seal_message(prev_digest, seal_no, ranges, row_count, rows_digest).
+// message is seal_message(prev_digest, seal_no, sealed_at, ranges, row_count, rows_digest).
 //
 // Who may call: the SQL sink skeleton and the verify command.
 //
@@ -56,10 +56,11 @@ AUDITPIPE_EXPORT std::string seals_table(std::string_view table);
 /// The previous digest of the first seal: hex SHA-256 of "auditpipe-seal-genesis:" + table.
 AUDITPIPE_EXPORT std::string genesis_digest(std::string_view table);
 
-/// What a seal's digest is computed over.
+/// What a seal's digest is computed over. `sealed_at` (µs since the epoch)
+/// is in it because `verify --since` chooses seals by it.
 AUDITPIPE_EXPORT std::string seal_message(std::string_view prev_digest, std::int64_t seal_no,
-                                          std::string_view ranges, std::int64_t row_count,
-                                          std::string_view rows_digest_hex);
+                                          std::int64_t sealed_at, std::string_view ranges,
+                                          std::int64_t row_count, std::string_view rows_digest_hex);
 
 /// A seal's digest (hex): HMAC-SHA-256(key, message) for Mode::hmac,
 /// SHA-256(message) for Mode::hash.
