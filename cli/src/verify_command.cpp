@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <fstream>
@@ -20,6 +21,7 @@
 
 #include "auditpipe/database.h"
 #include "auditpipe/sink/seal.h"
+#include "auditpipe/sink/url.h"
 #include "auditpipe/status.h"
 
 namespace auditpipe::cli {
@@ -172,8 +174,33 @@ VerifyCommand::VerifyCommand(CLI::App& app) {
 
 int VerifyCommand::run() {
   try {
-    const seal::Mode mode = key_file_.empty() ? seal::Mode::hash : seal::Mode::hmac;
-    const std::string key = key_file_.empty() ? std::string() : seal::read_key_file(key_file_);
+    // The application's URL may be given as it is, sealing options and all:
+    // its key file and anchor file are the ones the table was sealed with.
+    seal::SealSettings in_url;
+    if (const std::size_t q = url_.find('?'); q != std::string::npos) {
+      try {
+        for (const auto& [k, v] : parse_query(std::string_view(url_).substr(q + 1))) {
+          seal::apply_url_option(in_url, k, v);
+        }
+      } catch (const error& e) {
+        throw UsageError(e.what());
+      }
+    }
+    std::string key_file = key_file_;
+    if (key_file.empty() && in_url.mode == seal::Mode::hmac) {
+      key_file = in_url.key_file;
+      if (key_file.empty()) {
+        if (const char* env = std::getenv("AUDITPIPE_SEAL_KEY_FILE")) key_file = env;
+      }
+      if (key_file.empty()) {
+        throw UsageError(
+            "auditpipe verify: the URL says seal=hmac: give --key-file (or seal_key_file= in the "
+            "URL, or AUDITPIPE_SEAL_KEY_FILE)");
+      }
+    }
+    if (anchor_.empty()) anchor_ = in_url.anchor_file;
+    const seal::Mode mode = key_file.empty() ? seal::Mode::hash : seal::Mode::hmac;
+    const std::string key = key_file.empty() ? std::string() : seal::read_key_file(key_file);
     const bool has_since = !since_.empty();
     const std::int64_t since_us = has_since ? parse_since(since_) : 0;
     // The anchor, before anything is read: a seal_anchor_file or SEALNO:DIGEST.

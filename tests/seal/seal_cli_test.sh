@@ -60,6 +60,7 @@ load() {
   "$bin" ingest --quiet --schema schema.json --batch-size "${batch:-500}" "${w[@]}" "$@"
 }
 verify() { "$bin" verify --quiet "$url" --table "$table" "$@"; }
+run_verify_url() { set +e; out=$("$bin" verify --quiet "$1" --table "$table" 2>&1); rc=$?; set -e; echo "$out" >> verify.log; }
 # run_verify ARGS...: sets out and rc.
 run_verify() { set +e; out=$(verify "$@" 2>&1); rc=$?; set -e; echo "$out" >> verify.log; }
 expect_found() {  # status pattern...
@@ -107,6 +108,9 @@ case $case in
     grep -q 'a key nobody' "$work"/anchor && fail "the key is in the anchor file"
     [ "$(q "SELECT COUNT(*) FROM ${table}_seals WHERE digest LIKE '%key%'")" = 0 ] ||
       fail "a digest holds the key"
+    # The application's URL as it is: its key file and anchor file are used.
+    run_verify_url "$sealed_url"
+    expect_found 0 "3500 rows, [0-9]+ seals: verified"
     # The wrong key: every seal fails, and verify says the key is the likelier mistake.
     printf 'another key' > key2
     chmod 600 key2
@@ -271,7 +275,16 @@ case $case in
     set +e; out=$(load "${url}${sep}seal=hmac&seal_key_file=$work/key" a.jsonl 2>&1); rc=$?; set -e
     [ "$rc" != 0 ] && grep -q "is empty" <<<"$out" || fail "an empty key: $rc $out"
     set +e; out=$(load "${url}${sep}seal=hmac" a.jsonl 2>&1); rc=$?; set -e
-    [ "$rc" != 0 ] && grep -q "needs a key file" <<<"$out" || fail "no key: $rc $out" ;;
+    [ "$rc" != 0 ] && grep -q "needs a key file" <<<"$out" || fail "no key: $rc $out"
+    # Sealing options that would be ignored, or an anchor nobody can write: refused at open.
+    chmod 600 key
+    printf 'a key nobody else has' > key
+    set +e; out=$(load "${url}${sep}seal=hash&seal_key_file=$work/key" a.jsonl 2>&1); rc=$?; set -e
+    [ "$rc" != 0 ] && grep -q "seal_key_file is for seal=hmac" <<<"$out" || fail "a key with seal=hash: $rc $out"
+    set +e; out=$(load "${url}${sep}seal_anchor_file=$work/anchor" a.jsonl 2>&1); rc=$?; set -e
+    [ "$rc" != 0 ] && grep -q "seal_anchor_file is given but sealing is off" <<<"$out" || fail "an anchor without seal=: $rc $out"
+    set +e; out=$(load "${url}${sep}seal=hmac&seal_key_file=$work/key&seal_anchor_file=$work/no/such/dir/anchor" a.jsonl 2>&1); rc=$?; set -e
+    [ "$rc" != 0 ] && grep -q "cannot write beside it (No such file or directory)" <<<"$out" || fail "an unwritable anchor: $rc $out" ;;
   killdb)
     # The server killed -9 mid-load, started again; the load finishes on a
     # rerun. Every row is sealed, or reported as not yet sealed; none tampered.

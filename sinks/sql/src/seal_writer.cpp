@@ -2,9 +2,11 @@
 #include "seal_writer.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <system_error>
@@ -57,6 +59,21 @@ SealWriter::SealWriter(const SqlDialect& dialect, const seal::SealSettings& sett
       if (const char* env = std::getenv("AUDITPIPE_SEAL_KEY_FILE")) key_file = env;
     }
     key_ = seal::read_key_file(key_file);
+  } else if (!settings_.key_file.empty()) {
+    throw error("auditpipe: seal_key_file is for seal=hmac; seal=hash uses no key (the key file '" +
+                settings_.key_file + "' would be ignored)");
+  }
+  if (!settings_.anchor_file.empty()) {
+    // Refused now, not with every seal later: the anchor is what catches a
+    // cut-off tail, and a path it cannot be written to would leave none.
+    const std::string tmp = settings_.anchor_file + ".tmp";
+    if (std::FILE* f = std::fopen(tmp.c_str(), "w")) {
+      std::fclose(f);
+      std::remove(tmp.c_str());
+    } else {
+      throw error("auditpipe: seal anchor file '" + settings_.anchor_file +
+                  "': cannot write beside it (" + std::strerror(errno) + ")");
+    }
   }
   const std::string seals = dialect_.quote(seal::seals_table(table_.name));
   // Idempotent: a seal whose insert failed ambiguously (stored, the answer
@@ -470,12 +487,16 @@ void SealWriter::publish(std::int64_t no, const std::string& digest) {
   }
   if (settings_.anchor_file.empty()) return;
   const std::string tmp = settings_.anchor_file + ".tmp";
+  bool written = false;
   {
     std::ofstream out(tmp, std::ios::trunc);
     out << no << ' ' << digest << '\n';
+    out.flush();
+    written = out.good();
   }
-  if (std::rename(tmp.c_str(), settings_.anchor_file.c_str()) != 0) {
-    diagnostics()->warn("auditpipe: cannot write seal anchor file {}", settings_.anchor_file);
+  if (!written || std::rename(tmp.c_str(), settings_.anchor_file.c_str()) != 0) {
+    diagnostics()->warn("auditpipe: cannot write seal anchor file {}: {}", settings_.anchor_file,
+                        std::strerror(errno));
   }
 }
 

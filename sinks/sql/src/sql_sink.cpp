@@ -77,6 +77,12 @@ void SqlSink::prepare_writes(SqlConnection&) {}
 void SqlSink::open(const TableDescriptor& table, const SinkContext& context) {
   table_ = &table;
   text_ = sql_table_text(dialect_, table);
+  if (settings_.seal.mode == seal::Mode::none &&
+      (!settings_.seal.key_file.empty() || !settings_.seal.anchor_file.empty())) {
+    throw error("auditpipe: " + settings_.redacted_url + ": " +
+                (settings_.seal.key_file.empty() ? "seal_anchor_file" : "seal_key_file") +
+                " is given but sealing is off: add seal=hmac (or seal=hash), or drop it");
+  }
   if (settings_.seal.mode != seal::Mode::none) {
     sealer_ =
         std::make_unique<SealWriter>(dialect_, settings_.seal, table, settings_.table_location);
