@@ -284,7 +284,17 @@ case $case in
     set +e; out=$(load "${url}${sep}seal_anchor_file=$work/anchor" a.jsonl 2>&1); rc=$?; set -e
     [ "$rc" != 0 ] && grep -q "seal_anchor_file is given but sealing is off" <<<"$out" || fail "an anchor without seal=: $rc $out"
     set +e; out=$(load "${url}${sep}seal=hmac&seal_key_file=$work/key&seal_anchor_file=$work/no/such/dir/anchor" a.jsonl 2>&1); rc=$?; set -e
-    [ "$rc" != 0 ] && grep -q "cannot write beside it (No such file or directory)" <<<"$out" || fail "an unwritable anchor: $rc $out" ;;
+    [ "$rc" != 0 ] && grep -q "cannot write beside it (No such file or directory)" <<<"$out" || fail "an unwritable anchor: $rc $out"
+    # A table whose columns are the record's in another order (made by a
+    # run with another schema): sealing it is refused, since its seals
+    # would not verify; so is migrate=add_columns with seal=.
+    sed 's/"columns": \[/"columns": [ {"name": "level", "type": "uint8"},/; /"name": "level"/{/"columns"/!d}' schema.json > reordered.json
+    "$bin" ingest --quiet --schema reordered.json --writers 1 "$url" a.jsonl || fail "the unsealed load exited $?"
+    set +e; out=$(load "$sealed_url" a.jsonl 2>&1); rc=$?; set -e
+    [ "$rc" != 0 ] && grep -q "has the columns (level, at, user_name, amount, ok, msg), not exactly the record's in its order (at, user_name, level, amount, ok, msg)" <<<"$out" ||
+      fail "a reordered table was sealed: $rc $out"
+    set +e; out=$(load "${sealed_url}&migrate=add_columns" a.jsonl 2>&1); rc=$?; set -e
+    [ "$rc" != 0 ] && grep -q "migrate=add_columns and seal= together are refused" <<<"$out" || fail "migrate with seal: $rc $out" ;;
   killdb)
     # The server killed -9 mid-load, started again; the load finishes on a
     # rerun. Every row is sealed, or reported as not yet sealed; none tampered.

@@ -9,14 +9,18 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <system_error>
 #include <vector>
 
 #include <spdlog/spdlog.h>
 
 #include "auditpipe/diagnostics.h"
+#include "auditpipe/schema.h"
+#include "auditpipe/sink/sql_database.h"
 #include "auditpipe/sink/sql_sink.h"
 #include "auditpipe/status.h"
+#include "auditpipe/table.h"
 
 namespace auditpipe {
 
@@ -97,6 +101,7 @@ SealWriter::~SealWriter() {
 }
 
 void SealWriter::prepare(SqlConnection& c, bool create_table) {
+  check_columns(c);
   const std::string seals = dialect_.quote(seal::seals_table(table_.name));
   const std::string probe =
       "SELECT seal_no, ranges, row_count, prev_digest, digest, sealed_at, row_hashes FROM " +
@@ -159,6 +164,34 @@ void SealWriter::prepare(SqlConnection& c, bool create_table) {
     diagnostics()->warn("auditpipe: could not check {} for unsealed rows: {}", table_.name,
                         e.what());
   }
+}
+
+void SealWriter::check_columns(SqlConnection& c) {
+  std::optional<Schema> schema;
+  std::string why;
+  try {
+    schema = read_table_schema(c, dialect_, table_.name, 1024, false, table_location_);
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  std::string record, table;
+  for (const Column& col : table_.columns)
+    record += (record.empty() ? "" : ", ") + std::string(col.name);
+  bool same = schema && schema->columns().size() == table_.columns.size();
+  if (schema) {
+    for (std::size_t i = 0; i < schema->columns().size(); ++i) {
+      const std::string& name = schema->columns()[i].name;
+      table += (i ? ", " : "") + name;
+      // As the table check matches them: ignoring ASCII case.
+      same = same && i < table_.columns.size() && detail::same_name(name, table_.columns[i].name);
+    }
+  }
+  if (same) return;
+  throw error("auditpipe: seal=: table " + std::string(table_.name) + " " + table_location_ +
+              (schema ? " has the columns (" + table + ")" : " cannot be read back: " + why) +
+              ", not exactly the record's in its order (" + record +
+              "): verify reads a row's values in the table's order, so its seals would not "
+              "verify; seal a table whose columns are the record's (one the sink creates)");
 }
 
 void SealWriter::check_tail(SqlConnection& c, const std::string& seals) {

@@ -111,6 +111,9 @@ class SealWriter {
   void run_storer() AUDITPIPE_EXCLUDES(mutex_);
   /// Links `p` to the chain and stores it. Throws on a failed statement.
   void store_one(SqlConnection& c, const BatchSeal& p) AUDITPIPE_EXCLUDES(mutex_);
+  /// Throws unless the table's columns (but source_id, seq) are the
+  /// record's, in its order: verify encodes the values in the table's.
+  void check_columns(SqlConnection& c);
   /// Warns of rows stored after the newest seals (a run that stopped
   /// between storing and sealing, or one still writing).
   void check_tail(SqlConnection& c, const std::string& seals);

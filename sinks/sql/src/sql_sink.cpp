@@ -83,6 +83,13 @@ void SqlSink::open(const TableDescriptor& table, const SinkContext& context) {
                 (settings_.seal.key_file.empty() ? "seal_anchor_file" : "seal_key_file") +
                 " is given but sealing is off: add seal=hmac (or seal=hash), or drop it");
   }
+  if (settings_.seal.mode != seal::Mode::none && settings_.migrate_add_columns) {
+    // The rows sealed before would read back with the new columns' NULLs,
+    // which their seals do not hold: every one would fail verification.
+    throw error("auditpipe: " + settings_.redacted_url +
+                ": migrate=add_columns and seal= together are refused: columns added to a "
+                "sealed table make its earlier seals fail verification; seal a new table instead");
+  }
   if (settings_.seal.mode != seal::Mode::none) {
     sealer_ =
         std::make_unique<SealWriter>(dialect_, settings_.seal, table, settings_.table_location);
