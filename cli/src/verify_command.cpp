@@ -163,8 +163,8 @@ VerifyCommand::VerifyCommand(CLI::App& app) {
                        "the latest seal published outside the database: a seal_anchor_file, or "
                        "SEALNO:DIGEST");
   command_->add_option("--since", since_,
-                       "check only seals made at or after TIME (epoch seconds or "
-                       "YYYY-MM-DD[THH:MM:SS] UTC), trusting the first one's link");
+                       "check the seals from the first made at or after TIME (epoch seconds or "
+                       "YYYY-MM-DD[THH:MM:SS] UTC) on, trusting the seals before it");
   command_->add_option("--max-findings", max_findings_, "findings printed (default 20)");
   command_->add_option("--unsealed-window", unsealed_window_,
                        "rows no seal covers among the keys of the last N seals are 'not yet "
@@ -382,12 +382,10 @@ int VerifyCommand::run() {
               {sid, std::to_string(r.last + 1) + "-" + std::to_string(r.hi)});
         }
       };
-      std::optional<std::int64_t> after;
-      std::int64_t first_unsealed = 0;
+      std::int64_t first_unsealed = 0, last_unsealed = 0;
       // One row: digested into every seal whose ranges hold its key.
       auto digest_row = [&](std::span<const std::optional<std::string_view>> row) {
         const std::int64_t seq = to_int(row.back().value_or(""), "seq");
-        after = seq;
         enc.clear();
         for (std::size_t i = 0; i < columns.size(); ++i) {
           const std::optional<std::string_view>& v = row[i];
@@ -437,6 +435,7 @@ int VerifyCommand::run() {
         if (active.empty()) {
           if (!newest || seq > *newest) {
             if (unsealed++ == 0) first_unsealed = seq;
+            last_unsealed = seq;
           } else {
             // The first few by key; the rest counted in one line at the end.
             if (inserted++ < 5) {
@@ -514,7 +513,7 @@ int VerifyCommand::run() {
       if (unsealed > 0) {
         findings.unsealed("not yet sealed: source_id " + std::to_string(sid) + ": " +
                           std::to_string(unsealed) + " rows, seq " +
-                          std::to_string(first_unsealed) + "-" + std::to_string(after.value_or(0)) +
+                          std::to_string(first_unsealed) + "-" + std::to_string(last_unsealed) +
                           " (stored after the last seal)");
         unsealed = 0;
       }
