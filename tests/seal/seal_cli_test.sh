@@ -285,6 +285,9 @@ case $case in
     [ "$rc" != 0 ] && grep -q "seal_anchor_file is given but sealing is off" <<<"$out" || fail "an anchor without seal=: $rc $out"
     set +e; out=$(load "${url}${sep}seal=hmac&seal_key_file=$work/key&seal_anchor_file=$work/no/such/dir/anchor" a.jsonl 2>&1); rc=$?; set -e
     [ "$rc" != 0 ] && grep -q "cannot write beside it (No such file or directory)" <<<"$out" || fail "an unwritable anchor: $rc $out"
+    mkdir -p anchor_dir
+    set +e; out=$(load "${url}${sep}seal=hmac&seal_key_file=$work/key&seal_anchor_file=$work/anchor_dir" a.jsonl 2>&1); rc=$?; set -e
+    [ "$rc" != 0 ] && grep -q "is a directory" <<<"$out" || fail "an anchor that is a directory: $rc $out"
     # A table whose columns are the record's in another order (made by a
     # run with another schema): sealing it is refused, since its seals
     # would not verify; so is migrate=add_columns with seal=.

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -71,6 +72,10 @@ SealWriter::SealWriter(const SqlDialect& dialect, const seal::SealSettings& sett
     // Refused now, not with every seal later: the anchor is what catches a
     // cut-off tail, and a path it cannot be written to would leave none.
     const std::string tmp = settings_.anchor_file + ".tmp";
+    std::error_code ec;
+    if (std::filesystem::is_directory(settings_.anchor_file, ec)) {
+      throw error("auditpipe: seal anchor file '" + settings_.anchor_file + "' is a directory");
+    }
     if (std::FILE* f = std::fopen(tmp.c_str(), "w")) {
       std::fclose(f);
       std::remove(tmp.c_str());
