@@ -99,7 +99,10 @@ std::string shown(const std::string& ranges) {
   return ranges.size() <= 80 ? ranges : ranges.substr(0, 77) + "...";
 }
 
-std::int64_t parse_since(const std::string& s) {
+std::int64_t parse_since(std::string s) {
+  if (!s.empty() && (s.back() == 'Z' || s.back() == 'z') && s.find('T') != std::string::npos) {
+    s.pop_back();  // ISO 8601's UTC mark: the time is UTC already
+  }
   if (!s.empty() && s.find_first_not_of("0123456789") == std::string::npos) {
     std::int64_t v = 0;
     const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
@@ -123,7 +126,13 @@ std::int64_t parse_since(const std::string& s) {
   tm.tm_hour = h;
   tm.tm_min = mi;
   tm.tm_sec = sec;
-  return static_cast<std::int64_t>(timegm(&tm)) * 1000000;
+  const std::time_t t = timegm(&tm);
+  std::tm back{};
+  gmtime_r(&t, &back);
+  if (back.tm_year != y - 1900 || back.tm_mon != mo - 1 || back.tm_mday != d) {
+    throw UsageError("auditpipe verify: --since '" + s + "': no such date");
+  }
+  return static_cast<std::int64_t>(t) * 1000000;
 }
 
 class Findings {
@@ -145,6 +154,18 @@ class Findings {
   }
   std::size_t max_, shown_ = 0, tampered_ = 0, unsealed_ = 0;
 };
+
+/// An integer column's value; text that is no integer (a SQLite table
+/// without STRICT holds any) as text, which no sealed integer encodes as.
+void integer_or_text(seal::RowEncoder& enc, std::string_view v) {
+  std::int64_t n = 0;
+  const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec == std::errc() && p == v.data() + v.size()) {
+    enc.integer(n);
+  } else {
+    enc.text(v);
+  }
+}
 
 std::string key_text(std::int64_t sid, std::int64_t seq) {
   return "(source_id " + std::to_string(sid) + ", seq " + std::to_string(seq) + ")";
@@ -185,6 +206,9 @@ int VerifyCommand::run() {
       } catch (const error& e) {
         throw UsageError(e.what());
       }
+    }
+    if (!in_url.key_file.empty() && in_url.mode != seal::Mode::hmac) {
+      throw UsageError("auditpipe verify: the URL's seal_key_file is for seal=hmac");
     }
     std::string key_file = key_file_;
     if (key_file.empty() && in_url.mode == seal::Mode::hmac) {
@@ -403,8 +427,11 @@ int VerifyCommand::run() {
                 d = HUGE_VAL;
               } else if (*v == "-Infinity" || *v == "-Inf" || *v == "-inf") {
                 d = -HUGE_VAL;
-              } else {
-                std::from_chars(v->data(), v->data() + v->size(), d);
+              } else if (const auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), d);
+                         ec != std::errc() || p != v->data() + v->size()) {
+                enc.text(
+                    *v);  // not a number (a SQLite table without STRICT): never what was sealed
+                break;
               }
               enc.float64(d);
               break;
@@ -412,12 +439,16 @@ int VerifyCommand::run() {
             case ColumnType::boolean:
               // PostgreSQL says t/f; MySQL's BOOLEAN is a TINYINT(1), which
               // holds -128..127: a 5 there is not the 1 that was sealed.
-              enc.integer(*v == "t" || *v == "true"    ? 1
-                          : *v == "f" || *v == "false" ? 0
-                                                       : to_int(*v, columns[i].name.c_str()));
+              if (*v == "t" || *v == "true") {
+                enc.integer(1);
+              } else if (*v == "f" || *v == "false") {
+                enc.integer(0);
+              } else {
+                integer_or_text(enc, *v);
+              }
               break;
             default:
-              enc.integer(to_int(*v, columns[i].name.c_str()));
+              integer_or_text(enc, *v);
           }
         }
         enc.key(sid, seq);
@@ -534,9 +565,10 @@ int VerifyCommand::run() {
     }
 
     // Every seal: its rows, its digest, its link.
-    std::string prev =
-        from == seals.size() || !has_since ? seal::genesis_digest(table_) : seals[from].prev;
-    std::int64_t expected_no = from == seals.size() || !has_since ? 1 : seals[from].no;
+    // The window's first seal links to the last one trusted (as stored):
+    // seals deleted at the window's start break that link.
+    std::string prev = from == 0 ? seal::genesis_digest(table_) : seals[from - 1].digest;
+    std::int64_t expected_no = from == 0 ? 1 : seals[from - 1].no + 1;
     std::size_t unexplained = 0, forged = 0;  // digests that fail with every row as sealed
     for (std::size_t at = from; at < seals.size(); ++at) {
       Seal& s = seals[at];

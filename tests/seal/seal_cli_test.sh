@@ -223,6 +223,23 @@ case $case in
     # A TIME after the newest seal: nothing to check, nothing unsealed.
     run_verify --key-file key --since "$(( $(date -u +%s) + 3600 ))"
     expect_found 0 ": 0 rows, 0 seals \([0-9]+ older trusted: --since\): verified\$"
+    # ISO 8601 with its Z is TIME too; a date that does not exist is not.
+    run_verify --key-file key --since "$(date -u +%Y-%m-%dT%H:%M:%SZ -d "@$t")"
+    expect_found 0 "$new_seals seals \($old_seals older trusted"
+    run_verify --key-file key --since 2026-02-31
+    expect_found 2 "no such date"
+    # The window's first seal deleted: its link to the last trusted seal
+    # breaks. (Put back afterwards.)
+    first=$((old_seals + 1))
+    q "DROP TABLE IF EXISTS ${table}_kept" >/dev/null
+    q "CREATE TABLE ${table}_kept AS SELECT * FROM ${table}_seals WHERE seal_no = $first"
+    q "DELETE FROM ${table}_seals WHERE seal_no = $first"
+    run_verify --key-file key --since "$t"
+    expect_found 1 "seals removed: seal_no $first missing before seal $((first + 1))" "chain broken at seal $((first + 1))"
+    q "INSERT INTO ${table}_seals SELECT * FROM ${table}_kept"
+    q "DROP TABLE ${table}_kept"
+    run_verify --key-file key --since "$t"
+    expect_found 0 "verified"
     # A newer seal's sealed_at moved before TIME is found (it is part of
     # the digest; a seal after the window's first is checked whatever its
     # sealed_at says), and so is a row of a newer seal changed.

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include "auditpipe/diagnostics.h"
 #include "auditpipe/schema.h"
@@ -524,7 +525,9 @@ void SealWriter::publish(std::int64_t no, const std::string& digest) {
     diagnostics()->info("auditpipe: {} sealed through seal {} digest {}", table_.name, no, digest);
   }
   if (settings_.anchor_file.empty()) return;
-  const std::string tmp = settings_.anchor_file + ".tmp";
+  // Several processes may seal one table with one anchor file: each its
+  // own temporary file, renamed over the anchor atomically.
+  const std::string tmp = settings_.anchor_file + ".tmp." + std::to_string(::getpid());
   bool written = false;
   {
     std::ofstream out(tmp, std::ios::trunc);
