@@ -10,7 +10,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <fstream>
@@ -212,10 +211,7 @@ int VerifyCommand::run() {
     }
     std::string key_file = key_file_;
     if (key_file.empty() && in_url.mode == seal::Mode::hmac) {
-      key_file = in_url.key_file;
-      if (key_file.empty()) {
-        if (const char* env = std::getenv("AUDITPIPE_SEAL_KEY_FILE")) key_file = env;
-      }
+      key_file = seal::key_file_of(in_url);
       if (key_file.empty()) {
         throw UsageError(
             "auditpipe verify: the URL says seal=hmac: give --key-file (or seal_key_file= in the "

@@ -43,6 +43,12 @@ bool apply_url_option(SealSettings& settings, std::string_view key, const std::s
   return false;
 }
 
+std::string key_file_of(const SealSettings& settings) {
+  if (!settings.key_file.empty()) return settings.key_file;
+  const char* env = std::getenv("AUDITPIPE_SEAL_KEY_FILE");
+  return env != nullptr ? env : "";
+}
+
 std::string read_key_file(const std::string& path) {
   if (path.empty()) {
     throw error(

@@ -60,11 +60,7 @@ SealWriter::SealWriter(const SqlDialect& dialect, const seal::SealSettings& sett
       table_(table),
       table_location_(std::move(table_location)) {
   if (settings_.mode == seal::Mode::hmac) {
-    std::string key_file = settings_.key_file;
-    if (key_file.empty()) {
-      if (const char* env = std::getenv("AUDITPIPE_SEAL_KEY_FILE")) key_file = env;
-    }
-    key_ = seal::read_key_file(key_file);
+    key_ = seal::read_key_file(seal::key_file_of(settings_));
   } else if (!settings_.key_file.empty()) {
     throw error("auditpipe: seal_key_file is for seal=hmac; seal=hash uses no key (the key file '" +
                 settings_.key_file + "' would be ignored)");
@@ -72,7 +68,7 @@ SealWriter::SealWriter(const SqlDialect& dialect, const seal::SealSettings& sett
   if (!settings_.anchor_file.empty()) {
     // Refused now, not with every seal later: the anchor is what catches a
     // cut-off tail, and a path it cannot be written to would leave none.
-    const std::string tmp = settings_.anchor_file + ".tmp";
+    const std::string tmp = anchor_tmp();
     std::error_code ec;
     if (std::filesystem::is_directory(settings_.anchor_file, ec)) {
       throw error("auditpipe: seal anchor file '" + settings_.anchor_file + "' is a directory");
@@ -520,14 +516,18 @@ void SealWriter::store_one(SqlConnection& c, const BatchSeal& p) {
   }
 }
 
+std::string SealWriter::anchor_tmp() const {
+  // Several processes may seal one table with one anchor file: each its
+  // own temporary file, renamed over the anchor atomically.
+  return settings_.anchor_file + ".tmp." + std::to_string(::getpid());
+}
+
 void SealWriter::publish(std::int64_t no, const std::string& digest) {
   if (no % 1000 == 0) {
     diagnostics()->info("auditpipe: {} sealed through seal {} digest {}", table_.name, no, digest);
   }
   if (settings_.anchor_file.empty()) return;
-  // Several processes may seal one table with one anchor file: each its
-  // own temporary file, renamed over the anchor atomically.
-  const std::string tmp = settings_.anchor_file + ".tmp." + std::to_string(::getpid());
+  const std::string tmp = anchor_tmp();
   bool written = false;
   {
     std::ofstream out(tmp, std::ios::trunc);

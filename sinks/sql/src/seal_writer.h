@@ -117,6 +117,8 @@ class SealWriter {
   /// Warns of rows stored after the newest seals (a run that stopped
   /// between storing and sealing, or one still writing).
   void check_tail(SqlConnection& c, const std::string& seals);
+  /// The temporary file the anchor is written to before its rename.
+  std::string anchor_tmp() const;
   /// The anchor file and the periodic info line, after seal `no` was stored.
   void publish(std::int64_t no, const std::string& digest);
 

@@ -46,6 +46,10 @@ struct AUDITPIPE_EXPORT SealSettings {
 AUDITPIPE_EXPORT bool apply_url_option(SealSettings& settings, std::string_view key,
                                        const std::string& value);
 
+/// The key file seal=hmac reads: `settings.key_file` (seal_key_file=),
+/// else the environment's AUDITPIPE_SEAL_KEY_FILE, else empty.
+AUDITPIPE_EXPORT std::string key_file_of(const SealSettings& settings);
+
 /// The key file's bytes. Throws auditpipe::error for a missing, unreadable,
 /// empty or world-readable file (the message names the file, never the key).
 AUDITPIPE_EXPORT std::string read_key_file(const std::string& path);
