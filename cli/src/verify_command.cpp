@@ -660,7 +660,9 @@ int VerifyCommand::run() {
 
     // The anchor: the newest seal published outside the database.
     if (anchor) {
-      const auto& [no, digest] = *anchor;
+      // Not a structured binding: clang 14 cannot capture one in a lambda.
+      const std::int64_t no = anchor->first;
+      const auto& digest = anchor->second;
       const std::int64_t last = seals.empty() ? 0 : seals.back().no;
       if (last < no) {
         findings.tampered("truncated: the anchor names seal " + std::to_string(no) +
