@@ -52,6 +52,24 @@ std::string servers_of(const auditpipe::Stats& s) {
   return out.empty() ? "none" : out;
 }
 
+// The lost message ids as ranges (ids are handed out in commit order, so
+// with a rate each range has an approximate time into the run): which
+// moment of the fault lost them.
+void print_missing(std::vector<std::int64_t> ids, double rate) {
+  std::sort(ids.begin(), ids.end());
+  std::size_t printed = 0;
+  for (std::size_t i = 0; i < ids.size() && printed < 20;) {
+    std::size_t j = i;
+    while (j + 1 < ids.size() && ids[j + 1] - ids[j] <= 8) ++j;
+    std::printf("  lost message_id %lld..%lld (%zu ids)", static_cast<long long>(ids[i]),
+                static_cast<long long>(ids[j]), j - i + 1);
+    if (rate > 0) std::printf(", produced near t=%.2fs", static_cast<double>(ids[i]) / rate);
+    std::printf("\n");
+    ++printed;
+    i = j + 1;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -211,13 +229,17 @@ int main(int argc, char** argv) {
           std::this_thread::sleep_for(std::chrono::seconds(1));
         }
       }
-      std::size_t lost = 0;
-      for (const std::int64_t id : ok) lost += stored.count(id) == 0 ? 1 : 0;
+      std::vector<std::int64_t> missing;
+      for (const std::int64_t id : ok) {
+        if (stored.count(id) == 0) missing.push_back(id);
+      }
+      const std::size_t lost = missing.size();
       const long long duplicated = rows - distinct;
       std::printf(
           "node %zu (%s): written %lld, distinct %lld, duplicated %lld, lost %zu, extra %lld\n",
           i + 1, where.c_str(), rows, distinct, duplicated, lost,
           rows - static_cast<long long>(ok.size()));
+      print_missing(missing, rate);
       if (lost != 0 || duplicated != 0 || rows != static_cast<long long>(ok.size())) good = false;
       if (first_rows >= 0 && rows != first_rows) good = false;
       first_rows = rows;

@@ -119,6 +119,22 @@ bool connect_nonblocking(MYSQL* m, const MysqlConfig& c, const MysqlEndpoint& e,
   return connected != nullptr;
 }
 
+// The two columns of every row of a SHOW statement's result (the name in
+// lower case, the value); frees `r`.
+std::vector<std::pair<std::string, std::string>> pairs_of(MYSQL_RES* r) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (mysql_num_fields(r) >= 2) {
+    while (MYSQL_ROW row = mysql_fetch_row(r)) {
+      const unsigned long* lengths = mysql_fetch_lengths(r);
+      std::string name(row[0] ? row[0] : "", row[0] ? lengths[0] : 0);
+      for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      out.emplace_back(std::move(name), std::string(row[1] ? row[1] : "", row[1] ? lengths[1] : 0));
+    }
+  }
+  mysql_free_result(r);
+  return out;
+}
+
 // The two columns of every row of a SHOW statement (name, value),
 // cancellable; nullopt if it failed (the error stays on `m`).
 std::optional<std::vector<std::pair<std::string, std::string>>> query_pairs_nonblocking(
@@ -133,17 +149,7 @@ std::optional<std::vector<std::pair<std::string, std::string>>> query_pairs_nonb
       m, cancel, [&] { return mysql_store_result_start(&r, m); },
       [&](int events) { return mysql_store_result_cont(&r, m, events); });
   if (r == nullptr) return std::nullopt;
-  std::vector<std::pair<std::string, std::string>> out;
-  if (mysql_num_fields(r) >= 2) {
-    while (MYSQL_ROW row = mysql_fetch_row(r)) {
-      const unsigned long* lengths = mysql_fetch_lengths(r);
-      std::string name(row[0] ? row[0] : "", row[0] ? lengths[0] : 0);
-      for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-      out.emplace_back(std::move(name), std::string(row[1] ? row[1] : "", row[1] ? lengths[1] : 0));
-    }
-  }
-  mysql_free_result(r);
-  return out;
+  return pairs_of(r);
 }
 
 std::string value_of(const std::vector<std::pair<std::string, std::string>>& pairs,
@@ -241,7 +247,7 @@ std::unique_ptr<MysqlConnection> MysqlConnection::connect(const MysqlConfig& c, 
         const auto status = query_pairs_nonblocking(
             m,
             "SHOW GLOBAL STATUS WHERE Variable_name IN ('wsrep_ready', 'wsrep_local_state', "
-            "'wsrep_local_state_comment')",
+            "'wsrep_local_state_comment', 'wsrep_cluster_conf_id')",
             cancel);
         if (!status) {
           refused = "cannot read its wsrep status: " + connection->last_error().describe();
@@ -251,6 +257,8 @@ std::unique_ptr<MysqlConnection> MysqlConnection::connect(const MysqlConfig& c, 
               "Galera node not ready for writes (wsrep_ready=" + value_of(*status, "wsrep_ready") +
               ", wsrep_local_state=" + value_of(*status, "wsrep_local_state") + " " +
               value_of(*status, "wsrep_local_state_comment") + ", not 4 Synced)";
+        } else {
+          connection->conf_id_ = value_of(*status, "wsrep_cluster_conf_id");
         }
       }
       if (refused.empty()) {
@@ -329,17 +337,27 @@ std::optional<std::string> MysqlConnection::query_value(std::string_view sql) no
   return value;
 }
 
-std::optional<std::string> MysqlConnection::show_value(std::string_view sql) noexcept {
-  if (mysql_real_query(mysql_, sql.data(), sql.size()) != 0) return std::nullopt;
-  MYSQL_RES* r = mysql_store_result(mysql_);
-  if (r == nullptr) return std::nullopt;
-  std::optional<std::string> value;
-  if (MYSQL_ROW row = mysql_fetch_row(r);
-      row != nullptr && mysql_num_fields(r) >= 2 && row[1] != nullptr) {
-    value.emplace(row[1], mysql_fetch_lengths(r)[1]);
+std::optional<std::string> MysqlConnection::galera_write_doubt() {
+  static constexpr std::string_view sql =
+      "SHOW STATUS WHERE Variable_name IN ('wsrep_ready', 'wsrep_cluster_conf_id')";
+  std::vector<std::pair<std::string, std::string>> status;
+  if (mysql_real_query(mysql_, sql.data(), sql.size()) == 0) {
+    if (MYSQL_RES* r = mysql_store_result(mysql_)) status = pairs_of(r);
   }
-  mysql_free_result(r);
-  return value;
+  const std::string ready = value_of(status, "wsrep_ready");
+  if (ready != "ON") {
+    return "the node left the primary component during the write (wsrep_ready=" +
+           (ready.empty() ? last_error().describe() : ready) + " after it)";
+  }
+  const std::string conf_id = value_of(status, "wsrep_cluster_conf_id");
+  if (conf_id != conf_id_) {
+    std::string doubt =
+        "the cluster's membership changed during the write (wsrep_cluster_conf_id " + conf_id_ +
+        " -> " + conf_id + ")";
+    conf_id_ = conf_id;
+    return doubt;
+  }
+  return std::nullopt;
 }
 
 MysqlError MysqlConnection::last_error() const {

@@ -128,8 +128,11 @@ class MysqlConnection : public SqlConnection {
   std::optional<MysqlError> execute(std::string_view sql) noexcept;
   // The first column of the first row of a query (nullopt on error or no row).
   std::optional<std::string> query_value(std::string_view sql) noexcept;
-  // The second column of the first row (SHOW STATUS LIKE 'name': the value).
-  std::optional<std::string> show_value(std::string_view sql) noexcept;
+  // Galera, after a write that succeeded: why it may not count as stored
+  // (the node is out of the primary component, or its membership changed
+  // since the connect or the previous call, so the write overlapped a
+  // reconfiguration), or nullopt when it counts.
+  std::optional<std::string> galera_write_doubt();
   // The error state of the session now (the password masked, as in every
   // error this connection reports).
   MysqlError last_error() const;
@@ -154,6 +157,8 @@ class MysqlConnection : public SqlConnection {
   bool galera_ = false;
   std::size_t max_ws_rows_ = 0;
   std::size_t max_ws_size_ = 0;
+  // wsrep_cluster_conf_id when last read (at connect, after each write).
+  std::string conf_id_;
 };
 
 }  // namespace auditpipe::mysql
