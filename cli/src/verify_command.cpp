@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -170,6 +171,25 @@ std::string key_text(std::int64_t sid, std::int64_t seq) {
   return "(source_id " + std::to_string(sid) + ", seq " + std::to_string(seq) + ")";
 }
 
+// verify only reads: a SQLite file is opened read-only (a mistyped path is
+// not created, a copy on read-only media can be checked), unless the URL
+// says read_only itself. The servers' users need no such option.
+std::string read_only_url(const std::string& url) {
+  constexpr std::string_view scheme = "sqlite:";
+  const bool sqlite = url.size() >= scheme.size() &&
+                      std::equal(scheme.begin(), scheme.end(), url.begin(), [](char a, char b) {
+                        return a == std::tolower(static_cast<unsigned char>(b));
+                      });
+  if (!sqlite) return url;
+  const std::size_t q = url.find('?');
+  if (q != std::string::npos) {
+    for (const auto& [k, v] : parse_query(std::string_view(url).substr(q + 1))) {
+      if (k == "read_only") return url;
+    }
+  }
+  return url + (q == std::string::npos ? "?" : "&") + "read_only=1";
+}
+
 }  // namespace
 
 VerifyCommand::VerifyCommand(CLI::App& app) {
@@ -248,7 +268,7 @@ int VerifyCommand::run() {
       }
       anchor.emplace(no, text.substr(sep + 1));
     }
-    auto db = Database::connect(url_);
+    auto db = Database::connect(read_only_url(url_));
     const std::string dialect(db->dialect());
     if (dialect == "postgresql") {
       db->execute("SET TIME ZONE 'UTC'");

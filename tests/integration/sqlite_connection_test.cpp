@@ -1,11 +1,13 @@
 // The SQLite sink's connection (sinks/sqlite/src/sqlite_connection.h), from
 // inside: the sink's own is opened without SQLite's per-call mutex (the sink
 // lends it to one write at a time) and keeps every setting open_connection
-// applies; a Database's keeps the mutex.
+// applies; a Database's keeps the mutex; a read-only one (read_only=1)
+// changes nothing in the file and creates none.
 #include "sqlite_connection.h"
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 
 #include "temp_dir.h"
@@ -58,6 +60,38 @@ TEST(SqliteConnection, ADatabasesKeepsSqlitesMutex) {
   const auto c = open_connection(config_for(dir), Threading::sqlite_serializes);
   EXPECT_NE(sqlite_api::sqlite3_db_mutex(c->handle), nullptr);
   EXPECT_EQ(pragma(c->handle, "busy_timeout"), "1234");
+}
+
+TEST(SqliteConnection, AReadOnlyOneChangesNothing) {
+  TempDir dir;
+  SqliteConfig config = config_for(dir);
+  {
+    const auto writer = open_connection(config, Threading::caller_serializes);
+    writer->execute_ddl("CREATE TABLE t (x INTEGER)");
+    writer->execute_ddl("PRAGMA journal_mode=DELETE");
+  }
+  config.read_only = true;
+  const auto c = open_connection(config, Threading::sqlite_serializes);
+  EXPECT_EQ(sqlite_api::sqlite3_db_readonly(c->handle, "main"), 1);
+  EXPECT_EQ(pragma(c->handle, "journal_mode"), "delete");  // not switched to WAL
+  EXPECT_EQ(pragma(c->handle, "busy_timeout"), "1234");
+  EXPECT_EQ(c->query_rows("SELECT COUNT(*) FROM t", {}).at(0).at(0).value_or(""), "0");
+  EXPECT_THROW(c->execute_ddl("CREATE TABLE u (x INTEGER)"), std::exception);
+}
+
+TEST(SqliteConnection, AReadOnlyOneCreatesNoFile) {
+  TempDir dir;
+  SqliteConfig config = config_for(dir);
+  config.read_only = true;
+  try {
+    (void)open_connection(config, Threading::sqlite_serializes);
+    ADD_FAILURE() << "a missing file was opened";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("no SQLite database '" + config.path + "'"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(config.path));
 }
 
 }  // namespace

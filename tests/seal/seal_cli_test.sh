@@ -120,6 +120,18 @@ case $case in
     q "UPDATE ${table}_seals SET ranges = 'garbage' WHERE seal_no = 2"
     run_verify --key-file key --unsealed-window 0
     expect_found 1 "^seal 2: its ranges 'garbage' are malformed" "inserted: row"
+    # verify only reads: on SQLite a mistyped path is not created, and a
+    # file in rollback-journal mode is not switched to WAL.
+    if [ "$backend" = sqlite ]; then
+      run_verify_url "sqlite://$work/missing.db"
+      expect_found 4 "no SQLite database '$work/missing.db'"
+      [ ! -e "$work/missing.db" ] || fail "verify created the missing file"
+      q "PRAGMA journal_mode=DELETE" >/dev/null
+      run_verify --key-file key --unsealed-window 0
+      expect_found 1 "^seal 2: its ranges 'garbage' are malformed"
+      expect_eq "$(q 'PRAGMA journal_mode')" delete "the journal mode after verify"
+      [ ! -e "$work/audit.db-wal" ] || fail "verify made a WAL file"
+    fi
     # PostgreSQL stores the fingerprints as they are: compressing hex of
     # checksums was most of what sealing cost its server.
     if [ "$backend" = postgresql ]; then

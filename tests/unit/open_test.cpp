@@ -168,6 +168,15 @@ TEST(Open, SqliteRefusesTheAmbiguousThreeSlashFile) {
   EXPECT_EQ(open_error("sqlite://audit.db"), "");
   EXPECT_EQ(open_error("sqlite:////audit.db"), "");  // says it is /audit.db; not opened here
 }
+
+// read_only=1 is for readers (verify, a Database); a sink writes.
+TEST(Open, SqliteSinkRefusesReadOnly) {
+  const std::string e = open_error("sqlite:///tmp/open-test.db?read_only=1");
+  EXPECT_NE(e.find("read_only=1 is for reading"), std::string::npos) << e;
+  EXPECT_EQ(open_error("sqlite:///tmp/open-test.db?read_only=0"), "");
+  const std::string bad = open_error("sqlite:///tmp/open-test.db?read_only=yes");
+  EXPECT_NE(bad.find("read_only must be 0 or 1"), std::string::npos) << bad;
+}
 #endif
 
 }  // namespace

@@ -6,10 +6,14 @@
 #include <soci/sqlite3/soci-sqlite3.h>
 #include <sqlite3.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <thread>
 
 #include "auditpipe/sink/url.h"
@@ -24,23 +28,22 @@ namespace {
 }
 
 // SOCI 4.0's SQLite backend opens the file in SQLite's default threading
-// mode (every API call locks the connection's mutex) and takes no flag to
-// change it; its handle is a public member, so the file is opened again
-// with SQLITE_OPEN_NOMUTEX and that handle given to the session (which
-// closes it), before anything used the first. Where the reopening fails,
-// the session keeps SOCI's handle: slower, not wrong.
-void reopen_without_mutex(::soci::session& session, const std::string& path) {
+// mode (every API call locks the connection's mutex) and read-write, and
+// takes no flag to change either; its handle is a public member, so the
+// file is opened again with the flags wanted and that handle given to the
+// session (which closes it), before anything used the first. False (the
+// session keeps SOCI's handle) when the reopening fails.
+bool reopen(::soci::session& session, const std::string& path, int flags) {
   using namespace sqlite_api;  // where SOCI's sqlite3.h puts the C API
   auto* backend = static_cast<::soci::sqlite3_session_backend*>(session.get_backend());
   sqlite3* own = nullptr;
-  if (sqlite3_open_v2(path.c_str(), &own,
-                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                      nullptr) != SQLITE_OK) {
+  if (sqlite3_open_v2(path.c_str(), &own, flags, nullptr) != SQLITE_OK) {
     sqlite3_close(own);  // a handle comes back even on failure, to say why
-    return;
+    return false;
   }
   sqlite3_close(backend->conn_);
   backend->conn_ = own;
+  return true;
 }
 
 }  // namespace
@@ -92,6 +95,9 @@ SqliteConfig parse_sqlite_url(std::string_view url) {
         });
         if (v != "NORMAL" && v != "FULL") bad_url(url, "synchronous must be normal or full");
         c.synchronous = v;
+      } else if (key == "read_only") {
+        if (value != "0" && value != "1") bad_url(url, "read_only must be 0 or 1");
+        c.read_only = value == "1";
       } else if (key == "busy_timeout_ms") {
         const auto [p, ec] =
             std::from_chars(value.data(), value.data() + value.size(), c.busy_timeout_ms);
@@ -99,9 +105,10 @@ SqliteConfig parse_sqlite_url(std::string_view url) {
           bad_url(url, "busy_timeout_ms must be a non-negative integer");
         }
       } else {
-        bad_url(url, "unknown option '" + key +
-                         "' (known: create_table, migrate, synchronous, busy_timeout_ms, seal, "
-                         "seal_key_file, seal_anchor_file)");
+        bad_url(url,
+                "unknown option '" + key +
+                    "' (known: create_table, migrate, synchronous, busy_timeout_ms, read_only, "
+                    "seal, seal_key_file, seal_anchor_file)");
       }
     }
   } catch (const error& e) {
@@ -137,13 +144,27 @@ SqliteConfig parse_sqlite_url(std::string_view url) {
 
 std::unique_ptr<SqliteConnection> open_connection(const SqliteConfig& config, Threading threading) {
   auto c = std::make_unique<SqliteConnection>();
+  // SOCI's open creates a missing file: for a reader, a mistyped path
+  // would become an empty database.
+  if (config.read_only && ::access(config.path.c_str(), F_OK) != 0) {
+    throw error("auditpipe: no SQLite database '" + config.path + "': " + std::strerror(errno) +
+                " (read_only=1 opens an existing file)");
+  }
   try {
     c->session.open(::soci::sqlite3, config.path);
   } catch (const std::exception& e) {
     throw error("auditpipe: cannot open SQLite database '" + config.path + "': " + e.what() +
                 " (does the directory exist and is it writable?)");
   }
-  if (threading == Threading::caller_serializes) reopen_without_mutex(c->session, config.path);
+  const int threading_flag =
+      threading == Threading::caller_serializes ? SQLITE_OPEN_NOMUTEX : SQLITE_OPEN_FULLMUTEX;
+  if (config.read_only) {
+    if (!reopen(c->session, config.path, SQLITE_OPEN_READONLY | threading_flag)) {
+      throw error("auditpipe: cannot open SQLite database '" + config.path + "' read-only");
+    }
+  } else if (threading == Threading::caller_serializes) {
+    reopen(c->session, config.path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | threading_flag);
+  }
   // The busy timeout first: switching a new file to WAL takes a write
   // lock, and loggers opening the same file at once would otherwise get
   // SQLITE_BUSY ("database is locked") instead of waiting their turn.
@@ -153,6 +174,7 @@ std::unique_ptr<SqliteConnection> open_connection(const SqliteConfig& config, Th
   auto* handle = static_cast<::soci::sqlite3_session_backend*>(c->session.get_backend())->conn_;
   c->handle = handle;
   c->path = config.path;
+  if (config.read_only) return c;
   if (sqlite3_db_readonly(handle, "main") == 1) {
     throw error("auditpipe: SQLite database '" + config.path +
                 "' is read-only for this process (file permissions or a read-only mount)");

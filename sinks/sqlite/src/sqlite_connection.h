@@ -27,6 +27,10 @@ struct SqliteConfig {
   std::string path;
   std::string synchronous = "NORMAL";
   int busy_timeout_ms = 5000;
+  // read_only=1: the file opened for reading alone, never created, never
+  // switched to WAL (auditpipe verify; a Database that only reads). The
+  // sink refuses it.
+  bool read_only = false;
 };
 
 // Throws auditpipe::error naming the problem (anything that looks like a
@@ -69,8 +73,9 @@ class SqliteConnection final : public SqlConnection {
 enum class Threading { sqlite_serializes, caller_serializes };
 
 // The file opened as the sink writes it: the busy timeout, WAL, the
-// synchronous level; a file this process may not write is refused. Throws
-// auditpipe::error naming the file and what failed.
+// synchronous level; a file this process may not write is refused. With
+// read_only, an existing file opened read-only with the busy timeout alone.
+// Throws auditpipe::error naming the file and what failed.
 std::unique_ptr<SqliteConnection> open_connection(const SqliteConfig& config, Threading threading);
 
 }  // namespace auditpipe::sqlite
