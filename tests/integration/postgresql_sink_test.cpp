@@ -283,6 +283,41 @@ TEST(PostgresqlSink, AnExistingTableIsCheckedAtStart) {
   EXPECT_EQ(open_error(postgresql_test_url()), "");
 }
 
+// A quoted name is exact in PostgreSQL, and the sink quotes every name: a
+// column that differs from the record's only in case is another column
+// (every insert naming "payload" would fail), and so is a key column.
+TEST(PostgresqlSink, AColumnNamedInAnotherCaseIsNotTheRecords) {
+  PostgresqlProbe probe;
+  drop_table();
+  probe.exec(
+      "CREATE TABLE audit_log (at TIMESTAMPTZ, message_id BIGINT, status INTEGER, channel INTEGER, "
+      "latency_ms DOUBLE PRECISION, delivered BOOLEAN, sender TEXT, receiver TEXT, \"Payload\" "
+      "TEXT, source_id BIGINT, seq BIGINT, PRIMARY KEY (source_id, seq))");
+  std::string e = open_error(postgresql_test_url());
+  EXPECT_NE(e.find("lacks the columns the record needs: payload"), std::string::npos) << e;
+
+  drop_table();
+  probe.exec(
+      "CREATE TABLE audit_log (at TIMESTAMPTZ, message_id BIGINT, status INTEGER, channel INTEGER, "
+      "latency_ms DOUBLE PRECISION, delivered BOOLEAN, sender TEXT, receiver TEXT, payload TEXT, "
+      "\"Source_Id\" BIGINT, seq BIGINT, PRIMARY KEY (\"Source_Id\", seq))");
+  e = open_error(postgresql_test_url());
+  EXPECT_NE(e.find("lacks the columns the record needs: source_id"), std::string::npos) << e;
+
+  // Written as the sink writes it, the table is accepted and written.
+  drop_table();
+  probe.exec(
+      "CREATE TABLE audit_log (at TIMESTAMPTZ, message_id BIGINT, status INTEGER, channel INTEGER, "
+      "latency_ms DOUBLE PRECISION, delivered BOOLEAN, sender TEXT, receiver TEXT, payload TEXT, "
+      "source_id BIGINT, seq BIGINT, PRIMARY KEY (source_id, seq))");
+  {
+    auditpipe::Logger<AuditRow> logger(auditpipe::postgresql::open(postgresql_test_url()));
+    ASSERT_EQ(logger.acquire().commit(), Status::ok);
+    EXPECT_TRUE(logger.close().drained);
+  }
+  EXPECT_EQ(probe.scalar("SELECT COUNT(*) FROM audit_log"), 1);
+}
+
 TEST(PostgresqlSink, TriesTheHostsInOrder) {
   drop_table();
   const auto u = auditpipe::parse_url(postgresql_test_url());

@@ -82,6 +82,8 @@ CatalogColumn schema_column(const std::vector<std::optional<std::string>>& row,
 }  // namespace
 
 const SqlDialect postgresql_dialect{
+    // The sink quotes every name, and a quoted name is exact in PostgreSQL.
+    .exact_column_names = true,
     // Unsigned types one size up, so that every value fits.
     // boolean, int8, int16, int32, int64, uint8, uint16, uint32, float64, timestamp, text:
     .column_types = {"BOOLEAN", "SMALLINT", "SMALLINT", "INTEGER", "BIGINT", "SMALLINT", "INTEGER",
@@ -101,7 +103,7 @@ const SqlDialect postgresql_dialect{
     .key_accepted_types = "bigint",
     .catalog_parameter = "$1",
     .columns_query =
-        "SELECT lower(column_name), coalesce(character_maximum_length, 0), t.type, "
+        "SELECT column_name, coalesce(character_maximum_length, 0), t.type, "
         "t.type || coalesce('(' || character_maximum_length || ')', ''), "
         "CASE WHEN is_nullable = 'YES' THEN '1' ELSE '0' END, "
         "CASE WHEN is_nullable = 'NO' AND column_default IS NULL AND is_identity = 'NO' AND "
@@ -111,7 +113,7 @@ const SqlDialect postgresql_dialect{
         "WHERE table_schema = current_schema() AND table_name = $1",
     // ON CONFLICT (source_id, seq) needs a unique index on exactly that pair.
     .unique_keys_query =
-        "SELECT i.indexrelid::regclass::text, lower(a.attname::text) FROM pg_index i "
+        "SELECT i.indexrelid::regclass::text, a.attname::text FROM pg_index i "
         "JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) "
         "WHERE i.indrelid = to_regclass(quote_ident($1)) AND i.indisunique",
     // Table-level INSERT, which COPY and INSERT ... ON CONFLICT DO NOTHING

@@ -46,6 +46,10 @@ std::string listed(std::string_view accepted) {
 
 void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const SqlTableText& text,
                            const TableDescriptor& table, const SqlSinkSettings& settings) {
+  // Column names as the catalog queries give them: exact, or lower-cased.
+  const auto name_key = [&](std::string_view n) {
+    return dialect.exact_column_names ? std::string(n) : lower(n);
+  };
   const std::string name(table.name);
   const std::string where = "table " + name + " " + settings.table_location;
   // The catalog's rows; its failures name the table too.
@@ -82,7 +86,7 @@ void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const Sq
     bool takes_null = true;        // no NOT NULL
     bool needs_value = false;      // an insert that leaves it out fails
   };
-  std::map<std::string, Present> present;  // by lower-cased name
+  std::map<std::string, Present> present;  // by name_key
   auto read_present = [&] {
     present.clear();
     for (const auto& row : existing) {
@@ -93,9 +97,9 @@ void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const Sq
   };
   read_present();
   std::set<std::string> written;
-  for (const Column& col : table.columns) written.insert(lower(col.name));
-  written.insert(lower(source_id_column));
-  written.insert(lower(seq_column));
+  for (const Column& col : table.columns) written.insert(name_key(col.name));
+  written.insert(name_key(source_id_column));
+  written.insert(name_key(seq_column));
   auto names = [](const std::vector<std::string_view>& list) {
     std::string out;
     for (std::string_view n : list) out += (out.empty() ? "" : ", ") + std::string(n);
@@ -107,10 +111,10 @@ void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const Sq
     missing_keys.clear();
     missing_columns.clear();
     for (const Column& col : table.columns) {
-      if (!present.count(lower(col.name))) missing_columns.push_back(&col);
+      if (!present.count(name_key(col.name))) missing_columns.push_back(&col);
     }
     for (std::string_view key : {source_id_column, seq_column}) {
-      if (!present.count(lower(key))) missing_keys.push_back(key);
+      if (!present.count(name_key(key))) missing_keys.push_back(key);
     }
   };
   find_missing();
@@ -166,7 +170,7 @@ void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const Sq
   }
   std::string mistyped;
   auto check_type = [&](std::string_view column, std::string_view kind, std::string_view allowed) {
-    const Present& p = present[lower(column)];
+    const Present& p = present[name_key(column)];
     if (accepted(allowed, p.type)) return;
     mistyped += (mistyped.empty() ? "" : "; ") + std::string(column) + " is " +
                 (p.declared.empty() ? p.type : p.declared) + " but the record's " +
@@ -181,7 +185,7 @@ void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const Sq
   }
   std::vector<std::string_view> refuse_null;
   for (const Column& col : table.columns) {
-    if (col.nullable && !present[lower(col.name)].takes_null) refuse_null.push_back(col.name);
+    if (col.nullable && !present[name_key(col.name)].takes_null) refuse_null.push_back(col.name);
   }
   if (!refuse_null.empty()) {
     throw error("auditpipe: " + where + " has NOT NULL columns for record members that may be " +
@@ -190,7 +194,7 @@ void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const Sq
                 "members not nullable");
   }
   for (const Column& col : table.columns) {
-    const std::uint64_t length = present[lower(col.name)].characters;
+    const std::uint64_t length = present[name_key(col.name)].characters;
     if (col.type == ColumnType::text && length != 0 && length < col.max_length) {
       diagnostics()->warn(
           "auditpipe: column {}.{} holds {} characters but records carry up to {} "
@@ -210,7 +214,7 @@ void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const Sq
       dialect.idempotent_insert == SqlDialect::IdempotentInsert::on_duplicate_key_update;
   bool has_key = false;
   for (const auto& [index, columns] : unique_keys) {
-    if (columns == std::set<std::string>{lower(seq_column), lower(source_id_column)}) {
+    if (columns == std::set<std::string>{name_key(seq_column), name_key(source_id_column)}) {
       has_key = true;
       continue;
     }

@@ -65,6 +65,10 @@ struct AUDITPIPE_EXPORT SqlDialect {
   };
 
   char identifier_quote = '"';  ///< around a name, doubled inside it
+  /// Whether a quoted column name is matched exactly (PostgreSQL: "User_Name"
+  /// is not user_name) rather than in any case (MySQL, SQLite). The catalog
+  /// queries then return names as they are, not lower-cased.
+  bool exact_column_names = false;
   /// A new table's column types.
   SqlColumnTypes column_types = {};
   /// A text column's type by the record's capacity in bytes, instead of
@@ -112,7 +116,7 @@ struct AUDITPIPE_EXPORT SqlDialect {
   /// parameter, written as `catalog_parameter`; every value comes back as
   /// text. The columns of the table come from information_schema.columns in
   /// `current_schema`, unless the dialect gives its own columns_query: a row
-  /// (lower-cased name, characters a text column holds or 0, type as
+  /// (name, lower-cased unless exact_column_names; characters a text column holds or 0, type as
   /// accepted_types names it, type as declared, "1" if it takes NULL else
   /// "0", "1" if an insert that leaves it out fails, i.e. NOT NULL without a
   /// default, an identity, auto-increment or generated value, else "0") per
@@ -122,7 +126,7 @@ struct AUDITPIPE_EXPORT SqlDialect {
   std::string_view current_schema = "current_schema()";
   /// The dialect's own columns query, or empty for information_schema.columns.
   std::string_view columns_query = "";
-  /// A row (key name, lower-cased column) per column of each unique key or
+  /// A row (key name, column as columns_query gives it) per column of each unique key or
   /// unique index of the table. No standard view has them.
   std::string_view unique_keys_query = "";
   /// One row (whether the connection's user may INSERT into the table: "t"
