@@ -214,20 +214,28 @@ crashed() {  # node N went down without a clean shutdown (its position is unknow
 }
 
 # join N [--wsrep-new-cluster]: launch node N and wait until it is synced
-# with the nodes running. One that stops while starting is launched again,
-# twice at most: Galera's gcomm thread sometimes ends before the provider
-# reads its scheduling parameters ("failed to open gcomm backend
-# connection: 3: Failed to read thread schedparams ... No such process").
+# with the nodes running (synced_or_relaunched).
 join() {
+  launch "$@"
+  synced_or_relaunched "$@"
+}
+
+# synced_or_relaunched N [launch args]: wait until the launched node N is
+# synced with the nodes running; one that stops while starting is launched
+# again, twice at most: Galera's gcomm thread sometimes ends before the
+# provider reads its scheduling parameters ("failed to open gcomm backend
+# connection: 3: Failed to read thread schedparams ... No such process"),
+# at the first start as at a restart after a crash.
+synced_or_relaunched() {
   local n=$1 attempt rc
   for attempt in 1 2 3; do
-    launch "$@"
     rc=0
     stopped_returns=$([ $attempt -lt 3 ] && echo 1 || echo 0)
     wait_synced "$n" "$(count_running)" || rc=$?
     stopped_returns=0
     [ $rc -eq 0 ] && return 0
     echo "galera: launching node $n again (attempt $((attempt + 1)) of 3)" >&2
+    launch "$@"
   done
 }
 
@@ -314,7 +322,7 @@ SQL
     # primary view is primary again.
     for m in "${nodes[@]}"; do running "$m" || launch "$m"; done
   fi
-  for m in "${nodes[@]}"; do wait_synced "$m" "${#nodes[@]}"; done
+  for m in "${nodes[@]}"; do synced_or_relaunched "$m"; done
 }
 
 primary() {  # some node runs in a primary component
@@ -334,7 +342,7 @@ start_node() {
   if paused "$n"; then kill -CONT "$(pid_of "$n")"; fi
   if primary; then
     running "$n" || launch "$n"
-    wait_synced "$n" "$(count_running)"
+    synced_or_relaunched "$n"
   else
     # No primary component to join: the node waits for its peers (start
     # brings them all back).

@@ -82,6 +82,7 @@ build() {
 }
 
 status=0
+failed_trees=()
 step() {  # step <name> <command...>: runs a step, remembers a failure, goes on
   local name=$1
   shift
@@ -89,6 +90,12 @@ step() {  # step <name> <command...>: runs a step, remembers a failure, goes on
   if ! "$@"; then
     echo "=== FAILED: $name" >&2
     status=1
+    # A failed ctest run's tree: its failed tests' output is shown again at
+    # the end, where a log read from its tail (CI) shows it.
+    local args=("$@") i
+    for i in "${!args[@]}"; do
+      [ "${args[$i]}" = --test-dir ] && failed_trees+=("${args[$((i + 1))]}")
+    done
   fi
 }
 
@@ -133,5 +140,9 @@ if [ $quick -eq 0 ]; then
   step "fuzz targets" ctest --test-dir build/fuzz -L fuzz --no-tests=error --output-on-failure -j"$jobs"
 fi
 
+for tree in "${failed_trees[@]}"; do
+  echo "=== why tests failed in $tree" >&2
+  ./scripts/test-failures.sh "$tree" 40 >&2 || true
+done
 [ $status -eq 0 ] && echo "=== all tests passed (${SECONDS} s)" >&2 || echo "=== some tests FAILED (${SECONDS} s)" >&2
 exit $status
