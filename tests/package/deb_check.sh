@@ -1,19 +1,51 @@
 #!/usr/bin/env bash
-# The Debian packages, end to end: builds a shared Release tree of the
-# source, makes the packages with CPack, checks them with lintian, installs
-# them with dpkg -i, builds tests/consumer_sqlite against them with CMake
-# and with pkg-config, runs both, runs the demo program of auditpipe-tools,
-# and removes the packages again, also on failure.
+# The Debian packages, end to end, in two phases (two tests, so that the
+# long build does not hold every other test back):
 #
-#   tests/package/deb_check.sh <source dir> <scratch dir>
+#   tests/package/deb_check.sh <source dir> <scratch dir> build
+#       builds a shared Release tree of the source, makes the packages with
+#       CPack and checks them with lintian; installs nothing.
+#   tests/package/deb_check.sh <source dir> <scratch dir> install
+#       installs the packages the build phase made with dpkg -i, builds
+#       tests/consumer_sqlite against them with CMake and with pkg-config,
+#       runs both, runs the demo program of auditpipe-tools, and removes the
+#       packages again, also on failure. Nothing else may run meanwhile
+#       (RUN_SERIAL): no other test may find them in /usr.
 #
-# Needs root (dpkg -i) and refuses to run where auditpipe is already
-# installed under /usr, so as neither to clobber nor to remove it.
+# The install phase needs root (dpkg -i) and refuses to run where auditpipe
+# is already installed under /usr, so as neither to clobber nor to remove it.
 set -euo pipefail
 src=$(realpath "$1")
 work=$2
+phase=${3:?usage: $0 <source dir> <scratch dir> build|install}
 skip=77  # CTest's SKIP_RETURN_CODE for this test
+build=$work/build
 
+if [ "$phase" = build ]; then
+  rm -rf "$work"
+  mkdir -p "$work"
+  # Debian's hardening flags (dpkg-buildflags), so lintian has nothing to say
+  # of them; without -g, which CPack strips again anyway, to build faster.
+  cflags="$(dpkg-buildflags --get CXXFLAGS | sed 's/\(^\| \)-g\( \|$\)/ /') $(dpkg-buildflags --get CPPFLAGS)"
+  ldflags="$(dpkg-buildflags --get LDFLAGS)"
+  cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON \
+    -DCMAKE_INSTALL_PREFIX=/usr -DAUDITPIPE_BUILD_TESTS=OFF -DAUDITPIPE_BUILD_BENCH=OFF \
+    -DAUDITPIPE_BUILD_EXAMPLES=ON -DAUDITPIPE_WERROR=ON \
+    -DCMAKE_CXX_FLAGS="$cflags" -DCMAKE_SHARED_LINKER_FLAGS="$ldflags" -DCMAKE_EXE_LINKER_FLAGS="$ldflags" \
+    >"$work/configure.log"
+  cmake --build "$build" -j2 >"$work/build.log"
+  (cd "$build" && cpack -G DEB >"$work/cpack.log")
+  debs=("$build"/packages/*.deb)
+  echo "deb_check: made ${debs[*]##*/}" >&2
+  [ ${#debs[@]} -eq 3 ] || { echo "deb_check: expected 3 packages" >&2; exit 1; }
+
+  # lintian: no error, and no warning that an override does not explain.
+  lintian --fail-on error,warning --no-tag-display-limit "${debs[@]}"
+
+  exit 0
+fi
+
+[ "$phase" = install ] || { echo "deb_check: phase must be build or install" >&2; exit 2; }
 if [ "$(id -u)" -ne 0 ]; then
   echo "deb_check: needs root for dpkg -i; skipped" >&2
   exit $skip
@@ -31,26 +63,9 @@ if [ -e /usr/include/auditpipe ]; then
   exit 1
 fi
 
-rm -rf "$work"
-mkdir -p "$work"
-build=$work/build
-# Debian's hardening flags (dpkg-buildflags), so lintian has nothing to say
-# of them; without -g, which CPack strips again anyway, to build faster.
-cflags="$(dpkg-buildflags --get CXXFLAGS | sed 's/\(^\| \)-g\( \|$\)/ /') $(dpkg-buildflags --get CPPFLAGS)"
-ldflags="$(dpkg-buildflags --get LDFLAGS)"
-cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON \
-  -DCMAKE_INSTALL_PREFIX=/usr -DAUDITPIPE_BUILD_TESTS=OFF -DAUDITPIPE_BUILD_BENCH=OFF \
-  -DAUDITPIPE_BUILD_EXAMPLES=ON -DAUDITPIPE_WERROR=ON \
-  -DCMAKE_CXX_FLAGS="$cflags" -DCMAKE_SHARED_LINKER_FLAGS="$ldflags" -DCMAKE_EXE_LINKER_FLAGS="$ldflags" \
-  >"$work/configure.log"
-cmake --build "$build" -j2 >"$work/build.log"
-(cd "$build" && cpack -G DEB >"$work/cpack.log")
 debs=("$build"/packages/*.deb)
-echo "deb_check: made ${debs[*]##*/}" >&2
-[ ${#debs[@]} -eq 3 ] || { echo "deb_check: expected 3 packages" >&2; exit 1; }
-
-# lintian: no error, and no warning that an override does not explain.
-lintian --fail-on error,warning --no-tag-display-limit "${debs[@]}"
+[ ${#debs[@]} -eq 3 ] && [ -f "${debs[0]}" ] ||
+  { echo "deb_check: no packages in $build/packages (the build phase failed?)" >&2; exit 1; }
 
 cleanup() {
   dpkg --purge "${packages[@]}" "$runtime" >/dev/null 2>&1 || true
