@@ -154,6 +154,11 @@ class fixed_string {
   friend constexpr bool operator==(const fixed_string& a, std::string_view b) noexcept {
     return a.view() == b;
   }
+  /// Compares the texts held. Without it, C++20's reversed candidates make
+  /// `a == b` of two fixed_strings ambiguous (clang: -Wambiguous-reversed-operator).
+  friend constexpr bool operator==(const fixed_string& a, const fixed_string& b) noexcept {
+    return a.view() == b.view();
+  }
 
  private:
   template <std::size_t>

@@ -28,8 +28,6 @@ using testing_support::AuditRow;
 using testing_support::mysql_url_with;
 using testing_support::MysqlProbe;
 
-constexpr const char* table = "audit_log";
-
 void drop_table() {
   MysqlProbe probe;
   probe.exec("DROP TABLE IF EXISTS audit_log");

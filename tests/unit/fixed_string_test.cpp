@@ -96,6 +96,22 @@ TEST(FixedString, KeepsNulBytesAndReportsLaterFits) {
   EXPECT_FALSE(s.truncated());  // the flag describes the last assignment
 }
 
+TEST(FixedString, TwoCompareByTheirText) {
+  fixed_string<8> a, b;
+  a.assign("same");
+  b.assign("same");
+  EXPECT_TRUE(a == b);
+  EXPECT_FALSE(a != b);
+  b.assign("other");
+  EXPECT_FALSE(a == b);
+  EXPECT_TRUE(a == std::string_view("same"));
+  EXPECT_TRUE(std::string_view("same") == a);
+  // A cut text compares as what it holds (the flag is not the text).
+  fixed_string<4> cut;
+  cut.assign("same!");
+  EXPECT_TRUE(cut == std::string_view("same"));
+}
+
 TEST(FixedString, IsUsableAtCompileTime) {
   constexpr fixed_string<4> s("abcdef");
   static_assert(s.view() == "abcd");
