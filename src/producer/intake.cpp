@@ -145,6 +145,16 @@ std::byte* Intake::overflow_record() noexcept {
 // Appended to the spill directory, or, if that is full or failing, copied
 // into a pool slot after waiting as Overflow::block does. A keyed record
 // keeps its key on either way.
+std::size_t Intake::take_recovered(SlotHeader** out, std::size_t max) noexcept {
+  // Writers claim disjoint runs of the list; one that claims past its end
+  // takes none (and the index stays past it).
+  const std::size_t begin = recovered_next_.fetch_add(max, std::memory_order_relaxed);
+  if (begin >= recovered_.size()) return 0;
+  const std::size_t n = std::min(max, recovered_.size() - begin);
+  std::copy_n(recovered_.begin() + static_cast<std::ptrdiff_t>(begin), n, out);
+  return n;
+}
+
 Status Intake::commit_outside_pool(std::byte* record, const RecordKey* key) noexcept {
   // The append's own time counts against max_wait: a producer never waits
   // longer than that for the spill and the pool together.

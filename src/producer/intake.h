@@ -101,11 +101,19 @@ class Intake {
   // Writers ------------------------------------------------------------------
 
   moodycamel::ConsumerToken consumer_token() { return moodycamel::ConsumerToken(queue_); }
-  // Up to `max` committed slots, oldest of each producer first.
+  // Up to `max` committed slots: a durable pool's recovered ones before
+  // anything new, then the queue's, oldest of each producer first.
   std::size_t take(moodycamel::ConsumerToken& token, SlotHeader** out, std::size_t max) {
+    if (recovered_next_.load(std::memory_order_relaxed) < recovered_.size()) [[unlikely]] {
+      const std::size_t n = take_recovered(out, max);
+      if (n != 0) return n;
+    }
     return queue_.try_dequeue_bulk(token, out, max);
   }
-  std::size_t queued() const noexcept { return queue_.size_approx(); }
+  std::size_t queued() const noexcept {
+    const std::size_t next = recovered_next_.load(std::memory_order_relaxed);
+    return queue_.size_approx() + (next < recovered_.size() ? recovered_.size() - next : 0);
+  }
   std::byte* record(SlotHeader* slot) const noexcept { return pool_.record(slot); }
   std::size_t slot_stride() const noexcept { return pool_.slot_stride(); }
   // Written (or refused) slots go back to the pool, or to a waiting producer.
@@ -123,18 +131,17 @@ class Intake {
 
   // The pipeline --------------------------------------------------------------
 
-  // Durable pools: the slots an earlier run left committed, queued ahead of
-  // anything new after `prepare` has seen each record. Returns how many.
+  // Durable pools: the slots an earlier run left committed, taken by the
+  // writers before anything in the queue, after `prepare` has seen each
+  // record. Not queued with the rest: the queue does not order one
+  // producer's items against another's, so they would interleave with new
+  // records (and their seals with new ones). Called once, before the writers
+  // start. Returns how many.
   template <class Prepare>
   std::size_t requeue_recovered(Prepare prepare) {
-    const std::vector<SlotHeader*> recovered = pool_.take_recovered();
-    if (recovered.empty()) return 0;
-    moodycamel::ProducerToken token(queue_);
-    for (SlotHeader* s : recovered) {
-      prepare(pool_.record(s));
-      queue_.enqueue(token, s);
-    }
-    return recovered.size();
+    recovered_ = pool_.take_recovered();
+    for (SlotHeader* s : recovered_) prepare(pool_.record(s));
+    return recovered_.size();
   }
   PoolFile* pool_file() noexcept { return pool_.file(); }
   bool durable() const noexcept { return pool_.durable(); }
@@ -221,6 +228,7 @@ class Intake {
   SlotHeader* acquire_blocking(Status* status, clock::time_point t0) noexcept;
   // Overflow::spill: the calling source's record outside the pool.
   std::byte* overflow_record() noexcept;
+  std::size_t take_recovered(SlotHeader** out, std::size_t max) noexcept;
   Status commit_outside_pool(std::byte* record, const RecordKey* key) noexcept;
   Producer* owner_of_overflow_record(std::byte* record) const noexcept;
 
@@ -230,6 +238,10 @@ class Intake {
   Spill* const spill_;
   RecordPool pool_;
   RecordQueue queue_;
+  // requeue_recovered()'s slots (fixed before the writers start) and the
+  // index of the next one to take.
+  std::vector<SlotHeader*> recovered_;
+  std::atomic<std::size_t> recovered_next_{0};
   std::shared_ptr<ProducerRegistry> registry_;
   WriterSignal signal_;
   const std::size_t overflow_offset_;  // of an overflow record behind its header
