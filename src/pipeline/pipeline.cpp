@@ -100,7 +100,7 @@ class Pipeline::Engine {
     // Open before accepting anything: a bad URL, a missing table or wrong
     // credentials fail here, not at the first batch.
     try {
-      sink_->open(table_, SinkContext{options_.writers});
+      sink_->open(table_, SinkContext{options_.writers, !options_.durable_path.empty()});
     } catch (const unreachable& e) {
       if (!starts_while_unreachable(options_)) throw;
       counters_.start_unreachable(e.what());

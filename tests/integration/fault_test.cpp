@@ -374,6 +374,79 @@ TEST(Fault, SpillReplayedIntoASealedTableVerifiesClean) {
   EXPECT_EQ(WEXITSTATUS(status), 1) << verify;
 }
 
+// Sealing with a durable pool: the application killed while its writers
+// store rows but its seals cannot be stored (the seals table locked). A
+// record's slot must stay committed until its seal is stored, so that the
+// next start writes it again (skipped by key) and seals it: `auditpipe
+// verify` then finds the table clean. Freed at the rows' commit, the slots
+// of up to 64 batches held only in memory died with the process, and their
+// rows stayed unsealed for good.
+TEST(Fault, TheApplicationKilledBeforeItsSealsWereStoredLeavesNothingUnsealed) {
+  TempDir dir;
+  const std::string key = fresh_sealed_table(dir, "durable seal key");
+  const std::string url = mysql_url_with("seal=hmac&seal_key_file=" + key);
+  const std::string pool_file = (dir.path() / "pool.dat").string();
+  { auditpipe::Logger<AuditRow> create_tables(auditpipe::mysql::open(url)); }
+  MysqlProbe locker;
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const std::string child = std::string(AUDITPIPE_BINARY_DIR) + "/durable_child";
+  const std::string fd = std::to_string(fds[1]);
+  char* args[] = {const_cast<char*>(child.c_str()), const_cast<char*>(url.c_str()),
+                  const_cast<char*>(pool_file.c_str()), const_cast<char*>(fd.c_str()), nullptr};
+  pid_t pid = 0;
+  ASSERT_EQ(posix_spawn(&pid, child.c_str(), nullptr, nullptr, args, environ), 0);
+  ::close(fds[1]);
+  std::set<std::int64_t> reported;
+  std::thread reader([&] {
+    std::int64_t id;
+    while (::read(fds[0], &id, sizeof id) == sizeof id) reported.insert(id);
+  });
+  std::this_thread::sleep_for(500ms);
+  locker.exec("LOCK TABLES audit_log_seals WRITE");
+  std::this_thread::sleep_for(1500ms);
+  const long long rows_at_kill = MysqlProbe().scalar("SELECT COUNT(*) FROM audit_log");
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  reader.join();
+  ::close(fds[0]);
+  locker.exec("UNLOCK TABLES");
+  std::uint64_t recovered = 0;
+  {
+    Options o;
+    o.capacity = 20000;  // as the child had it
+    o.batch_size = 500;
+    o.durable_path = pool_file;
+    auditpipe::Logger<AuditRow> logger(auditpipe::mysql::open(url), o);
+    const auto report = logger.close(60s);
+    recovered = report.stats.recovered;
+    EXPECT_TRUE(report.drained);
+    ASSERT_TRUE(report.stats.seals.has_value());
+    EXPECT_EQ(report.stats.seals->pending, 0u);
+  }
+  MysqlProbe probe;
+  std::set<std::int64_t> in_table;
+  for (const auto& row : probe.rows("SELECT message_id FROM audit_log"))
+    in_table.insert(std::stoll(*row[0]));
+  long long missing = 0;
+  for (std::int64_t id : reported) missing += in_table.count(id) == 0;
+  std::printf(
+      "[ fault ] app killed with its seals held up: commits reported %zu, rows at the "
+      "kill %lld, recovered %llu, rows %zu, lost %lld\n",
+      reported.size(), rows_at_kill, static_cast<unsigned long long>(recovered), in_table.size(),
+      missing);
+  EXPECT_TRUE(WIFSIGNALED(status));
+  EXPECT_GT(rows_at_kill, 0) << "no row was stored before the kill: the test proves nothing";
+  EXPECT_GT(recovered, 0u);
+  EXPECT_EQ(missing, 0);
+  const std::string verify = std::string(AUDITPIPE_CLI) + " verify --quiet '" + mysql_url_with("") +
+                             "' --table audit_log --key-file " + key;
+  status = std::system(verify.c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << verify;
+}
+
 // Sealing with four writers and four producers: the seals' own thread
 // stores every batch's seal, on a connection of its own (the pool opens
 // one more than the writers), and the chain has no gap, no repeat and no

@@ -76,6 +76,11 @@ struct AUDITPIPE_EXPORT WriteResult {
 /// What a sink is told about the pipeline it serves.
 struct AUDITPIPE_EXPORT SinkContext {
   unsigned writers = 1;  ///< threads that may call write() at once
+  /// The pool is durable (Options::durable_path): a record survives a crash
+  /// until write() returns ok for it, and is written again after one. So
+  /// write() should return ok only once everything it owes the record is
+  /// stored (the SQL sinks' seals, with seal=).
+  bool durable_pool = false;
 };
 
 /// Where batches go: the interface every sink (SQL or not) implements. The writers call it;

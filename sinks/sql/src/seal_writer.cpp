@@ -345,16 +345,42 @@ SealWriter::BatchSeal SealWriter::digest(const Batch& batch) const {
   return out;
 }
 
-void SealWriter::seal(SqlConnection& c, BatchSeal batch_seal) noexcept {
+std::uint64_t SealWriter::seal(SqlConnection& c, BatchSeal batch_seal) noexcept {
+  std::uint64_t ticket = 0;
   {
     detail::MutexLock lock(mutex_);
     pending_.push_back(std::move(batch_seal));
+    ticket = ++queued_;
     if (storer_running_) {
       storer_cv_.notify_one();
-      return;
+      return ticket;
     }
   }
   store_pending(c);
+  return ticket;
+}
+
+std::optional<std::string> SealWriter::stored_by(SqlConnection& c, std::uint64_t ticket) noexcept {
+  for (;;) {
+    {
+      detail::MutexLock lock(mutex_);
+      // The thread storing now stores this seal too, unless a statement
+      // fails: it notifies when it stops either way.
+      while (storing_ && stored_ < ticket) storer_cv_.wait(mutex_);
+      if (stored_ >= ticket) return std::nullopt;
+    }
+    bool stored = false;
+    try {
+      stored = store_pending(c);
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    detail::MutexLock lock(mutex_);
+    if (stored_ >= ticket) return std::nullopt;
+    // Failed, here or on the thread that was storing as this one looked.
+    if (!stored) return last_error_.empty() ? std::string("the seal was not stored") : last_error_;
+    if (pending_.empty()) return std::string("the seal was dropped (the sink is closing)");
+  }
 }
 
 void SealWriter::start_storer(Lender lend) {

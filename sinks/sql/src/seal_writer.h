@@ -84,8 +84,16 @@ class SealWriter {
   BatchSeal digest(const Batch& batch) const;
 
   /// Queues the seal of a batch `c` just stored. Without a storer thread,
-  /// also stores the seals pending, on `c`.
-  void seal(SqlConnection& c, BatchSeal batch_seal) noexcept AUDITPIPE_EXCLUDES(mutex_);
+  /// also stores the seals pending, on `c`. Returns its place in the
+  /// queue, for stored_by().
+  std::uint64_t seal(SqlConnection& c, BatchSeal batch_seal) noexcept AUDITPIPE_EXCLUDES(mutex_);
+
+  /// Returns once the seal seal() numbered `ticket` is stored: stores the
+  /// seals pending on `c` itself unless another thread is storing them
+  /// (then waits for it). Empty when stored; else why not (a statement
+  /// failed: the seal stays pending, stored before any later one).
+  std::optional<std::string> stored_by(SqlConnection& c, std::uint64_t ticket) noexcept
+      AUDITPIPE_EXCLUDES(mutex_);
 
   /// Runs `store` on a connection idle now and returns true, or returns
   /// false if none is. `store` returns false when a statement failed.
@@ -139,6 +147,9 @@ class SealWriter {
   std::int64_t newest_no_ AUDITPIPE_GUARDED_BY(mutex_) = 0;  ///< the chain's newest seal known
   std::string newest_digest_ AUDITPIPE_GUARDED_BY(mutex_);
   std::uint64_t stored_ AUDITPIPE_GUARDED_BY(mutex_) = 0;  ///< by this process
+  /// Seals queued by this process: a seal's ticket is the count with it.
+  /// Seals are stored in queue order, so ticket t is stored once stored_ >= t.
+  std::uint64_t queued_ AUDITPIPE_GUARDED_BY(mutex_) = 0;
   bool told_of_others_ AUDITPIPE_GUARDED_BY(mutex_) = false;
   bool closed_ AUDITPIPE_GUARDED_BY(mutex_) = false;
   std::string last_error_ AUDITPIPE_GUARDED_BY(mutex_);

@@ -76,6 +76,7 @@ void SqlSink::prepare_writes(SqlConnection&) {}
 
 void SqlSink::open(const TableDescriptor& table, const SinkContext& context) {
   table_ = &table;
+  durable_pool_ = context.durable_pool;
   text_ = sql_table_text(dialect_, table);
   if (settings_.seal.mode == seal::Mode::none &&
       (!settings_.seal.key_file.empty() || !settings_.seal.anchor_file.empty())) {
@@ -290,6 +291,7 @@ WriteResult SqlSink::write_on(SqlConnection& c, const Batch& batch, ConnectionPo
     }
   } join{digester};
   std::optional<WriteFailure> failure = write_batch(c, batch);
+  std::optional<std::string> unsealed;
   try {
     if (digester.joinable()) {
       digester.join();
@@ -297,9 +299,21 @@ WriteResult SqlSink::write_on(SqlConnection& c, const Batch& batch, ConnectionPo
     } else {
       digested = sealer_->digest(batch);
     }
-    if (!failure) sealer_->seal(c, std::move(digested));
+    if (!failure) {
+      const std::uint64_t ticket = sealer_->seal(c, std::move(digested));
+      // A durable pool keeps the records until this returns ok, and writes
+      // them again after a crash: ok only once their seal is stored, so that
+      // a crash never leaves stored rows that no start will seal.
+      if (durable_pool_) unsealed = sealer_->stored_by(c, ticket);
+    }
   } catch (const std::exception& e) {
     diagnostics()->warn("auditpipe: sealing a batch of {} failed: {}", table_->name, e.what());
+  }
+  if (unsealed) {
+    // Written again: its rows are skipped by their keys, and sealed again
+    // (a verifier accepts a batch sealed twice).
+    return WriteResult::transient_error("auditpipe: " + std::string(table_->name) +
+                                        ": rows stored, their seal not yet: " + *unsealed);
   }
   return result_of(std::move(failure), lease);
 }

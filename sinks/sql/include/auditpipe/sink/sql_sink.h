@@ -235,6 +235,7 @@ class AUDITPIPE_EXPORT SqlSink : public Sink {
 
   /// Seals what is stored, with seal= (else null). Kept after close(), for stats().
   std::unique_ptr<SealWriter> sealer_;
+  bool durable_pool_ = false;  ///< SinkContext::durable_pool: write() waits for its seal
 
   std::unique_ptr<ConnectionPool> pool_;  ///< unless single_connection
   /// The single connection: one write at a time (single_busy_), the others
