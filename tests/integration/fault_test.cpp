@@ -10,11 +10,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -230,66 +233,92 @@ TEST_P(Stall, NoCallerWaitsLongerThanPromisedAndNothingIsLost) {
 INSTANTIATE_TEST_SUITE_P(Policies, Stall, ::testing::Values("block", "drop", "spill"),
                          [](const auto& param_info) { return param_info.param; });
 
-TEST(Fault, TheApplicationKilledWithADurablePoolLosesNothing) {
-  drop_table();
-  TempDir dir;
-  const std::string pool_file = (dir.path() / "pool.dat").string();
-  { auditpipe::Logger<AuditRow> create_table(auditpipe::mysql::open(mysql_url_with(""))); }
+// What an "application killed" run left: durable_child logs through `url`
+// into the durable pool `pool_file` for 0.5 s; `lock` (a LOCK TABLES
+// statement) then holds up what it writes for 1.5 s, and it is killed -9;
+// a logger on the same pool and URL then writes what it recovered.
+struct KilledRun {
+  std::set<std::int64_t> reported;  // message_ids whose commit() returned ok
+  int status = 0;                   // the child's, from waitpid
+  long long rows_at_kill = 0;       // rows the killed child had stored
+  std::uint64_t recovered = 0;
+  bool drained = false;
+  std::optional<std::uint64_t> seals_pending;  // at the restart's close, with seal=
+  std::set<std::int64_t> in_table;             // message_ids in audit_log afterwards
+  long long missing = 0;                       // reported, not in the table
+};
+
+KilledRun kill_durable_child(const std::string& url, const std::string& pool_file,
+                             const char* lock) {
+  KilledRun run;
   MysqlProbe locker;
   int fds[2];
-  ASSERT_EQ(::pipe(fds), 0);
+  if (::pipe(fds) != 0) {
+    ADD_FAILURE() << "pipe: " << std::strerror(errno);
+    return run;
+  }
   const std::string child = std::string(AUDITPIPE_BINARY_DIR) + "/durable_child";
-  const std::string url = testing_support::mysql_test_url();
   const std::string fd = std::to_string(fds[1]);
   char* args[] = {const_cast<char*>(child.c_str()), const_cast<char*>(url.c_str()),
                   const_cast<char*>(pool_file.c_str()), const_cast<char*>(fd.c_str()), nullptr};
   pid_t pid = 0;
-  ASSERT_EQ(posix_spawn(&pid, child.c_str(), nullptr, nullptr, args, environ), 0);
+  if (posix_spawn(&pid, child.c_str(), nullptr, nullptr, args, environ) != 0) {
+    ADD_FAILURE() << "cannot start " << child;
+    return run;
+  }
   ::close(fds[1]);
-  std::set<std::int64_t> reported;
   std::thread reader([&] {
     std::int64_t id;
-    while (::read(fds[0], &id, sizeof id) == sizeof id) reported.insert(id);
+    while (::read(fds[0], &id, sizeof id) == sizeof id) run.reported.insert(id);
   });
   std::this_thread::sleep_for(500ms);
-  // Hold the writer up so the pool is full of committed, unwritten records.
-  locker.exec("LOCK TABLES audit_log WRITE");
+  locker.exec(lock);
   std::this_thread::sleep_for(1500ms);
   ::kill(pid, SIGKILL);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
+  ::waitpid(pid, &run.status, 0);
   reader.join();
   ::close(fds[0]);
   locker.exec("UNLOCK TABLES");
-  std::uint64_t recovered = 0;
+  // (Not while the lock is held: a read of a locked table would wait for it.)
+  run.rows_at_kill = MysqlProbe().scalar("SELECT COUNT(*) FROM audit_log");
   {
     Options o;
     o.capacity = 20000;  // as the child had it
     o.batch_size = 500;
     o.durable_path = pool_file;
-    auditpipe::Logger<AuditRow> logger(auditpipe::mysql::open(mysql_url_with("")), o);
+    auditpipe::Logger<AuditRow> logger(auditpipe::mysql::open(url), o);
     const auto report = logger.close(60s);
-    recovered = report.stats.recovered;
-    EXPECT_TRUE(report.drained);
+    run.recovered = report.stats.recovered;
+    run.drained = report.drained;
+    if (report.stats.seals) run.seals_pending = report.stats.seals->pending;
   }
-  MysqlProbe probe;
-  std::set<std::int64_t> in_table;
-  for (const auto& row : probe.rows("SELECT message_id FROM audit_log"))
-    in_table.insert(std::stoll(*row[0]));
-  long long missing = 0;
-  for (std::int64_t id : reported) missing += in_table.count(id) == 0;
+  for (const auto& row : MysqlProbe().rows("SELECT message_id FROM audit_log"))
+    run.in_table.insert(std::stoll(*row[0]));
+  for (std::int64_t id : run.reported) run.missing += run.in_table.count(id) == 0;
+  return run;
+}
+
+TEST(Fault, TheApplicationKilledWithADurablePoolLosesNothing) {
+  drop_table();
+  TempDir dir;
+  const std::string pool_file = (dir.path() / "pool.dat").string();
+  { auditpipe::Logger<AuditRow> create_table(auditpipe::mysql::open(mysql_url_with(""))); }
+  // The writer held up, so that the pool is full of committed, unwritten records.
+  const KilledRun run = kill_durable_child(testing_support::mysql_test_url(), pool_file,
+                                           "LOCK TABLES audit_log WRITE");
   const TableCheck t = check_table();
   std::printf(
       "[ fault ] app killed: commits reported %zu, recovered from the pool %llu, rows %lld, "
       "duplicated %lld, lost %lld\n",
-      reported.size(), static_cast<unsigned long long>(recovered), t.rows, t.rows - t.distinct,
-      missing);
-  EXPECT_TRUE(WIFSIGNALED(status));
-  EXPECT_GT(reported.size(), 1000u);
-  EXPECT_GT(recovered, 0u) << "nothing was left in the pool: the test proves nothing";
-  EXPECT_EQ(missing, 0);
+      run.reported.size(), static_cast<unsigned long long>(run.recovered), t.rows,
+      t.rows - t.distinct, run.missing);
+  EXPECT_TRUE(WIFSIGNALED(run.status));
+  EXPECT_TRUE(run.drained);
+  EXPECT_GT(run.reported.size(), 1000u);
+  EXPECT_GT(run.recovered, 0u) << "nothing was left in the pool: the test proves nothing";
+  EXPECT_EQ(run.missing, 0);
   EXPECT_EQ(t.rows, t.distinct);
-  EXPECT_EQ(static_cast<long long>(in_table.size()), t.rows);
+  EXPECT_EQ(static_cast<long long>(run.in_table.size()), t.rows);
 }
 
 // Options whose overflow spills into `dir`/spill, in small segments.
@@ -387,62 +416,21 @@ TEST(Fault, TheApplicationKilledBeforeItsSealsWereStoredLeavesNothingUnsealed) {
   const std::string url = mysql_url_with("seal=hmac&seal_key_file=" + key);
   const std::string pool_file = (dir.path() / "pool.dat").string();
   { auditpipe::Logger<AuditRow> create_tables(auditpipe::mysql::open(url)); }
-  MysqlProbe locker;
-  int fds[2];
-  ASSERT_EQ(::pipe(fds), 0);
-  const std::string child = std::string(AUDITPIPE_BINARY_DIR) + "/durable_child";
-  const std::string fd = std::to_string(fds[1]);
-  char* args[] = {const_cast<char*>(child.c_str()), const_cast<char*>(url.c_str()),
-                  const_cast<char*>(pool_file.c_str()), const_cast<char*>(fd.c_str()), nullptr};
-  pid_t pid = 0;
-  ASSERT_EQ(posix_spawn(&pid, child.c_str(), nullptr, nullptr, args, environ), 0);
-  ::close(fds[1]);
-  std::set<std::int64_t> reported;
-  std::thread reader([&] {
-    std::int64_t id;
-    while (::read(fds[0], &id, sizeof id) == sizeof id) reported.insert(id);
-  });
-  std::this_thread::sleep_for(500ms);
-  locker.exec("LOCK TABLES audit_log_seals WRITE");
-  std::this_thread::sleep_for(1500ms);
-  const long long rows_at_kill = MysqlProbe().scalar("SELECT COUNT(*) FROM audit_log");
-  ::kill(pid, SIGKILL);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  reader.join();
-  ::close(fds[0]);
-  locker.exec("UNLOCK TABLES");
-  std::uint64_t recovered = 0;
-  {
-    Options o;
-    o.capacity = 20000;  // as the child had it
-    o.batch_size = 500;
-    o.durable_path = pool_file;
-    auditpipe::Logger<AuditRow> logger(auditpipe::mysql::open(url), o);
-    const auto report = logger.close(60s);
-    recovered = report.stats.recovered;
-    EXPECT_TRUE(report.drained);
-    ASSERT_TRUE(report.stats.seals.has_value());
-    EXPECT_EQ(report.stats.seals->pending, 0u);
-  }
-  MysqlProbe probe;
-  std::set<std::int64_t> in_table;
-  for (const auto& row : probe.rows("SELECT message_id FROM audit_log"))
-    in_table.insert(std::stoll(*row[0]));
-  long long missing = 0;
-  for (std::int64_t id : reported) missing += in_table.count(id) == 0;
+  const KilledRun run = kill_durable_child(url, pool_file, "LOCK TABLES audit_log_seals WRITE");
   std::printf(
       "[ fault ] app killed with its seals held up: commits reported %zu, rows at the "
       "kill %lld, recovered %llu, rows %zu, lost %lld\n",
-      reported.size(), rows_at_kill, static_cast<unsigned long long>(recovered), in_table.size(),
-      missing);
-  EXPECT_TRUE(WIFSIGNALED(status));
-  EXPECT_GT(rows_at_kill, 0) << "no row was stored before the kill: the test proves nothing";
-  EXPECT_GT(recovered, 0u);
-  EXPECT_EQ(missing, 0);
+      run.reported.size(), run.rows_at_kill, static_cast<unsigned long long>(run.recovered),
+      run.in_table.size(), run.missing);
+  EXPECT_TRUE(WIFSIGNALED(run.status));
+  EXPECT_TRUE(run.drained);
+  EXPECT_GT(run.rows_at_kill, 0) << "no row was stored before the kill: the test proves nothing";
+  EXPECT_GT(run.recovered, 0u);
+  EXPECT_EQ(run.missing, 0);
+  EXPECT_EQ(run.seals_pending, std::optional<std::uint64_t>(0));
   const std::string verify = std::string(AUDITPIPE_CLI) + " verify --quiet '" + mysql_url_with("") +
                              "' --table audit_log --key-file " + key;
-  status = std::system(verify.c_str());
+  const int status = std::system(verify.c_str());
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0) << verify;
 }
