@@ -142,9 +142,6 @@ std::byte* Intake::overflow_record() noexcept {
   return record;
 }
 
-// Appended to the spill directory, or, if that is full or failing, copied
-// into a pool slot after waiting as Overflow::block does. A keyed record
-// keeps its key on either way.
 std::size_t Intake::take_recovered(SlotHeader** out, std::size_t max) noexcept {
   // Writers claim disjoint runs of the list; one that claims past its end
   // takes none (and the index stays past it).
@@ -155,6 +152,9 @@ std::size_t Intake::take_recovered(SlotHeader** out, std::size_t max) noexcept {
   return n;
 }
 
+// Appended to the spill directory, or, if that is full or failing, copied
+// into a pool slot after waiting as Overflow::block does. A keyed record
+// keeps its key on either way.
 Status Intake::commit_outside_pool(std::byte* record, const RecordKey* key) noexcept {
   // The append's own time counts against max_wait: a producer never waits
   // longer than that for the spill and the pool together.

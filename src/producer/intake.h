@@ -104,16 +104,13 @@ class Intake {
   // Up to `max` committed slots: a durable pool's recovered ones before
   // anything new, then the queue's, oldest of each producer first.
   std::size_t take(moodycamel::ConsumerToken& token, SlotHeader** out, std::size_t max) {
-    if (recovered_next_.load(std::memory_order_relaxed) < recovered_.size()) [[unlikely]] {
+    if (recovered_left() != 0) [[unlikely]] {
       const std::size_t n = take_recovered(out, max);
       if (n != 0) return n;
     }
     return queue_.try_dequeue_bulk(token, out, max);
   }
-  std::size_t queued() const noexcept {
-    const std::size_t next = recovered_next_.load(std::memory_order_relaxed);
-    return queue_.size_approx() + (next < recovered_.size() ? recovered_.size() - next : 0);
-  }
+  std::size_t queued() const noexcept { return queue_.size_approx() + recovered_left(); }
   std::byte* record(SlotHeader* slot) const noexcept { return pool_.record(slot); }
   std::size_t slot_stride() const noexcept { return pool_.slot_stride(); }
   // Written (or refused) slots go back to the pool, or to a waiting producer.
@@ -229,6 +226,11 @@ class Intake {
   // Overflow::spill: the calling source's record outside the pool.
   std::byte* overflow_record() noexcept;
   std::size_t take_recovered(SlotHeader** out, std::size_t max) noexcept;
+  // Recovered slots no writer has taken yet.
+  std::size_t recovered_left() const noexcept {
+    const std::size_t next = recovered_next_.load(std::memory_order_relaxed);
+    return next < recovered_.size() ? recovered_.size() - next : 0;
+  }
   Status commit_outside_pool(std::byte* record, const RecordKey* key) noexcept;
   Producer* owner_of_overflow_record(std::byte* record) const noexcept;
 
