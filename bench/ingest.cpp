@@ -15,8 +15,9 @@
 // time from commit to row visible (p50/p99, sampled).
 //
 //   ingest <mysql-url> <results-dir> [scale=1.0] [runs=3] [only]
-// (`only`: run just the contenders whose name contains it, e.g. to profile
-// one of them; the ratios then lack the baselines that did not run.)
+// (`only`: run just the contenders whose name contains it, or one of its
+// `|`-separated parts, e.g. `auditpipe default|raw array` to compare one
+// with its baseline; the ratios then lack the baselines that did not run.)
 // Every contender runs `runs` times, interleaved; the table shows, for
 // each, the run with the median rate. Writes <results-dir>/ingest.csv and
 // prints the table.
@@ -42,6 +43,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -605,9 +607,19 @@ int main(int argc, char** argv) {
   });
 
   if (argc > 5) {
-    const std::string only = argv[5];
-    std::erase_if(contenders,
-                  [&](const Contender& c) { return c.name.find(only) == std::string::npos; });
+    // `a|b`: either, so a contender and its baseline still run interleaved.
+    std::vector<std::string> wanted;
+    for (std::string_view rest = argv[5];;) {
+      const auto bar = rest.find('|');
+      wanted.emplace_back(rest.substr(0, bar));
+      if (bar == std::string_view::npos) break;
+      rest.remove_prefix(bar + 1);
+    }
+    std::erase_if(contenders, [&](const Contender& c) {
+      return std::none_of(wanted.begin(), wanted.end(), [&](const std::string& w) {
+        return c.name.find(w) != std::string::npos;
+      });
+    });
   }
 
   std::printf("ingest into %s (scale %.2f, %d runs each)\n", server.redacted().c_str(), scale,

@@ -213,7 +213,14 @@ std::optional<MysqlError> write_bulk(MysqlConnection& c, const SqlTableText&, co
   // per column. Nothing is sent until every record has passed its checks.
   s.cuts.clear();
   std::size_t begin = 0, bytes = 0;
+  const std::uint32_t record_size = batch.table.record_size;
   for (std::size_t i = 0; i < n; ++i) {
+    // A large batch's records no longer all sit in this core's cache when
+    // the sink reads them: ask for a few records ahead.
+    if (i + 4 < n) {
+      const std::byte* ahead = batch.records[i + 4].data;
+      for (std::uint32_t off = 0; off < record_size; off += 64) __builtin_prefetch(ahead + off);
+    }
     std::size_t row = 0;
     if (auto e = fill_row(s, batch, i, &row)) return e;
     if (row > limit) {
