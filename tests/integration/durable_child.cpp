@@ -1,6 +1,7 @@
-// durable_child: the process the "app killed" fault test kills.
+// durable_child: the process the "app killed" fault tests kill
+// (tests/support/killed_durable_child.h).
 //
-//   durable_child <mysql-url> <pool-file> <report-fd>
+//   durable_child <url> <pool-file> <report-fd>
 //
 // Logs records from four threads into a durable pool until it is killed.
 // After each commit() that returned ok it writes the record's message_id
@@ -16,11 +17,11 @@
 
 #include "audit_row.h"
 #include "auditpipe/logger.h"
-#include "auditpipe/mysql/mysql_sink.h"
+#include "auditpipe/open.h"
 
 int main(int argc, char** argv) {
   if (argc != 4) {
-    std::fprintf(stderr, "usage: durable_child <mysql-url> <pool-file> <report-fd>\n");
+    std::fprintf(stderr, "usage: durable_child <url> <pool-file> <report-fd>\n");
     return 2;
   }
   const int report = std::atoi(argv[3]);
@@ -30,7 +31,7 @@ int main(int argc, char** argv) {
   o.durable_path = argv[2];
   o.max_wait = std::chrono::seconds(60);
   try {
-    auditpipe::Logger<testing_support::AuditRow> logger(auditpipe::mysql::open(argv[1]), o);
+    auditpipe::Logger<testing_support::AuditRow> logger(auditpipe::open(argv[1]), o);
     std::atomic<std::int64_t> next{0};
     std::vector<std::thread> threads;
     for (int t = 0; t < 4; ++t) {

@@ -2,19 +2,14 @@
 // restarted mid-run, the table stalled by a lock, the application killed
 // with a durable pool, spill segments damaged, connections killed while a
 // batch is in flight. Each test prints what it saw ("[ fault ] ...").
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <spawn.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -29,11 +24,10 @@
 #include "auditpipe/prometheus.h"
 #include "collecting_sink.h"
 #include "eventually.h"
+#include "killed_durable_child.h"
 #include "mysql_probe.h"
 #include "temp_dir.h"
 #include "wait_slack.h"
-
-extern char** environ;
 
 namespace {
 
@@ -42,6 +36,7 @@ using auditpipe::Options;
 using auditpipe::Overflow;
 using auditpipe::Status;
 using testing_support::AuditRow;
+using testing_support::KilledRun;
 using testing_support::mysql_url_with;
 using testing_support::MysqlProbe;
 using testing_support::TempDir;
@@ -233,69 +228,13 @@ TEST_P(Stall, NoCallerWaitsLongerThanPromisedAndNothingIsLost) {
 INSTANTIATE_TEST_SUITE_P(Policies, Stall, ::testing::Values("block", "drop", "spill"),
                          [](const auto& param_info) { return param_info.param; });
 
-// What an "application killed" run left: durable_child logs through `url`
-// into the durable pool `pool_file` for 0.5 s; `lock` (a LOCK TABLES
-// statement) then holds up what it writes for 1.5 s, and it is killed -9;
-// a logger on the same pool and URL then writes what it recovered.
-struct KilledRun {
-  std::set<std::int64_t> reported;  // message_ids whose commit() returned ok
-  int status = 0;                   // the child's, from waitpid
-  long long rows_at_kill = 0;       // rows the killed child had stored
-  std::uint64_t recovered = 0;
-  bool drained = false;
-  std::optional<std::uint64_t> seals_pending;  // at the restart's close, with seal=
-  std::set<std::int64_t> in_table;             // message_ids in audit_log afterwards
-  long long missing = 0;                       // reported, not in the table
-};
-
+// The "application killed" runs on the MariaDB server; LOCK TABLES ends
+// with the session's UNLOCK TABLES.
 KilledRun kill_durable_child(const std::string& url, const std::string& pool_file,
-                             const char* lock) {
-  KilledRun run;
-  MysqlProbe locker;
-  int fds[2];
-  if (::pipe(fds) != 0) {
-    ADD_FAILURE() << "pipe: " << std::strerror(errno);
-    return run;
-  }
-  const std::string child = std::string(AUDITPIPE_BINARY_DIR) + "/durable_child";
-  const std::string fd = std::to_string(fds[1]);
-  char* args[] = {const_cast<char*>(child.c_str()), const_cast<char*>(url.c_str()),
-                  const_cast<char*>(pool_file.c_str()), const_cast<char*>(fd.c_str()), nullptr};
-  pid_t pid = 0;
-  if (posix_spawn(&pid, child.c_str(), nullptr, nullptr, args, environ) != 0) {
-    ADD_FAILURE() << "cannot start " << child;
-    return run;
-  }
-  ::close(fds[1]);
-  std::thread reader([&] {
-    std::int64_t id;
-    while (::read(fds[0], &id, sizeof id) == sizeof id) run.reported.insert(id);
-  });
-  std::this_thread::sleep_for(500ms);
-  locker.exec(lock);
-  std::this_thread::sleep_for(1500ms);
-  ::kill(pid, SIGKILL);
-  ::waitpid(pid, &run.status, 0);
-  reader.join();
-  ::close(fds[0]);
-  locker.exec("UNLOCK TABLES");
-  // (Not while the lock is held: a read of a locked table would wait for it.)
-  run.rows_at_kill = MysqlProbe().scalar("SELECT COUNT(*) FROM audit_log");
-  {
-    Options o;
-    o.capacity = 20000;  // as the child had it
-    o.batch_size = 500;
-    o.durable_path = pool_file;
-    auditpipe::Logger<AuditRow> logger(auditpipe::mysql::open(url), o);
-    const auto report = logger.close(60s);
-    run.recovered = report.stats.recovered;
-    run.drained = report.drained;
-    if (report.stats.seals) run.seals_pending = report.stats.seals->pending;
-  }
-  for (const auto& row : MysqlProbe().rows("SELECT message_id FROM audit_log"))
-    run.in_table.insert(std::stoll(*row[0]));
-  for (std::int64_t id : run.reported) run.missing += run.in_table.count(id) == 0;
-  return run;
+                             const std::string& lock) {
+  return testing_support::kill_durable_child<MysqlProbe>(
+      url, pool_file, lock, "UNLOCK TABLES",
+      [](const std::string& u) { return auditpipe::mysql::open(u); });
 }
 
 TEST(Fault, TheApplicationKilledWithADurablePoolLosesNothing) {

@@ -1,0 +1,79 @@
+// Faults on the throwaway PostgreSQL server that the MariaDB fault tests
+// (fault_test.cpp) also make there: the application killed -9 with a
+// durable pool, with sealing on. Each test prints what it saw
+// ("[ fault ] ...").
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
+
+#include "auditpipe/postgresql/postgresql_sink.h"
+#include "killed_durable_child.h"
+#include "postgresql_probe.h"
+#include "temp_dir.h"
+
+namespace {
+
+using testing_support::KilledRun;
+using testing_support::postgresql_test_url;
+using testing_support::PostgresqlProbe;
+using testing_support::TempDir;
+
+std::string sealed_url(const std::string& key) {
+  const std::string base = postgresql_test_url();
+  return base + (base.find('?') == std::string::npos ? "?" : "&") +
+         "seal=hmac&seal_key_file=" + key;
+}
+
+// Sealing with a durable pool: the application killed while its writers
+// store rows but its seals cannot be stored (the seals table locked by a
+// transaction of the test's). Each record's slot stays committed until
+// its batch's seal is stored, so the next start writes it again (skipped
+// by key) and seals it, and `auditpipe verify` finds the table clean:
+// nothing reported committed is missing, nothing is left unsealed.
+TEST(PostgresqlFault, TheApplicationKilledBeforeItsSealsWereStoredLeavesNothingUnsealed) {
+  TempDir dir;
+  {
+    PostgresqlProbe probe;
+    probe.exec("DROP TABLE IF EXISTS audit_log");
+    probe.exec("DROP TABLE IF EXISTS audit_log_seals");
+  }
+  const std::string key = (dir.path() / "seal.key").string();
+  {
+    std::ofstream k(key);
+    k << "postgresql durable seal key";
+  }
+  std::filesystem::permissions(key, std::filesystem::perms::owner_read);
+  const std::string url = sealed_url(key);
+  const std::string pool_file = (dir.path() / "pool.dat").string();
+  { auditpipe::Logger<testing_support::AuditRow> create_tables(auditpipe::postgresql::open(url)); }
+  const KilledRun run = testing_support::kill_durable_child<PostgresqlProbe>(
+      url, pool_file, "BEGIN; LOCK TABLE audit_log_seals IN ACCESS EXCLUSIVE MODE", "ROLLBACK",
+      [](const std::string& u) { return auditpipe::postgresql::open(u); });
+  std::printf(
+      "[ fault ] app killed with its seals held up: commits reported %zu, rows at the "
+      "kill %lld, recovered %llu, rows %zu, lost %lld\n",
+      run.reported.size(), run.rows_at_kill, static_cast<unsigned long long>(run.recovered),
+      run.in_table.size(), run.missing);
+  EXPECT_TRUE(WIFSIGNALED(run.status));
+  EXPECT_TRUE(run.drained);
+  EXPECT_GT(run.rows_at_kill, 0) << "no row was stored before the kill: the test proves nothing";
+  EXPECT_GT(run.recovered, 0u);
+  EXPECT_EQ(run.missing, 0);
+  EXPECT_EQ(run.seals_pending, std::optional<std::uint64_t>(0));
+  EXPECT_EQ(PostgresqlProbe().scalar("SELECT COUNT(*) FROM audit_log"),
+            PostgresqlProbe().scalar(
+                "SELECT COUNT(*) FROM (SELECT DISTINCT source_id, seq FROM audit_log) k"));
+  const std::string verify = std::string(AUDITPIPE_CLI) + " verify --quiet '" +
+                             postgresql_test_url() + "' --table audit_log --key-file " + key;
+  const int status = std::system(verify.c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << verify;
+}
+
+}  // namespace

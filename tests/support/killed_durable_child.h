@@ -1,0 +1,99 @@
+// kill_durable_child(): the "application killed" run of the fault tests, on
+// whichever real server a test names: durable_child logs through `url` into
+// the durable pool `pool_file` for 0.5 s; `lock` (a statement of the test's
+// own connection) then holds up what it writes for 1.5 s, and it is killed
+// -9; `unlock` lets the server go on, and a logger on the same pool and URL
+// writes what it recovered. Used by the MariaDB fault tests and the
+// PostgreSQL sink's tests; durable_child is built beside them.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "audit_row.h"
+#include "auditpipe/logger.h"
+
+extern char** environ;
+
+namespace testing_support {
+
+struct KilledRun {
+  std::set<std::int64_t> reported;  // message_ids whose commit() returned ok
+  int status = 0;                   // the child's, from waitpid
+  long long rows_at_kill = 0;       // rows the killed child had stored
+  std::uint64_t recovered = 0;
+  bool drained = false;
+  std::optional<std::uint64_t> seals_pending;  // at the restart's close, with seal=
+  std::set<std::int64_t> in_table;             // message_ids in audit_log afterwards
+  long long missing = 0;                       // reported, not in the table
+};
+
+// `Probe`: the test's own client of the server (exec, scalar, rows);
+// `open`: the sink for a URL.
+template <class Probe, class Open>
+KilledRun kill_durable_child(const std::string& url, const std::string& pool_file,
+                             const std::string& lock, const std::string& unlock, Open open) {
+  using namespace std::chrono_literals;
+  KilledRun run;
+  Probe locker;
+  int fds[2];
+  if (::pipe(fds) != 0) {
+    ADD_FAILURE() << "pipe: " << std::strerror(errno);
+    return run;
+  }
+  const std::string child = std::string(AUDITPIPE_BINARY_DIR) + "/durable_child";
+  const std::string fd = std::to_string(fds[1]);
+  char* args[] = {const_cast<char*>(child.c_str()), const_cast<char*>(url.c_str()),
+                  const_cast<char*>(pool_file.c_str()), const_cast<char*>(fd.c_str()), nullptr};
+  pid_t pid = 0;
+  if (posix_spawn(&pid, child.c_str(), nullptr, nullptr, args, environ) != 0) {
+    ADD_FAILURE() << "cannot start " << child;
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return run;
+  }
+  ::close(fds[1]);
+  std::thread reader([&] {
+    std::int64_t id;
+    while (::read(fds[0], &id, sizeof id) == sizeof id) run.reported.insert(id);
+  });
+  std::this_thread::sleep_for(500ms);
+  locker.exec(lock);
+  std::this_thread::sleep_for(1500ms);
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, &run.status, 0);
+  reader.join();
+  ::close(fds[0]);
+  locker.exec(unlock);
+  // (Not while the lock is held: a read of a locked table may wait for it.)
+  run.rows_at_kill = Probe().scalar("SELECT COUNT(*) FROM audit_log");
+  {
+    auditpipe::Options o;
+    o.capacity = 20000;  // as the child had it
+    o.batch_size = 500;
+    o.durable_path = pool_file;
+    auditpipe::Logger<AuditRow> logger(open(url), o);
+    const auto report = logger.close(60s);
+    run.recovered = report.stats.recovered;
+    run.drained = report.drained;
+    if (report.stats.seals) run.seals_pending = report.stats.seals->pending;
+  }
+  for (const auto& row : Probe().rows("SELECT message_id FROM audit_log"))
+    run.in_table.insert(std::stoll(*row[0]));
+  for (std::int64_t id : run.reported) run.missing += run.in_table.count(id) == 0;
+  return run;
+}
+
+}  // namespace testing_support
