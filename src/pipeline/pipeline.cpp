@@ -100,7 +100,8 @@ class Pipeline::Engine {
     // Open before accepting anything: a bad URL, a missing table or wrong
     // credentials fail here, not at the first batch.
     try {
-      sink_->open(table_, SinkContext{options_.writers, !options_.durable_path.empty()});
+      const std::vector<RecordRef> recovered = recovered_keys();
+      sink_->open(table_, SinkContext{options_.writers, !options_.durable_path.empty(), recovered});
     } catch (const unreachable& e) {
       if (!starts_while_unreachable(options_)) throw;
       counters_.start_unreachable(e.what());
@@ -257,6 +258,19 @@ class Pipeline::Engine {
   const Options& options() const noexcept { return options_; }
 
  private:
+  // What a durable pool holds committed from an earlier run, before the
+  // writers start (nothing else touches the pool yet), sorted by key.
+  std::vector<RecordRef> recovered_keys() const {
+    std::vector<RecordRef> keys;
+    if (!intake_.durable()) return keys;
+    for (const SlotHeader* s : intake_.committed_slots())
+      keys.push_back(RecordRef{s->source_id, s->seq, nullptr});
+    std::sort(keys.begin(), keys.end(), [](const RecordRef& a, const RecordRef& b) {
+      return a.source_id != b.source_id ? a.source_id < b.source_id : a.seq < b.seq;
+    });
+    return keys;
+  }
+
   // Records a killed process had committed into the durable pool are
   // queued before anything new, so they are written first.
   void recover() {

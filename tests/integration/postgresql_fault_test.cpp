@@ -66,6 +66,8 @@ TEST(PostgresqlFault, TheApplicationKilledBeforeItsSealsWereStoredLeavesNothingU
   EXPECT_GT(run.recovered, 0u);
   EXPECT_EQ(run.missing, 0);
   EXPECT_EQ(run.seals_pending, std::optional<std::uint64_t>(0));
+  // What it left unsealed is in its pool, sealed at the restart: no warning.
+  EXPECT_EQ(run.restart_warnings.find("not sealed"), std::string::npos) << run.restart_warnings;
   EXPECT_EQ(PostgresqlProbe().scalar("SELECT COUNT(*) FROM audit_log"),
             PostgresqlProbe().scalar(
                 "SELECT COUNT(*) FROM (SELECT DISTINCT source_id, seq FROM audit_log) k"));

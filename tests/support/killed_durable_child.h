@@ -10,6 +10,8 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,6 +25,7 @@
 #include <thread>
 
 #include "audit_row.h"
+#include "auditpipe/diagnostics.h"
 #include "auditpipe/logger.h"
 
 extern char** environ;
@@ -38,6 +41,7 @@ struct KilledRun {
   std::optional<std::uint64_t> seals_pending;  // at the restart's close, with seal=
   std::set<std::int64_t> in_table;             // message_ids in audit_log afterwards
   long long missing = 0;                       // reported, not in the table
+  std::string restart_warnings;                // what the restart's logger warned of
 };
 
 // `Probe`: the test's own client of the server (exec, scalar, rows);
@@ -79,7 +83,11 @@ KilledRun kill_durable_child(const std::string& url, const std::string& pool_fil
   locker.exec(unlock);
   // (Not while the lock is held: a read of a locked table may wait for it.)
   run.rows_at_kill = Probe().scalar("SELECT COUNT(*) FROM audit_log");
-  {
+  auto ring = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(256);
+  ring->set_level(spdlog::level::warn);
+  const auto previous = auditpipe::diagnostics();
+  auditpipe::set_diagnostics_logger(std::make_shared<spdlog::logger>("auditpipe", ring));
+  try {
     auditpipe::Options o;
     o.capacity = 20000;  // as the child had it
     o.batch_size = 500;
@@ -89,7 +97,11 @@ KilledRun kill_durable_child(const std::string& url, const std::string& pool_fil
     run.recovered = report.stats.recovered;
     run.drained = report.drained;
     if (report.stats.seals) run.seals_pending = report.stats.seals->pending;
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "the restart failed: " << e.what();
   }
+  auditpipe::set_diagnostics_logger(previous);
+  for (const auto& line : ring->last_formatted()) run.restart_warnings += line;
   for (const auto& row : Probe().rows("SELECT message_id FROM audit_log"))
     run.in_table.insert(std::stoll(*row[0]));
   for (std::int64_t id : run.reported) run.missing += run.in_table.count(id) == 0;

@@ -81,6 +81,12 @@ struct AUDITPIPE_EXPORT SinkContext {
   /// write() should return ok only once everything it owes the record is
   /// stored (the SQL sinks' seals, with seal=).
   bool durable_pool = false;
+  /// With a durable pool: the records an earlier run left committed in it,
+  /// sorted by (source_id, seq). They are written first, before anything
+  /// new (so that a sink may tell them from rows nobody wrote: with seal=,
+  /// the SQL sinks do not warn of unsealed rows the pool will write and
+  /// seal again). Valid during open() only.
+  std::span<const RecordRef> recovered;
 };
 
 /// Where batches go: the interface every sink (SQL or not) implements. The writers call it;

@@ -166,6 +166,7 @@ void SealWriter::prepare(SqlConnection& c, bool create_table) {
     diagnostics()->warn("auditpipe: could not check {} for unsealed rows: {}", table_.name,
                         e.what());
   }
+  recovered_ = {};
 }
 
 void SealWriter::check_columns(SqlConnection& c) {
@@ -194,6 +195,20 @@ void SealWriter::check_columns(SqlConnection& c) {
               ", not exactly the record's in its order (" + record +
               "): verify reads a row's values in the table's order, so its seals would not "
               "verify; seal a table whose columns are the record's (one the sink creates)");
+}
+
+void SealWriter::expect_recovered(std::span<const RecordRef> keys) {
+  recovered_.clear();
+  recovered_.reserve(keys.size());
+  for (const RecordRef& k : keys) recovered_.emplace_back(k.source_id, k.seq);
+}
+
+std::int64_t SealWriter::recovered_from(std::int64_t source_id, std::int64_t seq) const {
+  const auto from = std::lower_bound(recovered_.begin(), recovered_.end(),
+                                     std::pair<std::int64_t, std::int64_t>{source_id, seq});
+  const auto end = std::partition_point(from, recovered_.end(),
+                                        [&](const auto& key) { return key.first == source_id; });
+  return end - from;
 }
 
 void SealWriter::check_tail(SqlConnection& c, const std::string& seals) {
@@ -240,6 +255,18 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals) {
                      {std::to_string(sid), std::to_string(span.lo)});
     const std::int64_t unsealed = (n.empty() || !n[0][0] ? 0 : std::stoll(*n[0][0])) - span.keys;
     if (unsealed <= 0) continue;
+    // A durable pool keeps a record until its seal is stored: the rows of
+    // its last run that no seal covers are among what it recovered, and
+    // are written again first (skipped by key) and sealed then.
+    const std::int64_t pooled = recovered_from(sid, span.lo);
+    if (pooled >= unsealed) {
+      diagnostics()->info(
+          "auditpipe: {} {}: {} rows of source_id {} from seq {} on are covered by none of its "
+          "newest seals; the durable pool recovered {} records of that source from there on, "
+          "which are written again first and sealed",
+          table_.name, table_location_, unsealed, sid, span.lo, pooled);
+      continue;
+    }
     // Not sealed here: a row this run does not store itself cannot be told
     // from one someone inserted, and sealing it would vouch for it.
     diagnostics()->warn(
@@ -249,7 +276,7 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals) {
         "replayed from the spill directory or the durable pool is sealed when stored again), "
         "since it cannot tell the others from rows someone inserted; auditpipe verify reports "
         "them as not yet sealed.",
-        table_.name, table_location_, unsealed, sid, span.lo);
+        table_.name, table_location_, unsealed - pooled, sid, span.lo);
   }
 }
 

@@ -30,8 +30,10 @@
 #include <deque>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "auditpipe/detail/thread_annotations.h"
@@ -62,6 +64,10 @@ class SealWriter {
   /// and, the first time, reads the chain's newest seal and warns of rows
   /// stored after it. Throws auditpipe::error.
   void prepare(SqlConnection& c, bool create_table) AUDITPIPE_EXCLUDES(mutex_);
+
+  /// The keys a durable pool recovered (sorted; SinkContext::recovered),
+  /// before prepare(): rows it will write and seal again are not warned of.
+  void expect_recovered(std::span<const RecordRef> keys);
 
   /// Why a batch must not be stored now (max_pending seals wait, and they
   /// could not be stored on `c` just now, or another thread is storing
@@ -125,6 +131,8 @@ class SealWriter {
   /// Warns of rows stored after the newest seals (a run that stopped
   /// between storing and sealing, or one still writing).
   void check_tail(SqlConnection& c, const std::string& seals);
+  /// Of the recovered keys, how many are of `source_id` from `seq` on.
+  std::int64_t recovered_from(std::int64_t source_id, std::int64_t seq) const;
   /// The temporary file the anchor is written to before its rename.
   std::string anchor_tmp() const;
   /// The anchor file and the periodic info line, after seal `no` was stored.
@@ -134,6 +142,8 @@ class SealWriter {
   const seal::SealSettings settings_;
   const TableDescriptor& table_;
   const std::string table_location_;
+  /// expect_recovered()'s keys as (source_id, seq), until check_tail() used them.
+  std::vector<std::pair<std::int64_t, std::int64_t>> recovered_;
   std::string key_;
   std::string insert_, read_back_, newest_query_;
   bool returning_ = false;  ///< insert_ returns the row it stored

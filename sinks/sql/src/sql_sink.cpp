@@ -94,6 +94,7 @@ void SqlSink::open(const TableDescriptor& table, const SinkContext& context) {
   if (settings_.seal.mode != seal::Mode::none) {
     sealer_ =
         std::make_unique<SealWriter>(dialect_, settings_.seal, table, settings_.table_location);
+    sealer_->expect_recovered(context.recovered);
   }
   try {
     // A connection of its own for the set-up: any connect error (wrong
