@@ -356,19 +356,7 @@ TEST(Fault, TheApplicationKilledBeforeItsSealsWereStoredLeavesNothingUnsealed) {
   const std::string pool_file = (dir.path() / "pool.dat").string();
   { auditpipe::Logger<AuditRow> create_tables(auditpipe::mysql::open(url)); }
   const KilledRun run = kill_durable_child(url, pool_file, "LOCK TABLES audit_log_seals WRITE");
-  std::printf(
-      "[ fault ] app killed with its seals held up: commits reported %zu, rows at the "
-      "kill %lld, recovered %llu, rows %zu, lost %lld\n",
-      run.reported.size(), run.rows_at_kill, static_cast<unsigned long long>(run.recovered),
-      run.in_table.size(), run.missing);
-  EXPECT_TRUE(WIFSIGNALED(run.status));
-  EXPECT_TRUE(run.drained);
-  EXPECT_GT(run.rows_at_kill, 0) << "no row was stored before the kill: the test proves nothing";
-  EXPECT_GT(run.recovered, 0u);
-  EXPECT_EQ(run.missing, 0);
-  EXPECT_EQ(run.seals_pending, std::optional<std::uint64_t>(0));
-  // What it left unsealed is in its pool, sealed at the restart: no warning.
-  EXPECT_EQ(run.restart_warnings.find("not sealed"), std::string::npos) << run.restart_warnings;
+  testing_support::expect_resealed(run);
   const std::string verify = std::string(AUDITPIPE_CLI) + " verify --quiet '" + mysql_url_with("") +
                              "' --table audit_log --key-file " + key;
   const int status = std::system(verify.c_str());

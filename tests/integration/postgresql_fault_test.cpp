@@ -55,19 +55,7 @@ TEST(PostgresqlFault, TheApplicationKilledBeforeItsSealsWereStoredLeavesNothingU
   const KilledRun run = testing_support::kill_durable_child<PostgresqlProbe>(
       url, pool_file, "BEGIN; LOCK TABLE audit_log_seals IN ACCESS EXCLUSIVE MODE", "ROLLBACK",
       [](const std::string& u) { return auditpipe::postgresql::open(u); });
-  std::printf(
-      "[ fault ] app killed with its seals held up: commits reported %zu, rows at the "
-      "kill %lld, recovered %llu, rows %zu, lost %lld\n",
-      run.reported.size(), run.rows_at_kill, static_cast<unsigned long long>(run.recovered),
-      run.in_table.size(), run.missing);
-  EXPECT_TRUE(WIFSIGNALED(run.status));
-  EXPECT_TRUE(run.drained);
-  EXPECT_GT(run.rows_at_kill, 0) << "no row was stored before the kill: the test proves nothing";
-  EXPECT_GT(run.recovered, 0u);
-  EXPECT_EQ(run.missing, 0);
-  EXPECT_EQ(run.seals_pending, std::optional<std::uint64_t>(0));
-  // What it left unsealed is in its pool, sealed at the restart: no warning.
-  EXPECT_EQ(run.restart_warnings.find("not sealed"), std::string::npos) << run.restart_warnings;
+  testing_support::expect_resealed(run);
   EXPECT_EQ(PostgresqlProbe().scalar("SELECT COUNT(*) FROM audit_log"),
             PostgresqlProbe().scalar(
                 "SELECT COUNT(*) FROM (SELECT DISTINCT source_id, seq FROM audit_log) k"));

@@ -18,6 +18,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <optional>
 #include <set>
@@ -106,6 +107,24 @@ KilledRun kill_durable_child(const std::string& url, const std::string& pool_fil
     run.in_table.insert(std::stoll(*row[0]));
   for (std::int64_t id : run.reported) run.missing += run.in_table.count(id) == 0;
   return run;
+}
+
+// A run killed while its seals were held up (the seals table locked): the
+// restart wrote and sealed what the pool kept, nothing lost, no seal left
+// pending, and it warned of no unsealed rows (they were in its pool).
+inline void expect_resealed(const KilledRun& run) {
+  std::printf(
+      "[ fault ] app killed with its seals held up: commits reported %zu, rows at the "
+      "kill %lld, recovered %llu, rows %zu, lost %lld\n",
+      run.reported.size(), run.rows_at_kill, static_cast<unsigned long long>(run.recovered),
+      run.in_table.size(), run.missing);
+  EXPECT_TRUE(WIFSIGNALED(run.status));
+  EXPECT_TRUE(run.drained);
+  EXPECT_GT(run.rows_at_kill, 0) << "no row was stored before the kill: the test proves nothing";
+  EXPECT_GT(run.recovered, 0u);
+  EXPECT_EQ(run.missing, 0);
+  EXPECT_EQ(run.seals_pending, std::optional<std::uint64_t>(0));
+  EXPECT_EQ(run.restart_warnings.find("not sealed"), std::string::npos) << run.restart_warnings;
 }
 
 }  // namespace testing_support
