@@ -230,11 +230,19 @@ INSTANTIATE_TEST_SUITE_P(Policies, Stall, ::testing::Values("block", "drop", "sp
 
 // The "application killed" runs on the MariaDB server; LOCK TABLES ends
 // with the session's UNLOCK TABLES.
-KilledRun kill_durable_child(const std::string& url, const std::string& pool_file,
-                             const std::string& lock) {
+KilledRun kill_durable_child(
+    const std::string& url, const std::string& pool_file, const std::string& lock,
+    testing_support::LockAt at = testing_support::LockAt::half_a_second_in) {
+  // (The tests on the server run one at a time: the only other sessions on
+  // the test database are the killed child's.)
+  const auto end_sessions = [](MysqlProbe& p) {
+    for (const auto& row : p.rows("SELECT id FROM information_schema.processlist WHERE id <> "
+                                  "CONNECTION_ID() AND db = DATABASE()"))
+      p.exec("KILL " + *row[0]);
+  };
   return testing_support::kill_durable_child<MysqlProbe>(
       url, pool_file, lock, "UNLOCK TABLES",
-      [](const std::string& u) { return auditpipe::mysql::open(u); });
+      [](const std::string& u) { return auditpipe::mysql::open(u); }, at, end_sessions);
 }
 
 TEST(Fault, TheApplicationKilledWithADurablePoolLosesNothing) {
@@ -349,19 +357,31 @@ TEST(Fault, SpillReplayedIntoASealedTableVerifiesClean) {
 // verify` then finds the table clean. Freed at the rows' commit, the slots
 // of up to 64 batches held only in memory died with the process, and their
 // rows stayed unsealed for good.
-TEST(Fault, TheApplicationKilledBeforeItsSealsWereStoredLeavesNothingUnsealed) {
+void kill_with_seals_held(const std::string& lock, testing_support::LockAt at) {
   TempDir dir;
   const std::string key = fresh_sealed_table(dir, "durable seal key");
   const std::string url = mysql_url_with("seal=hmac&seal_key_file=" + key);
   const std::string pool_file = (dir.path() / "pool.dat").string();
   { auditpipe::Logger<AuditRow> create_tables(auditpipe::mysql::open(url)); }
-  const KilledRun run = kill_durable_child(url, pool_file, "LOCK TABLES audit_log_seals WRITE");
-  testing_support::expect_resealed(run);
+  testing_support::expect_resealed(kill_durable_child(url, pool_file, lock, at));
   const std::string verify = std::string(AUDITPIPE_CLI) + " verify --quiet '" + mysql_url_with("") +
                              "' --table audit_log --key-file " + key;
   const int status = std::system(verify.c_str());
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0) << verify;
+}
+
+TEST(Fault, TheApplicationKilledBeforeItsSealsWereStoredLeavesNothingUnsealed) {
+  kill_with_seals_held("LOCK TABLES audit_log_seals WRITE",
+                       testing_support::LockAt::half_a_second_in);
+}
+
+// The same, killed before its first seal was stored (the seals table
+// readable, not writable, from before it starts): the restart finds rows
+// and no seal, all of them in its pool, and seals them without a warning.
+TEST(Fault, TheApplicationKilledBeforeItsFirstSealLeavesNothingUnsealed) {
+  kill_with_seals_held("LOCK TABLES audit_log_seals READ", testing_support::LockAt::start);
+  EXPECT_GT(MysqlProbe().scalar("SELECT COUNT(*) FROM audit_log_seals"), 0);
 }
 
 // Sealing with four writers and four producers: the seals' own thread

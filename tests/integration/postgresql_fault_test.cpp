@@ -36,7 +36,7 @@ std::string sealed_url(const std::string& key) {
 // its batch's seal is stored, so the next start writes it again (skipped
 // by key) and seals it, and `auditpipe verify` finds the table clean:
 // nothing reported committed is missing, nothing is left unsealed.
-TEST(PostgresqlFault, TheApplicationKilledBeforeItsSealsWereStoredLeavesNothingUnsealed) {
+void kill_with_seals_held(const std::string& lock, testing_support::LockAt at) {
   TempDir dir;
   {
     PostgresqlProbe probe;
@@ -53,8 +53,15 @@ TEST(PostgresqlFault, TheApplicationKilledBeforeItsSealsWereStoredLeavesNothingU
   const std::string pool_file = (dir.path() / "pool.dat").string();
   { auditpipe::Logger<testing_support::AuditRow> create_tables(auditpipe::postgresql::open(url)); }
   const KilledRun run = testing_support::kill_durable_child<PostgresqlProbe>(
-      url, pool_file, "BEGIN; LOCK TABLE audit_log_seals IN ACCESS EXCLUSIVE MODE", "ROLLBACK",
-      [](const std::string& u) { return auditpipe::postgresql::open(u); });
+      url, pool_file, lock, "ROLLBACK",
+      [](const std::string& u) { return auditpipe::postgresql::open(u); }, at,
+      // (The tests on the server run one at a time: the only other sessions
+      // on the test database are the killed child's.)
+      [](PostgresqlProbe& p) {
+        p.rows(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = "
+            "current_database() AND pid <> pg_backend_pid()");
+      });
   testing_support::expect_resealed(run);
   EXPECT_EQ(PostgresqlProbe().scalar("SELECT COUNT(*) FROM audit_log"),
             PostgresqlProbe().scalar(
@@ -64,6 +71,20 @@ TEST(PostgresqlFault, TheApplicationKilledBeforeItsSealsWereStoredLeavesNothingU
   const int status = std::system(verify.c_str());
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0) << verify;
+}
+
+TEST(PostgresqlFault, TheApplicationKilledBeforeItsSealsWereStoredLeavesNothingUnsealed) {
+  kill_with_seals_held("BEGIN; LOCK TABLE audit_log_seals IN ACCESS EXCLUSIVE MODE",
+                       testing_support::LockAt::half_a_second_in);
+}
+
+// The same, killed before its first seal was stored (SHARE mode: the seals
+// table readable, not writable, from before it starts): the restart finds
+// rows and no seal, all of them in its pool, and seals them without a warning.
+TEST(PostgresqlFault, TheApplicationKilledBeforeItsFirstSealLeavesNothingUnsealed) {
+  kill_with_seals_held("BEGIN; LOCK TABLE audit_log_seals IN SHARE MODE",
+                       testing_support::LockAt::start);
+  EXPECT_GT(PostgresqlProbe().scalar("SELECT COUNT(*) FROM audit_log_seals"), 0);
 }
 
 }  // namespace

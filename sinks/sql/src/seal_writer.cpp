@@ -211,20 +211,46 @@ std::int64_t SealWriter::recovered_from(std::int64_t source_id, std::int64_t seq
   return end - from;
 }
 
+void SealWriter::check_unsealed_table(SqlConnection& c) {
+  const std::string data = dialect_.quote(table_.name);
+  // A run killed before its first seal was stored left rows its durable
+  // pool kept: they are written again first (skipped by key) and sealed
+  // then. Which rows are there is read up to one more than the pool
+  // recovered, so a large table costs no more than a small one.
+  const auto rows = c.query_rows(
+      "SELECT source_id, seq FROM " + data + " LIMIT " + std::to_string(recovered_.size() + 1), {});
+  if (rows.empty()) return;
+  std::size_t foreign = 0;
+  for (const auto& row : rows) {
+    if (!row[0] || !row[1]) {
+      ++foreign;
+      continue;
+    }
+    const std::pair<std::int64_t, std::int64_t> key{std::stoll(*row[0]), std::stoll(*row[1])};
+    foreign += !std::binary_search(recovered_.begin(), recovered_.end(), key);
+  }
+  if (foreign == 0) {
+    diagnostics()->info(
+        "auditpipe: {} {} holds {} rows and no seals yet; they are among the {} records the "
+        "durable pool recovered, which are written again first and sealed",
+        table_.name, table_location_, rows.size(), recovered_.size());
+    return;
+  }
+  diagnostics()->warn(
+      "auditpipe: {} {} holds rows but no seals yet (rows stored before sealing was "
+      "turned on, or by a run that stopped before its first seal): no seal covers them, "
+      "and auditpipe verify reports them as not yet sealed, or as inserted where they fall "
+      "among keys sealed later (seal a new table instead)",
+      table_.name, table_location_);
+}
+
 void SealWriter::check_tail(SqlConnection& c, const std::string& seals) {
   const std::string data = dialect_.quote(table_.name);
   const auto last = c.query_rows(
       "SELECT ranges FROM " + seals + " ORDER BY seal_no DESC LIMIT " + std::to_string(tail_seals),
       {});
   if (last.empty()) {
-    if (!c.query_rows("SELECT 1 FROM " + data + " LIMIT 1", {}).empty()) {
-      diagnostics()->warn(
-          "auditpipe: {} {} holds rows but no seals yet (rows stored before sealing was "
-          "turned on, or by a run that stopped before its first seal): no seal covers them, "
-          "and auditpipe verify reports them as not yet sealed, or as inserted where they fall "
-          "among keys sealed later (seal a new table instead)",
-          table_.name, table_location_);
-    }
+    check_unsealed_table(c);
     return;
   }
   // Per source, the lowest seq among the newest seals and the keys they

@@ -131,6 +131,9 @@ class SealWriter {
   /// Warns of rows stored after the newest seals (a run that stopped
   /// between storing and sealing, or one still writing).
   void check_tail(SqlConnection& c, const std::string& seals);
+  /// check_tail() of a table without seals: warns of rows in it but those
+  /// a durable pool recovered.
+  void check_unsealed_table(SqlConnection& c);
   /// Of the recovered keys, how many are of `source_id` from `seq` on.
   std::int64_t recovered_from(std::int64_t source_id, std::int64_t seq) const;
   /// The temporary file the anchor is written to before its rename.
