@@ -75,8 +75,9 @@ TEST(Prometheus, TheCheckerRejectsWhatTheFormatForbids) {
       "# TYPE m counter\n# TYPE m counter\nm 1\n",  // second TYPE
       "m 1\n# TYPE m counter\n",                    // TYPE after samples
       "a 1\nb 1\na 2\n",                            // families interleaved
-      "# TYPE h histogram\nh_bucket{le=\"1\"} 5\nh_bucket{le=\"2\"} 3\nh_bucket{le=\"+Inf\"} "
-      "5\nh_sum 1\nh_count 5\n",                                            // not cumulative
+      // (One literal in two pieces: the parentheses tell clang it is meant.)
+      ("# TYPE h histogram\nh_bucket{le=\"1\"} 5\nh_bucket{le=\"2\"} 3\nh_bucket{le=\"+Inf\"} "
+       "5\nh_sum 1\nh_count 5\n"),                                          // not cumulative
       "# TYPE h histogram\nh_bucket{le=\"1\"} 1\nh_sum 1\nh_count 1\n",     // no +Inf
       "# TYPE h histogram\nh_bucket{le=\"+Inf\"} 2\nh_sum 1\nh_count 3\n",  // _count differs
       "m 1",                                                                // no final newline
