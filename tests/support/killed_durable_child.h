@@ -2,11 +2,12 @@
 // whichever real server a test names: durable_child logs through `url` into
 // the durable pool `pool_file` for 0.5 s; `lock` (a statement of the test's
 // own connection) then holds up what it writes for 1.5 s, and it is killed
-// -9 (LockAt::start: `lock` holds it up from before it starts, for 2 s;
-// `end_sessions` then ends its sessions on the server, whose statements
-// waiting for the lock would otherwise still run at `unlock`); `unlock` lets the server
-// go on, and a logger on the same pool and URL writes what it recovered. Used by the MariaDB fault
-// tests and the PostgreSQL sink's tests; durable_child is built beside them.
+// -9 (LockAt::start: `lock` holds it up from before it starts, for 2 s);
+// `end_sessions` ends its sessions on the server, whose statements waiting
+// for the lock would otherwise still run at `unlock`; `unlock` lets the
+// server go on, and a logger on the same pool and URL writes what it
+// recovered. Used by the MariaDB fault tests and the PostgreSQL sink's
+// tests; durable_child is built beside them.
 #pragma once
 
 #include <gtest/gtest.h>
