@@ -94,9 +94,12 @@ step() {  # step <name> <command...>: runs a step, remembers a failure, goes on
     # the end, where a log read from its tail (CI) shows it.
     local args=("$@") i
     for i in "${!args[@]}"; do
-      [ "${args[$i]}" = --test-dir ] && failed_trees+=("${args[$((i + 1))]}")
+      if [ "${args[$i]}" = --test-dir ]; then failed_trees+=("${args[$((i + 1))]}"); fi
     done
   fi
+  # Always 0: under set -e a failed step must not end the script before the
+  # later steps and the failed tests' output at the end.
+  return 0
 }
 
 build build/test -DCMAKE_BUILD_TYPE=Release
