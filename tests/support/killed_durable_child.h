@@ -13,8 +13,6 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
-#include <spdlog/sinks/ringbuffer_sink.h>
-#include <spdlog/spdlog.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -32,6 +30,7 @@
 #include "audit_row.h"
 #include "auditpipe/diagnostics.h"
 #include "auditpipe/logger.h"
+#include "captured_warnings.h"
 
 extern char** environ;
 
@@ -94,25 +93,23 @@ KilledRun kill_durable_child(const std::string& url, const std::string& pool_fil
   locker.exec(unlock);
   // (Not while the lock is held: a read of a locked table may wait for it.)
   run.rows_at_kill = Probe().scalar("SELECT COUNT(*) FROM audit_log");
-  auto ring = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(256);
-  ring->set_level(spdlog::level::warn);
-  const auto previous = auditpipe::diagnostics();
-  auditpipe::set_diagnostics_logger(std::make_shared<spdlog::logger>("auditpipe", ring));
-  try {
-    auditpipe::Options o;
-    o.capacity = 20000;  // as the child had it
-    o.batch_size = 500;
-    o.durable_path = pool_file;
-    auditpipe::Logger<AuditRow> logger(open(url), o);
-    const auto report = logger.close(60s);
-    run.recovered = report.stats.recovered;
-    run.drained = report.drained;
-    if (report.stats.seals) run.seals_pending = report.stats.seals->pending;
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "the restart failed: " << e.what();
+  {
+    CapturedWarnings warnings;
+    try {
+      auditpipe::Options o;
+      o.capacity = 20000;  // as the child had it
+      o.batch_size = 500;
+      o.durable_path = pool_file;
+      auditpipe::Logger<AuditRow> logger(open(url), o);
+      const auto report = logger.close(60s);
+      run.recovered = report.stats.recovered;
+      run.drained = report.drained;
+      if (report.stats.seals) run.seals_pending = report.stats.seals->pending;
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "the restart failed: " << e.what();
+    }
+    run.restart_warnings = warnings.text();
   }
-  auditpipe::set_diagnostics_logger(previous);
-  for (const auto& line : ring->last_formatted()) run.restart_warnings += line;
   for (const auto& row : Probe().rows("SELECT message_id FROM audit_log"))
     run.in_table.insert(std::stoll(*row[0]));
   for (std::int64_t id : run.reported) run.missing += run.in_table.count(id) == 0;
