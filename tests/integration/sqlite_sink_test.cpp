@@ -20,6 +20,7 @@
 
 #include "audit_row.h"
 #include "auditpipe/logger.h"
+#include "captured_warnings.h"
 #include "temp_dir.h"
 
 namespace {
@@ -403,3 +404,63 @@ TEST(SqliteSink, AnExistingColumnOfTheWrongTypeIsRefusedAtOpen) {
 }
 
 }  // namespace
+
+// Several writers finish their batches out of order, so the seal just older
+// than the newest 16 (what a start reads for a crashed run's unsealed
+// tail) may hold a source's keys above the lowest seq among those 16. The
+// start counts that seal's keys too: a clean restart warns of no sealed row
+// as unsealed. (The order is made here by swapping two neighbouring seals'
+// ranges, which the start reads and does not verify.)
+TEST(SqliteSink, ARestartWarnsOfNoSealedRowsWhenSealsFinishedOutOfOrder) {
+  TempDir dir;
+  const std::string path = dir.file("seals.db");
+  const std::string url = "sqlite://" + path + "?seal=hash";
+  auditpipe::Options o;
+  o.batch_size = 10;
+  {
+    auditpipe::Logger<AuditRow> logger(auditpipe::sqlite::open(url), o);
+    for (int batch = 0; batch < 24; ++batch) {
+      for (int i = 0; i < 10; ++i) {
+        auto r = logger.acquire();
+        ASSERT_TRUE(r);
+        r->message_id = batch * 10 + i;
+        ASSERT_EQ(r.commit(), Status::ok);
+      }
+      ASSERT_TRUE(logger.flush(std::chrono::seconds(30)));
+    }
+    ASSERT_TRUE(logger.close().drained);
+  }
+  // The seal at the edge of the newest 16 and the one before it.
+  const long long seals = Db(path).scalar("SELECT COUNT(*) FROM audit_log_seals");
+  ASSERT_GE(seals, 17);
+  const long long edge = seals - 15, older = seals - 16;
+  auto ranges_of = [&](long long no) {
+    sqlite3* db = nullptr;
+    EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+    sqlite3_stmt* st = nullptr;
+    sqlite3_prepare_v2(db, "SELECT ranges FROM audit_log_seals WHERE seal_no = ?", -1, &st,
+                       nullptr);
+    sqlite3_bind_int64(st, 1, no);
+    std::string out;
+    if (sqlite3_step(st) == SQLITE_ROW)
+      out = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return out;
+  };
+  const std::string lower = ranges_of(older), higher = ranges_of(edge);
+  ASSERT_FALSE(lower.empty());
+  ASSERT_FALSE(higher.empty());
+  exec(path, "UPDATE audit_log_seals SET ranges = '" + higher + "' WHERE seal_no = " +
+                 std::to_string(older) + "; UPDATE audit_log_seals SET ranges = '" + lower +
+                 "' WHERE seal_no = " + std::to_string(edge));
+
+  testing_support::CapturedWarnings warnings;
+  try {
+    auditpipe::Logger<AuditRow>(auditpipe::sqlite::open(url), o).close();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "the restart failed: " << e.what();
+  }
+  EXPECT_EQ(warnings.text(), "") << "seals " << older << " and " << edge << ": " << higher
+                                 << " and " << lower;
+}

@@ -35,6 +35,12 @@ constexpr int tail_seals = 16;
 /// Sources whose tail is counted at start (each one indexed range query).
 constexpr std::size_t tail_sources = 64;
 
+/// Seals older than the newest tail_seals read at start, a page at a time,
+/// for keys they seal at or above a source's lowest seq in the newest ones;
+/// and the most of them read.
+constexpr int older_seals_page = 64;
+constexpr int older_seals_max = 1024;
+
 std::string big_text(const SqlDialect& dialect) {
   // MySQL's TEXT holds 64 KiB, less than the ranges and fingerprints of a
   // large batch of byte-offset seqs; its text_type gives MEDIUMTEXT here.
@@ -246,32 +252,65 @@ void SealWriter::check_unsealed_table(SqlConnection& c) {
 
 void SealWriter::check_tail(SqlConnection& c, const std::string& seals) {
   const std::string data = dialect_.quote(table_.name);
-  const auto last = c.query_rows(
-      "SELECT ranges FROM " + seals + " ORDER BY seal_no DESC LIMIT " + std::to_string(tail_seals),
-      {});
+  const auto last = c.query_rows("SELECT seal_no, ranges FROM " + seals +
+                                     " ORDER BY seal_no DESC LIMIT " + std::to_string(tail_seals),
+                                 {});
   if (last.empty()) {
     check_unsealed_table(c);
     return;
   }
-  // Per source, the lowest seq among the newest seals and the keys they
-  // seal from there on. Writers finish batches out of order, so a crashed
-  // run's unsealed rows may sit below sealed ones; counting the rows from
-  // that lowest seq on finds them, as long as no older seal reaches above
-  // it (verify's --unsealed-window makes the same assumption).
+  // Per source, the lowest seq among the newest seals and the keys sealed
+  // from there on. Writers finish batches out of order, so a crashed run's
+  // unsealed rows may sit below sealed ones; counting the rows from that
+  // lowest seq on finds them.
   struct Span {
     std::int64_t lo = 0;
     std::int64_t keys = 0;
   };
   std::map<std::int64_t, Span> spans;
+  std::optional<std::int64_t> oldest_read;
+  const auto seal_no_of = [&](const std::optional<std::string>& no) {
+    if (!no) return;
+    const std::int64_t n = std::stoll(*no);
+    oldest_read = oldest_read ? std::min(*oldest_read, n) : n;
+  };
   for (const auto& row : last) {
-    if (!row[0]) continue;
-    for (const auto& [sid, items] : seal::split_sources(*row[0])) {
+    seal_no_of(row[0]);
+    if (!row[1]) continue;
+    for (const auto& [sid, items] : seal::split_sources(*row[1])) {
       for (const seal::SeqRun& run : seal::parse_runs(items)) {
         auto [it, fresh] = spans.emplace(sid, Span{run.lo, 0});
         it->second.lo = std::min(it->second.lo, run.lo);
         it->second.keys += run.hi - run.lo + 1;
       }
     }
+  }
+  // The same out-of-order finish puts keys above that lowest seq into
+  // older seals too (several writers: the batch after one whose seal is
+  // among the newest was sealed just before them). Those keys are counted
+  // as well, reading older seals a page at a time until a page seals none
+  // of them, or older_seals_max were read: otherwise a clean restart would
+  // warn of rows that are sealed.
+  for (int read = 0; oldest_read && read < older_seals_max; read += older_seals_page) {
+    const auto page = c.query_rows("SELECT seal_no, ranges FROM " + seals +
+                                       " WHERE seal_no < ? ORDER BY seal_no DESC LIMIT " +
+                                       std::to_string(older_seals_page),
+                                   {std::to_string(*oldest_read)});
+    bool reached = false;
+    for (const auto& row : page) {
+      seal_no_of(row[0]);
+      if (!row[1]) continue;
+      for (const auto& [sid, items] : seal::split_sources(*row[1])) {
+        const auto it = spans.find(sid);
+        if (it == spans.end()) continue;
+        for (const seal::SeqRun& run : seal::parse_runs(items)) {
+          if (run.hi < it->second.lo) continue;
+          it->second.keys += run.hi - std::max(run.lo, it->second.lo) + 1;
+          reached = true;
+        }
+      }
+    }
+    if (!reached || page.size() < static_cast<std::size_t>(older_seals_page)) break;
   }
   std::size_t checked = 0;
   for (const auto& [sid, span] : spans) {
@@ -313,9 +352,21 @@ std::optional<std::string> SealWriter::backlog(SqlConnection& c) noexcept {
   }
   store_pending(c);
   detail::MutexLock lock(mutex_);
+  // Another thread is storing them, and only behind (several writers
+  // finishing small batches faster than one connection stores their
+  // seals): wait for it to catch up rather than refuse the batch, which
+  // the writer would report as a failed write and retry after a pause.
+  const auto deadline = std::chrono::steady_clock::now() + backlog_wait;
+  ++progress_waiters_;
+  while (storing_ && pending_.size() >= max_pending) {
+    if (progress_cv_.wait_until(mutex_, deadline) == std::cv_status::timeout) break;
+  }
+  --progress_waiters_;
   if (pending_.size() < max_pending) return std::nullopt;
   return "auditpipe: the seals of " + std::to_string(pending_.size()) + " batches of " +
-         std::string(table_.name) + " wait to be stored (" + last_error_ +
+         std::string(table_.name) + " wait to be stored (" +
+         (last_error_.empty() ? std::string("they are stored more slowly than batches are written")
+                              : last_error_) +
          "); batches are held until their rows can be sealed";
 }
 
@@ -418,8 +469,10 @@ std::optional<std::string> SealWriter::stored_by(SqlConnection& c, std::uint64_t
     {
       detail::MutexLock lock(mutex_);
       // The thread storing now stores this seal too, unless a statement
-      // fails: it notifies when it stops either way.
-      while (storing_ && stored_ < ticket) storer_cv_.wait(mutex_);
+      // fails: it notifies after each seal, and when it stops either way.
+      ++progress_waiters_;
+      while (storing_ && stored_ < ticket) progress_cv_.wait(mutex_);
+      --progress_waiters_;
       if (stored_ >= ticket) return std::nullopt;
     }
     bool stored = false;
@@ -515,6 +568,7 @@ bool SealWriter::store_pending(SqlConnection& c) {
       if (pending_.empty()) {
         storing_ = false;
         storer_cv_.notify_all();
+        note_progress_locked();
         return true;
       }
       front = &pending_.front();
@@ -527,6 +581,7 @@ bool SealWriter::store_pending(SqlConnection& c) {
       detail::MutexLock lock(mutex_);
       storing_ = false;
       storer_cv_.notify_all();
+      note_progress_locked();
       last_error_ = e.what();
       diagnostics()->warn("auditpipe: a seal of {} not stored yet ({} batches pending): {}",
                           table_.name, waiting, e.what());
@@ -535,7 +590,13 @@ bool SealWriter::store_pending(SqlConnection& c) {
     detail::MutexLock lock(mutex_);
     pending_.pop_front();
     last_error_.clear();
+    note_progress_locked();
   }
+}
+
+void SealWriter::note_progress_locked() {
+  // Nobody waits in all but a backlog: no system call per seal then.
+  if (progress_waiters_ != 0) progress_cv_.notify_all();
 }
 
 void SealWriter::store_one(SqlConnection& c, const BatchSeal& p) {

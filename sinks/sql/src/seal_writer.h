@@ -26,6 +26,7 @@
 // write.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -50,6 +51,9 @@ class SealWriter {
  public:
   /// Seals waiting to be stored before write() refuses batches.
   static constexpr std::size_t max_pending = 64;
+  /// How long backlog() waits for another thread storing the seals to
+  /// bring them under max_pending before it refuses the batch.
+  static constexpr std::chrono::milliseconds backlog_wait{1000};
 
   /// Reads the key file for seal=hmac (the URL's, else the environment's).
   /// Throws auditpipe::error naming the file, never the key.
@@ -70,8 +74,8 @@ class SealWriter {
   void expect_recovered(std::span<const RecordRef> keys);
 
   /// Why a batch must not be stored now (max_pending seals wait, and they
-  /// could not be stored on `c` just now, or another thread is storing
-  /// them), or nothing.
+  /// could not be stored on `c` just now, or another thread storing them
+  /// did not bring them under max_pending within backlog_wait), or nothing.
   std::optional<std::string> backlog(SqlConnection& c) noexcept AUDITPIPE_EXCLUDES(mutex_);
 
   /// One seal's columns but its place in the chain: a stored batch's keys
@@ -117,6 +121,9 @@ class SealWriter {
   SealStats stats() const AUDITPIPE_EXCLUDES(mutex_);
 
  private:
+  /// Wakes the writers waiting for the thread storing seals (backlog(),
+  /// stored_by()): a seal was stored, or storing stopped.
+  void note_progress_locked() AUDITPIPE_REQUIRES(mutex_);
   /// Stores the pending seals in order on `c`, unless another thread is.
   /// False: a statement failed (what is pending stays so).
   bool store_pending(SqlConnection& c) AUDITPIPE_EXCLUDES(mutex_);
@@ -170,6 +177,9 @@ class SealWriter {
   Lender lend_;  ///< set before the storer starts, then read by it alone
   /// The storer waits here for seals, for storing_ to end, or to stop.
   detail::CondVar storer_cv_;
+  /// Writers wait here for the thread storing seals to store more of them.
+  detail::CondVar progress_cv_;
+  std::size_t progress_waiters_ AUDITPIPE_GUARDED_BY(mutex_) = 0;
   bool storer_running_ AUDITPIPE_GUARDED_BY(mutex_) = false;
   bool stop_storer_ AUDITPIPE_GUARDED_BY(mutex_) = false;
   std::thread storer_;  ///< started and joined by the sink's thread
