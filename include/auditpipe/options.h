@@ -65,7 +65,9 @@ struct AUDITPIPE_EXPORT Options {
   std::chrono::milliseconds retry_backoff_max{5000};
   /// Base of the source ids this logger stamps (one source per producer
   /// thread). Unset: random, so restarts and other processes do not collide.
-  /// A durable pool keeps its own, in its file.
+  /// A durable pool's file is made with it (random if unset) and keeps it:
+  /// a restart on an existing file continues that file's sources, and a
+  /// different value here is warned of and not used.
   std::optional<std::int64_t> source_id_base;
 
   /// A directory for records that cannot go to the database now: with

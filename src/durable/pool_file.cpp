@@ -1,6 +1,7 @@
 #include "durable/pool_file.h"
 
 #include <fcntl.h>
+#include <spdlog/spdlog.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -11,6 +12,7 @@
 #include <new>
 #include <string>
 
+#include "auditpipe/diagnostics.h"
 #include "auditpipe/status.h"
 
 namespace auditpipe::internal {
@@ -51,7 +53,8 @@ struct PoolFile::Header {
 };
 
 PoolFile::PoolFile(const std::filesystem::path& path, std::uint64_t fingerprint,
-                   std::size_t capacity, std::size_t stride) {
+                   std::size_t capacity, std::size_t stride,
+                   std::optional<std::int64_t> source_id_base) {
   const std::string name = path.string();
   auto fail = [&](const std::string& why) {
     if (base_ != nullptr) munmap(base_, size_);
@@ -108,6 +111,15 @@ PoolFile::PoolFile(const std::filesystem::path& path, std::uint64_t fingerprint,
           "program and settings that made it, or remove it");
     }
     existed_ = true;
+    if (source_id_base && *source_id_base != header_->source_id_base) {
+      // Its sources' records may be in the table already: renumbering
+      // them would store them again under new keys.
+      diagnostics()->warn(
+          "auditpipe: durable pool '{}' was made with source_id_base {}, and keeps it so that its "
+          "sources go on; Options::source_id_base {} is not used (remove the file once a run "
+          "has drained it to start from that base)",
+          name, header_->source_id_base, *source_id_base);
+    }
   } else if (std::memcmp(header_->magic, zeros, 8) == 0) {
     // New (or never finished being created: nothing was committed into it).
     std::memset(base_, 0, slab_offset);
@@ -115,11 +127,15 @@ PoolFile::PoolFile(const std::filesystem::path& path, std::uint64_t fingerprint,
     header_->fingerprint = fingerprint;
     header_->capacity = capacity;
     header_->stride = stride;
-    std::uint64_t r = 0;
-    if (::getentropy(&r, sizeof r) != 0)
-      r = static_cast<std::uint64_t>(::time(nullptr)) * 2654435761u;
-    header_->source_id_base = static_cast<std::int64_t>((r & ((std::uint64_t{1} << 46) - 1)) | 1)
-                              << 16;
+    if (source_id_base) {
+      header_->source_id_base = *source_id_base;
+    } else {
+      std::uint64_t r = 0;
+      if (::getentropy(&r, sizeof r) != 0)
+        r = static_cast<std::uint64_t>(::time(nullptr)) * 2654435761u;
+      header_->source_id_base = static_cast<std::int64_t>((r & ((std::uint64_t{1} << 46) - 1)) | 1)
+                                << 16;
+    }
     for (std::size_t i = 0; i < max_sources; ++i) {
       new (base_ + sources_offset + i * sizeof(PersistedSource)) PersistedSource{};
     }

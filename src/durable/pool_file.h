@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 
 #include "common/tsc_clock.h"
 #include "producer/record_pool.h"
@@ -32,10 +33,13 @@ namespace auditpipe::internal {
 class PoolFile {
  public:
   // Opens or creates `path` for a pool of `capacity` slots of `stride`
-  // bytes. Throws auditpipe::error if the file belongs to another layout,
-  // is in use by another process, or cannot be created.
+  // bytes. A new file numbers its sources from `source_id_base` (random if
+  // unset); an existing one keeps its own base, so that its sources go on
+  // (a different `source_id_base` is warned of). Throws auditpipe::error
+  // if the file belongs to another layout, is in use by another process,
+  // or cannot be created.
   PoolFile(const std::filesystem::path& path, std::uint64_t fingerprint, std::size_t capacity,
-           std::size_t stride);
+           std::size_t stride, std::optional<std::int64_t> source_id_base = std::nullopt);
   ~PoolFile();
   PoolFile(const PoolFile&) = delete;
   PoolFile& operator=(const PoolFile&) = delete;

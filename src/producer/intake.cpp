@@ -24,7 +24,7 @@ constexpr std::size_t overflow_offset(std::size_t record_align) {
 }
 
 RecordPool make_pool(const TableDescriptor& table, const Options& options) {
-  const DurableStorage durable{options.durable_path, fingerprint(table)};
+  const DurableStorage durable{options.durable_path, fingerprint(table), options.source_id_base};
   return RecordPool(options.capacity, table.record_size, table.record_align, table.prototype,
                     options.durable_path.empty() ? nullptr : &durable);
 }

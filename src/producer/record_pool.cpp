@@ -80,7 +80,7 @@ RecordPool::RecordPool(std::size_t capacity, std::size_t record_size, std::size_
   bool existed = false;
   if (durable != nullptr) {
     file_ = std::make_unique<internal::PoolFile>(durable->path, durable->fingerprint, capacity,
-                                                 stride_);
+                                                 stride_, durable->source_id_base);
     slab_ = file_->slab();
     existed = file_->existed();
     sources_ = file_->sources();

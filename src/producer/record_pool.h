@@ -67,6 +67,8 @@ class PoolFile;
 struct DurableStorage {
   std::filesystem::path path;
   std::uint64_t fingerprint = 0;
+  // Options::source_id_base: what a new file's sources are numbered from.
+  std::optional<std::int64_t> source_id_base;
 };
 
 // A record source (a producer thread's source_id and next seq) kept in a

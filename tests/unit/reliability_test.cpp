@@ -15,6 +15,7 @@
 
 #include "audit_row.h"
 #include "auditpipe/logger.h"
+#include "captured_warnings.h"
 #include "collecting_sink.h"
 #include "eventually.h"
 #include "exactly_once.h"
@@ -308,6 +309,42 @@ TEST(Reliability, ADurablePoolKeepsCommittedRecordsForTheNextStart) {
   EXPECT_EQ(sources.size(), 1u);
   source = *sources.begin();
   EXPECT_NE(source, 0);
+}
+
+// Options::source_id_base is how instances rule out colliding keys
+// (docs/scale-out.md): a new durable pool file numbers its sources from it.
+// An existing file keeps the base it was made with, so that its sources'
+// seqs go on, and says so.
+TEST(Reliability, ANewDurablePoolTakesTheSourceIdBaseAnExistingOneKeepsItsOwn) {
+  TempDir dir;
+  Options o;
+  o.capacity = 128;
+  o.batch_size = 16;
+  o.durable_path = dir.path() / "pool.dat";
+  constexpr std::int64_t made_with = std::int64_t{42} << 16, asked_later = std::int64_t{43} << 16;
+  o.source_id_base = made_with;
+  auto first = std::make_shared<CollectingSink>();
+  {
+    auditpipe::Logger<AuditRow> logger(first, o);
+    for (int i = 0; i < 3; ++i) ASSERT_EQ(log_one(logger, i), Status::ok);
+    ASSERT_TRUE(logger.close().drained);
+  }
+  ASSERT_EQ(first->keys().size(), 3u);
+  for (const auto& k : first->keys()) EXPECT_EQ(k.first, made_with);
+
+  o.source_id_base = asked_later;
+  auto second = std::make_shared<CollectingSink>();
+  testing_support::CapturedWarnings warnings;
+  {
+    auditpipe::Logger<AuditRow> logger(second, o);
+    ASSERT_EQ(log_one(logger, 3), Status::ok);
+    ASSERT_TRUE(logger.close().drained);
+  }
+  ASSERT_EQ(second->keys().size(), 1u);
+  EXPECT_EQ(second->keys()[0], std::make_pair(made_with, std::int64_t{3}));
+  EXPECT_NE(warnings.text().find("was made with source_id_base " + std::to_string(made_with)),
+            std::string::npos)
+      << warnings.text();
 }
 
 TEST(Reliability, RecoveredRecordsAreWrittenBeforeAnythingNew) {
