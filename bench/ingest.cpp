@@ -1,8 +1,8 @@
 // ingest: rows/s into the throwaway MariaDB, the same 10-column audit table
 // (bench/audit_event.h, primary key (source_id, seq)) and the same rows,
 // default durability, in one run:
-//   auditpipe with its default options, the same with seal=hmac, and with
-//   each MySQL write path;
+//   auditpipe with its default options, the same with seal=hmac (and a
+//   durable pool), and with each MySQL write path;
 //   the seeds' baselines: a new connection per row, per-row autocommit
 //   INSERT, DBCP's autocommit=false sequence per row, per-row prepared
 //   inserts in 1000-row transactions;
@@ -537,6 +537,15 @@ int main(int argc, char** argv) {
     return auditpipe_run("auditpipe default, seal=hmac",
                          url + "seal=hmac&seal_key_file=" + key.string(), auditpipe::Options{},
                          rows(400000), true);
+  });
+  // The same with a durable pool: a batch counts as written only once its
+  // seal is stored (SealWriter::stored_by), so the writer waits for it.
+  add("auditpipe default, seal=hmac, durable pool", [&] {
+    auditpipe::Options o;
+    o.durable_path = (out / "ingest.pool").string();
+    std::filesystem::remove(o.durable_path);
+    return auditpipe_run("auditpipe default, seal=hmac, durable pool",
+                         url + "seal=hmac&seal_key_file=" + key.string(), o, rows(400000), true);
   });
   for (const char* path : {"bulk", "load_data", "text"}) {
     const std::string name = std::string("auditpipe ") + path + ", 2 writers, batch 5000";
