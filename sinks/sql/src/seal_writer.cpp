@@ -350,7 +350,7 @@ std::optional<std::string> SealWriter::backlog(SqlConnection& c) noexcept {
     detail::MutexLock lock(mutex_);
     if (pending_.size() < max_pending) return std::nullopt;
   }
-  store_pending(c);
+  store_pending(c, {max_pending, UINT64_MAX});
   detail::MutexLock lock(mutex_);
   // Another thread is storing them, and only behind (several writers
   // finishing small batches faster than one connection stores their
@@ -477,7 +477,7 @@ std::optional<std::string> SealWriter::stored_by(SqlConnection& c, std::uint64_t
     }
     bool stored = false;
     try {
-      stored = store_pending(c);
+      stored = store_pending(c, {1, ticket});
     } catch (const std::exception& e) {
       return std::string(e.what());
     }
@@ -552,10 +552,13 @@ void SealWriter::run_storer() {
   }
 }
 
-bool SealWriter::store_pending(SqlConnection& c) {
+bool SealWriter::store_pending(SqlConnection& c, const Enough& enough) {
+  const auto done_locked = [&]() AUDITPIPE_REQUIRES(mutex_) {
+    return pending_.size() < enough.pending_below || stored_ >= enough.stored_through;
+  };
   {
     detail::MutexLock lock(mutex_);
-    if (storing_ || pending_.empty()) return true;
+    if (storing_ || done_locked()) return true;
     storing_ = true;
   }
   for (;;) {
@@ -565,7 +568,7 @@ bool SealWriter::store_pending(SqlConnection& c) {
     std::size_t waiting = 0;
     {
       detail::MutexLock lock(mutex_);
-      if (pending_.empty()) {
+      if (done_locked()) {
         storing_ = false;
         storer_cv_.notify_all();
         note_progress_locked();

@@ -124,9 +124,22 @@ class SealWriter {
   /// Wakes the writers waiting for the thread storing seals (backlog(),
   /// stored_by()): a seal was stored, or storing stopped.
   void note_progress_locked() AUDITPIPE_REQUIRES(mutex_);
-  /// Stores the pending seals in order on `c`, unless another thread is.
-  /// False: a statement failed (what is pending stays so).
-  bool store_pending(SqlConnection& c) AUDITPIPE_EXCLUDES(mutex_);
+  /// When a writer storing seals on its own connection has stored enough:
+  /// fewer than `pending_below` wait, or this process has stored
+  /// `stored_through` seals. The rest is the storer thread's; a writer
+  /// storing everything while others keep adding would hold its own batch
+  /// until the producers stop.
+  struct Enough {
+    std::size_t pending_below;
+    std::uint64_t stored_through;
+  };
+  /// Stores the pending seals in order on `c`, unless another thread is,
+  /// until `enough`. False: a statement failed (what is pending stays so).
+  bool store_pending(SqlConnection& c, const Enough& enough) AUDITPIPE_EXCLUDES(mutex_);
+  /// The same until none is pending.
+  bool store_pending(SqlConnection& c) AUDITPIPE_EXCLUDES(mutex_) {
+    return store_pending(c, Enough{1, UINT64_MAX});
+  }
   /// The storer thread: waits for seals, borrows a connection, stores them;
   /// after a failure it waits longer each time (up to 5 s) before the next try.
   void run_storer() AUDITPIPE_EXCLUDES(mutex_);
