@@ -268,14 +268,13 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals) {
     std::int64_t keys = 0;
   };
   std::map<std::int64_t, Span> spans;
-  std::optional<std::int64_t> oldest_read;
-  const auto seal_no_of = [&](const std::optional<std::string>& no) {
-    if (!no) return;
-    const std::int64_t n = std::stoll(*no);
-    oldest_read = oldest_read ? std::min(*oldest_read, n) : n;
+  // Rows come newest first: the last one read is the oldest seal so far.
+  const auto oldest_of = [](const auto& rows) -> std::optional<std::int64_t> {
+    if (rows.empty() || !rows.back()[0]) return std::nullopt;
+    return std::stoll(*rows.back()[0]);
   };
+  std::optional<std::int64_t> oldest_read = oldest_of(last);
   for (const auto& row : last) {
-    seal_no_of(row[0]);
     if (!row[1]) continue;
     for (const auto& [sid, items] : seal::split_sources(*row[1])) {
       for (const seal::SeqRun& run : seal::parse_runs(items)) {
@@ -296,9 +295,9 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals) {
                                        " WHERE seal_no < ? ORDER BY seal_no DESC LIMIT " +
                                        std::to_string(older_seals_page),
                                    {std::to_string(*oldest_read)});
+    oldest_read = oldest_of(page);
     bool reached = false;
     for (const auto& row : page) {
-      seal_no_of(row[0]);
       if (!row[1]) continue;
       for (const auto& [sid, items] : seal::split_sources(*row[1])) {
         const auto it = spans.find(sid);

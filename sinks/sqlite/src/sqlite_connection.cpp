@@ -265,35 +265,16 @@ std::vector<std::vector<std::optional<std::string>>> SqliteConnection::query_row
 
 std::vector<std::vector<std::string>> SqliteConnection::catalog_rows(std::string_view query,
                                                                      const std::string& table) {
-  // Through SQLite's C API, not a SOCI rowset: describing a rowset's
-  // columns, Debian's SOCI 4.0 SQLite backend fills a map of type names
-  // that all its sessions share, without a lock, so loggers opened at once
-  // from several threads raced on it (ThreadSanitizer, in
-  // SqliteSink.LoggersOpenedAtOnceOnANewFileAllStart).
-  using namespace sqlite_api;
+  // Through query_rows() (SQLite's C API; `:table` is its one parameter),
+  // not a SOCI rowset: describing a rowset's columns, Debian's SOCI 4.0
+  // SQLite backend fills a map of type names that all its sessions share,
+  // without a lock, so loggers opened at once from several threads raced
+  // on it (ThreadSanitizer, in SqliteSink.LoggersOpenedAtOnceOnANewFileAllStart).
   std::vector<std::vector<std::string>> out;
-  sqlite3_stmt* st = nullptr;
-  if (sqlite3_prepare_v2(handle, query.data(), static_cast<int>(query.size()), &st, nullptr) !=
-      SQLITE_OK) {
-    throw error(std::string("SQLite error: ") + sqlite3_errmsg(handle));
-  }
-  const std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> owned(st, sqlite3_finalize);
-  if (st == nullptr) return out;
-  if (const int at = sqlite3_bind_parameter_index(st, ":table"); at != 0) {
-    sqlite3_bind_text(st, at, table.data(), static_cast<int>(table.size()), SQLITE_TRANSIENT);
-  }
-  for (int rc; (rc = sqlite3_step(st)) != SQLITE_DONE;) {
-    if (rc != SQLITE_ROW) {
-      throw error("SQLite error " + std::to_string(sqlite3_extended_errcode(handle)) + ": " +
-                  sqlite3_errmsg(handle));
-    }
+  for (auto& row : query_rows(query, {table})) {
     std::vector<std::string>& values = out.emplace_back();
-    for (int i = 0; i < sqlite3_column_count(st); ++i) {
-      // NULL as "" (a name, a type, a flag or a default's text each).
-      const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(st, i));
-      const auto size = static_cast<std::size_t>(sqlite3_column_bytes(st, i));
-      values.emplace_back(text != nullptr ? std::string(text, size) : std::string());
-    }
+    // NULL as "" (a name, a type, a flag or a default's text each).
+    for (auto& v : row) values.push_back(v ? std::move(*v) : std::string());
   }
   return out;
 }
