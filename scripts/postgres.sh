@@ -4,6 +4,7 @@
 #
 #   scripts/postgres.sh start    # init (first time) and start
 #   scripts/postgres.sh stop     # shut down (the data directory stays)
+#   scripts/postgres.sh kill     # kill -9 the server and its backends (a crash; start recovers)
 #   scripts/postgres.sh destroy  # stop and remove the data directory
 #   scripts/postgres.sh url      # the test user's URL
 #
@@ -53,10 +54,24 @@ stop() {
   return 0
 }
 
+# kill -9 of the postmaster alone leaves its backends attached to the shared
+# memory, and the next start refuses to run beside them: they go too.
+crash() {
+  local pid procs p
+  pid=$(head -1 "$dir/data/postmaster.pid" 2>/dev/null) || return 0
+  kill -0 "$pid" 2>/dev/null || return 0
+  procs="$pid $(pgrep -P "$pid" | tr '\n' ' ')"
+  kill -9 $procs 2>/dev/null || true
+  for p in $procs; do
+    for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+  done
+}
+
 case "${1:-}" in
   start) start ;;
   stop) stop ;;
+  kill) crash ;;
   destroy) stop; rm -rf "$dir" ;;
   url) echo "postgresql://$user:$password@127.0.0.1:$port/$database" ;;
-  *) echo "usage: $0 start|stop|destroy|url" >&2; exit 2 ;;
+  *) echo "usage: $0 start|stop|kill|destroy|url" >&2; exit 2 ;;
 esac
