@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <charconv>
 #include <chrono>
-#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -21,6 +20,7 @@
 
 #include "auditpipe/database.h"
 #include "auditpipe/sink/seal.h"
+#include "auditpipe/sink/seal_read_back.h"
 #include "auditpipe/sink/url.h"
 #include "auditpipe/status.h"
 
@@ -42,7 +42,9 @@ EXIT STATUS
   2    usage error
   3    no tampering, but rows stored after the last seal ("not yet sealed":
        a run that stopped between storing rows and sealing them, or rows
-       appended by someone else: run again later; if it stays, investigate)
+       appended by someone else: run again later; if it stays, investigate),
+       or late seals (such rows, sealed by the next start: check them, then
+       give --accept-late SEALNO)
   4    could not verify (connection, missing table, unreadable key file))";
 
 /// A bad argument: exit status 2, before anything is read.
@@ -63,6 +65,7 @@ std::int64_t to_int(std::string_view s, const char* what) {
 struct Seal {
   bool checked = true;     ///< false: made before --since, its rows trusted
   bool malformed = false;  ///< its ranges are not ranges (reported)
+  bool late = false;       ///< sealed by a start, not by the run that stored its rows
   std::int64_t no = 0;
   std::string ranges;
   std::int64_t row_count = 0;
@@ -140,8 +143,10 @@ class Findings {
   explicit Findings(std::size_t max) : max_(max) {}
   void tampered(const std::string& line) { add(line, tampered_); }
   void unsealed(const std::string& line) { add(line, unsealed_); }
+  void late(const std::string& line) { add(line, late_); }
   std::size_t tampered_count() const { return tampered_; }
   std::size_t unsealed_count() const { return unsealed_; }
+  std::size_t late_count() const { return late_; }
 
  private:
   void add(const std::string& line, std::size_t& counter) {
@@ -152,19 +157,17 @@ class Findings {
       std::printf("... (more findings not shown; --max-findings)\n");
     }
   }
-  std::size_t max_, shown_ = 0, tampered_ = 0, unsealed_ = 0;
+  std::size_t max_, shown_ = 0, tampered_ = 0, unsealed_ = 0, late_ = 0;
 };
 
-/// An integer column's value; text that is no integer (a SQLite table
-/// without STRICT holds any) as text, which no sealed integer encodes as.
-void integer_or_text(seal::RowEncoder& enc, std::string_view v) {
-  std::int64_t n = 0;
-  const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-  if (ec == std::errc() && p == v.data() + v.size()) {
-    enc.integer(n);
-  } else {
-    enc.text(v);
-  }
+/// µs since the epoch as YYYY-MM-DD HH:MM:SS UTC.
+std::string utc_text(std::int64_t us) {
+  const std::time_t t = static_cast<std::time_t>(us / 1000000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return buf;
 }
 
 std::string key_text(std::int64_t sid, std::int64_t seq) {
@@ -209,6 +212,9 @@ VerifyCommand::VerifyCommand(CLI::App& app) {
   command_->add_option("--unsealed-window", unsealed_window_,
                        "rows no seal covers among the keys of the last N seals are 'not yet "
                        "sealed' (a crash of several writers), not 'inserted' (default 16)");
+  command_->add_option("--accept-late", accept_late_,
+                       "late seals numbered up to SEALNO were checked: no longer reported "
+                       "(a late seal covers rows a start found stored and unsealed)");
   command_->add_flag("--quiet,-q", quiet_, "no progress line");
 }
 
@@ -294,6 +300,7 @@ int VerifyCommand::run() {
       Seal s;
       s.no = to_int(r[0].value_or(""), "seal_no");
       s.ranges = r[1].value_or("");
+      s.late = seal::is_late(s.ranges);
       s.row_count = to_int(r[2].value_or(""), "row_count");
       s.prev = r[3].value_or("");
       s.digest = r[4].value_or("");
@@ -339,20 +346,8 @@ int VerifyCommand::run() {
     // The select list: every column as text that gives back its exact value.
     std::string select;
     for (const ColumnSpec& c : schema->columns()) {
-      const std::string q = db->quote(c.name);
       if (!select.empty()) select += ", ";
-      if (c.type == ColumnType::timestamp) {
-        if (dialect == "mysql") {
-          select += "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', " + q + ")";
-        } else if (dialect == "postgresql") {
-          select += "(floor(extract(epoch from date_trunc('minute', " + q +
-                    ")))::bigint * 1000000 + extract(microseconds from " + q + ")::bigint)";
-        } else {
-          select += q;
-        }
-      } else {
-        select += q;
-      }
+      select += seal::read_back_expression(dialect, c.type, db->quote(c.name));
     }
     if (!select.empty()) select += ", ";
     select += "seq";
@@ -428,44 +423,7 @@ int VerifyCommand::run() {
         const std::int64_t seq = to_int(row.back().value_or(""), "seq");
         enc.clear();
         for (std::size_t i = 0; i < columns.size(); ++i) {
-          const std::optional<std::string_view>& v = row[i];
-          if (!v) {
-            enc.null();
-            continue;
-          }
-          switch (columns[i].type) {
-            case ColumnType::text:
-              enc.text(*v);
-              break;
-            case ColumnType::float64: {
-              double d = 0;
-              if (*v == "Infinity" || *v == "Inf" || *v == "inf") {
-                d = HUGE_VAL;
-              } else if (*v == "-Infinity" || *v == "-Inf" || *v == "-inf") {
-                d = -HUGE_VAL;
-              } else if (const auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), d);
-                         ec != std::errc() || p != v->data() + v->size()) {
-                enc.text(
-                    *v);  // not a number (a SQLite table without STRICT): never what was sealed
-                break;
-              }
-              enc.float64(d);
-              break;
-            }
-            case ColumnType::boolean:
-              // PostgreSQL says t/f; MySQL's BOOLEAN is a TINYINT(1), which
-              // holds -128..127: a 5 there is not the 1 that was sealed.
-              if (*v == "t" || *v == "true") {
-                enc.integer(1);
-              } else if (*v == "f" || *v == "false") {
-                enc.integer(0);
-              } else {
-                integer_or_text(enc, *v);
-              }
-              break;
-            default:
-              integer_or_text(enc, *v);
-          }
+          seal::encode_read_back(enc, columns[i].type, row[i]);
         }
         enc.key(sid, seq);
         // The ranges this row falls in (one, unless a batch was sealed twice).
@@ -586,9 +544,11 @@ int VerifyCommand::run() {
     std::string prev = from == 0 ? seal::genesis_digest(table_) : seals[from - 1].digest;
     std::int64_t expected_no = from == 0 ? 1 : seals[from - 1].no + 1;
     std::size_t unexplained = 0, forged = 0;  // digests that fail with every row as sealed
+    std::size_t late_accepted = 0;
     for (std::size_t at = from; at < seals.size(); ++at) {
       Seal& s = seals[at];
       const std::string where = "seal " + std::to_string(s.no) + " (" + shown(s.ranges) + ")";
+      const std::size_t tampered_before = findings.tampered_count();
       // The rows whose fingerprint is not the sealed one, by key.
       std::string changed_keys;
       for (std::size_t i = 0; i < s.changed.size(); ++i) {
@@ -660,6 +620,20 @@ int VerifyCommand::run() {
               (mode == seal::Mode::hash ? "; sealed with a key? give --key-file" : "") + ")");
         }
       }
+      // A late seal that verifies still vouches for rows auditpipe did not
+      // write itself: named until the operator has looked at them.
+      if (s.late && findings.tampered_count() == tampered_before) {
+        if (s.no <= accept_late_) {
+          ++late_accepted;
+        } else {
+          findings.late("sealed late: " + where + ", " + std::to_string(s.row_count) +
+                        " rows sealed at " + utc_text(s.sealed_at) +
+                        " by a start that found them stored and covered by no seal (a run that "
+                        "stopped between storing and sealing them, or rows someone added); "
+                        "check them, then give --accept-late " +
+                        std::to_string(s.no));
+        }
+      }
       prev = s.digest;
       expected_no = s.no + 1;
     }
@@ -699,15 +673,26 @@ int VerifyCommand::run() {
     }
 
     const std::size_t bad = findings.tampered_count();
+    std::string verdict;
+    if (bad > 0) {
+      verdict = std::to_string(bad) + " tampering findings";
+    } else {
+      verdict = "verified";
+      if (findings.unsealed_count() > 0) verdict += "; some rows not yet sealed";
+      if (findings.late_count() > 0) {
+        verdict += "; " + std::to_string(findings.late_count()) + " late seals to check";
+      }
+      if (late_accepted > 0) {
+        verdict += " (" + std::to_string(late_accepted) + " late seals accepted: --accept-late)";
+      }
+    }
     std::printf("%s: %llu rows, %zu seals%s: %s\n", table_.c_str(),
                 static_cast<unsigned long long>(rows_read), checked,
                 from > 0 ? (" (" + std::to_string(from) + " older trusted: --since)").c_str() : "",
-                bad > 0 ? (std::to_string(bad) + " tampering findings").c_str()
-                : findings.unsealed_count() > 0 ? "verified; some rows not yet sealed"
-                                                : "verified");
+                verdict.c_str());
     std::fflush(stdout);
     if (bad > 0) return 1;
-    return findings.unsealed_count() > 0 ? 3 : 0;
+    return findings.unsealed_count() > 0 || findings.late_count() > 0 ? 3 : 0;
   } catch (const UsageError& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "%s\n", e.what());

@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
 #include <string>
 
 namespace auditpipe::cli {
@@ -19,7 +20,7 @@ class VerifyCommand {
   /// Whether the command line chose it.
   bool chosen() const { return command_->parsed(); }
   /// Runs it; returns the exit status (0 verified, 1 tampering found, 3 only
-  /// rows not yet sealed, 4 could not verify).
+  /// rows not yet sealed or late seals, 4 could not verify).
   int run();
 
  private:
@@ -31,6 +32,7 @@ class VerifyCommand {
   std::string since_;
   std::size_t max_findings_ = 20;
   std::size_t unsealed_window_ = 16;
+  std::int64_t accept_late_ = 0;
   bool quiet_ = false;
 };
 

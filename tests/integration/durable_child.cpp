@@ -4,6 +4,8 @@
 //   durable_child <url> <pool-file> <report-fd>
 //
 // Logs records from four threads into a durable pool until it is killed.
+// With <pool-file> "-": no durable pool, and four writers storing batches
+// of 7 (what a crash of several writers sealing small batches leaves).
 // After each commit() that returned ok it writes the record's message_id
 // (8 bytes) to <report-fd>, unbuffered: everything reported was committed
 // before the kill, so it must be in the table after recovery.
@@ -12,6 +14,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -28,7 +31,12 @@ int main(int argc, char** argv) {
   auditpipe::Options o;
   o.capacity = 20000;
   o.batch_size = 500;
-  o.durable_path = argv[2];
+  if (std::string(argv[2]) == "-") {
+    o.writers = 4;
+    o.batch_size = 7;
+  } else {
+    o.durable_path = argv[2];
+  }
   o.max_wait = std::chrono::seconds(60);
   try {
     auditpipe::Logger<testing_support::AuditRow> logger(auditpipe::open(argv[1]), o);

@@ -6,8 +6,9 @@
 // `end_sessions` ends its sessions on the server, whose statements waiting
 // for the lock would otherwise still run at `unlock`; `unlock` lets the
 // server go on, and a logger on the same pool and URL writes what it
-// recovered. Used by the MariaDB fault tests and the PostgreSQL sink's
-// tests; durable_child is built beside them.
+// recovered. `pool_file` "-": no durable pool (durable_child then runs
+// four writers, batches of 7; so does the restart, which recovers nothing). Used by the MariaDB
+// fault tests and the PostgreSQL sink's tests; durable_child is built beside them.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -99,7 +100,12 @@ KilledRun kill_durable_child(const std::string& url, const std::string& pool_fil
       auditpipe::Options o;
       o.capacity = 20000;  // as the child had it
       o.batch_size = 500;
-      o.durable_path = pool_file;
+      if (pool_file == "-") {
+        o.writers = 4;
+        o.batch_size = 7;
+      } else {
+        o.durable_path = pool_file;
+      }
       auditpipe::Logger<AuditRow> logger(open(url), o);
       const auto report = logger.close(60s);
       run.recovered = report.stats.recovered;

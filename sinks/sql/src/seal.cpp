@@ -203,6 +203,7 @@ std::int64_t range_number(std::string_view s, std::string_view whole) {
 std::vector<std::pair<std::int64_t, std::string_view>> split_sources(std::string_view ranges) {
   std::vector<std::pair<std::int64_t, std::string_view>> out;
   std::string_view text = ranges;
+  if (is_late(text)) text.remove_prefix(late_prefix.size());
   while (!text.empty()) {
     const std::size_t end = std::min(text.find(';'), text.size());
     const std::string_view part = text.substr(0, end);

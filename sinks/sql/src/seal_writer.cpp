@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <set>
 #include <system_error>
 #include <vector>
 
@@ -19,6 +20,7 @@
 
 #include "auditpipe/diagnostics.h"
 #include "auditpipe/schema.h"
+#include "auditpipe/sink/seal_read_back.h"
 #include "auditpipe/sink/sql_database.h"
 #include "auditpipe/sink/sql_sink.h"
 #include "auditpipe/status.h"
@@ -33,13 +35,17 @@ namespace {
 constexpr int tail_seals = 16;
 
 /// Sources whose tail is counted at start (each one indexed range query).
-constexpr std::size_t tail_sources = 64;
+constexpr std::size_t tail_sources = 1024;
 
 /// Seals older than the newest tail_seals read at start, a page at a time,
 /// for keys they seal at or above a source's lowest seq in the newest ones;
 /// and the most of them read.
 constexpr int older_seals_page = 64;
 constexpr int older_seals_max = 1024;
+
+/// The most rows one start seals late: more is not a crashed run's tail
+/// (at most max_pending batches and those in flight), and is only warned of.
+constexpr std::int64_t late_rows_max = 1 << 20;
 
 std::string big_text(const SqlDialect& dialect) {
   // MySQL's TEXT holds 64 KiB, less than the ranges and fingerprints of a
@@ -109,7 +115,7 @@ SealWriter::~SealWriter() {
 }
 
 void SealWriter::prepare(SqlConnection& c, bool create_table) {
-  check_columns(c);
+  const std::vector<ColumnSpec> columns = check_columns(c);
   const std::string seals = dialect_.quote(seal::seals_table(table_.name));
   const std::string probe =
       "SELECT seal_no, ranges, row_count, prev_digest, digest, sealed_at, row_hashes FROM " +
@@ -167,7 +173,7 @@ void SealWriter::prepare(SqlConnection& c, bool create_table) {
     }
   }
   try {
-    check_tail(c, seals);
+    check_tail(c, seals, columns);
   } catch (const std::exception& e) {
     diagnostics()->warn("auditpipe: could not check {} for unsealed rows: {}", table_.name,
                         e.what());
@@ -175,7 +181,7 @@ void SealWriter::prepare(SqlConnection& c, bool create_table) {
   recovered_ = {};
 }
 
-void SealWriter::check_columns(SqlConnection& c) {
+std::vector<ColumnSpec> SealWriter::check_columns(SqlConnection& c) {
   std::optional<Schema> schema;
   std::string why;
   try {
@@ -195,7 +201,7 @@ void SealWriter::check_columns(SqlConnection& c) {
       same = same && i < table_.columns.size() && detail::same_name(name, table_.columns[i].name);
     }
   }
-  if (same) return;
+  if (same) return schema->columns();
   throw error("auditpipe: seal=: table " + std::string(table_.name) + " " + table_location_ +
               (schema ? " has the columns (" + table + ")" : " cannot be read back: " + why) +
               ", not exactly the record's in its order (" + record +
@@ -250,70 +256,128 @@ void SealWriter::check_unsealed_table(SqlConnection& c) {
       table_.name, table_location_);
 }
 
-void SealWriter::check_tail(SqlConnection& c, const std::string& seals) {
+struct SealWriter::LateRows {
+  std::string select;  ///< the table's columns as read back, then seq
+  std::int64_t rows = 0;
+  std::string ranges;
+  std::string row_hashes;
+  seal::RowsDigest digest;
+  seal::RowEncoder enc;
+  const std::vector<ColumnSpec>* columns = nullptr;
+};
+
+void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
+                            const std::vector<ColumnSpec>& columns) {
   const std::string data = dialect_.quote(table_.name);
-  const auto last = c.query_rows("SELECT seal_no, ranges FROM " + seals +
-                                     " ORDER BY seal_no DESC LIMIT " + std::to_string(tail_seals),
-                                 {});
-  if (last.empty()) {
+  const std::string page_query = "SELECT seal_no, ranges FROM " + seals +
+                                 " WHERE seal_no < ? ORDER BY seal_no DESC LIMIT " +
+                                 std::to_string(older_seals_page);
+  std::vector<std::vector<std::optional<std::string>>> page =
+      c.query_rows(page_query, {std::to_string(INT64_MAX)});
+  if (page.empty()) {
     check_unsealed_table(c);
     return;
   }
-  // Per source, the lowest seq among the newest seals and the keys sealed
+  // Per source, the lowest seq among its newest seals and the keys sealed
   // from there on. Writers finish batches out of order, so a crashed run's
   // unsealed rows may sit below sealed ones; counting the rows from that
   // lowest seq on finds them.
   struct Span {
-    std::int64_t lo = 0;
+    std::int64_t lo = INT64_MAX;
+    int seals = 0;  ///< its seals read so far, newest first
     std::int64_t keys = 0;
+    std::vector<seal::SeqRun> covered;  ///< what the seals read hold from lo on
   };
   std::map<std::int64_t, Span> spans;
-  // Rows come newest first: the last one read is the oldest seal so far.
-  const auto oldest_of = [](const auto& rows) -> std::optional<std::int64_t> {
-    if (rows.empty() || !rows.back()[0]) return std::nullopt;
-    return std::stoll(*rows.back()[0]);
-  };
-  std::optional<std::int64_t> oldest_read = oldest_of(last);
-  for (const auto& row : last) {
-    if (!row[1]) continue;
-    for (const auto& [sid, items] : seal::split_sources(*row[1])) {
-      for (const seal::SeqRun& run : seal::parse_runs(items)) {
-        auto [it, fresh] = spans.emplace(sid, Span{run.lo, 0});
-        it->second.lo = std::min(it->second.lo, run.lo);
-        it->second.keys += run.hi - run.lo + 1;
-      }
+  // The sources checked: those of the chain's newest seals, and the other
+  // sources of their runs (a logger's sources are its base plus a producer
+  // index below 2^16): a producer the scheduler held back may have no seal
+  // among the newest, and rows in the batches a crashed run left unsealed.
+  std::set<std::int64_t> bases;
+  for (std::size_t i = 0; i < page.size() && i < static_cast<std::size_t>(tail_seals); ++i) {
+    if (!page[i][1]) continue;
+    for (const auto& [sid, items] : seal::split_sources(*page[i][1])) {
+      spans.try_emplace(sid);
+      bases.insert(sid & ~std::int64_t{0xffff});
     }
   }
-  // The same out-of-order finish puts keys above that lowest seq into
-  // older seals too (several writers: the batch after one whose seal is
-  // among the newest was sealed just before them). Those keys are counted
-  // as well, reading older seals a page at a time until a page seals none
-  // of them, or older_seals_max were read: otherwise a clean restart would
-  // warn of rows that are sealed.
-  for (int read = 0; oldest_read && read < older_seals_max; read += older_seals_page) {
-    const auto page = c.query_rows("SELECT seal_no, ranges FROM " + seals +
-                                       " WHERE seal_no < ? ORDER BY seal_no DESC LIMIT " +
-                                       std::to_string(older_seals_page),
-                                   {std::to_string(*oldest_read)});
-    oldest_read = oldest_of(page);
+  for (const std::int64_t base : bases) {
+    std::int64_t from = base;
+    while (spans.size() < tail_sources) {
+      const auto next = c.query_rows("SELECT source_id FROM " + data +
+                                         " WHERE source_id >= ? AND source_id <= ? ORDER BY "
+                                         "source_id LIMIT 1",
+                                     {std::to_string(from), std::to_string(base | 0xffff)});
+      if (next.empty() || !next[0][0]) break;
+      const std::int64_t sid = std::stoll(*next[0][0]);
+      spans.try_emplace(sid);
+      if (sid == (base | 0xffff)) break;
+      from = sid + 1;
+    }
+  }
+  // Seals newest first, a page at a time: each source's newest tail_seals
+  // set its lowest seq; older ones count the keys they hold from there on
+  // (the same out-of-order finish puts such keys into older seals: without
+  // them a clean restart would warn of rows that are sealed). Until a page
+  // holds none of those and every source has a seal, the chain's start, or
+  // older_seals_max seals.
+  bool whole_chain = false;
+  for (int read = 0;;) {
     bool reached = false;
     for (const auto& row : page) {
       if (!row[1]) continue;
       for (const auto& [sid, items] : seal::split_sources(*row[1])) {
         const auto it = spans.find(sid);
         if (it == spans.end()) continue;
+        Span& span = it->second;
+        const bool newest = span.seals++ < tail_seals;
         for (const seal::SeqRun& run : seal::parse_runs(items)) {
-          if (run.hi < it->second.lo) continue;
-          it->second.keys += run.hi - std::max(run.lo, it->second.lo) + 1;
-          reached = true;
+          if (newest) {
+            span.lo = std::min(span.lo, run.lo);
+            span.keys += run.hi - run.lo + 1;
+            span.covered.push_back(run);
+          } else if (run.hi >= span.lo) {
+            span.keys += run.hi - std::max(run.lo, span.lo) + 1;
+            span.covered.push_back({std::max(run.lo, span.lo), run.hi});
+            reached = true;
+          }
         }
       }
     }
-    if (!reached || page.size() < static_cast<std::size_t>(older_seals_page)) break;
+    read += static_cast<int>(page.size());
+    if (page.size() < static_cast<std::size_t>(older_seals_page) || !page.back()[0]) {
+      whole_chain = true;
+      break;
+    }
+    const bool unseen =
+        std::any_of(spans.begin(), spans.end(), [](const auto& s) { return s.second.seals == 0; });
+    if ((!reached && !unseen) || read >= older_seals_max) break;
+    page = c.query_rows(page_query, {*page.back()[0]});
   }
-  std::size_t checked = 0;
-  for (const auto& [sid, span] : spans) {
-    if (++checked > tail_sources) break;
+  LateRows late;
+  late.columns = &columns;
+  late.select = "SELECT ";
+  for (const ColumnSpec& col : columns) {
+    late.select += seal::read_back_expression(dialect_.name, col.type, dialect_.quote(col.name));
+    late.select += ", ";
+  }
+  late.select += "seq";
+  for (auto& [sid, span] : spans) {
+    if (span.seals == 0) {
+      // A source with rows and no seal: all of them unsealed if the whole
+      // chain was read; else its seals may be older than those read.
+      if (!whole_chain) {
+        // Debug only: a durable pool keeps its base, so a producer that
+        // logged long ago is such a source at every clean start.
+        diagnostics()->debug(
+            "auditpipe: {} {}: source_id {} (a source of the run that stored the newest "
+            "seals) has rows, and none of the newest {} seals covers any: not checked for "
+            "unsealed rows",
+            table_.name, table_location_, sid, older_seals_max);
+        continue;
+      }
+      span.lo = INT64_MIN;
+    }
     const auto n =
         c.query_rows("SELECT COUNT(*) FROM " + data + " WHERE source_id = ? AND seq >= ?",
                      {std::to_string(sid), std::to_string(span.lo)});
@@ -331,17 +395,125 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals) {
           table_.name, table_location_, unsealed, sid, span.lo, pooled);
       continue;
     }
-    // Not sealed here: a row this run does not store itself cannot be told
-    // from one someone inserted, and sealing it would vouch for it.
+    // Sealed now, late: left unsealed they could not be told from rows
+    // someone inserted once newer seals pile up above them, and a change
+    // made to them later would go unseen. The seal is marked late, and
+    // verify names it, because it vouches for rows this run did not write.
+    const std::int64_t before = late.rows;
+    if (find_late(c, sid, span.lo, std::move(span.covered), late)) {
+      if (late.rows > before) {
+        diagnostics()->warn(
+            "auditpipe: {} {}: {} rows of source_id {} from seq {} on are covered by no seal (a "
+            "run that stopped between storing rows and sealing them, or rows someone added); "
+            "they are sealed now, from what the table holds, by a seal marked late, which "
+            "auditpipe verify names until it is accepted (--accept-late)",
+            table_.name, table_location_, late.rows - before, sid, span.lo);
+      }
+      continue;
+    }
     diagnostics()->warn(
         "auditpipe: {} {}: {} rows of source_id {} from seq {} on are covered by none of its "
-        "newest seals, and are not sealed (a run that stopped between storing rows and sealing "
-        "them, or one still writing). auditpipe seals only rows it stores itself (a batch "
-        "replayed from the spill directory or the durable pool is sealed when stored again), "
-        "since it cannot tell the others from rows someone inserted; auditpipe verify reports "
-        "them as not yet sealed.",
-        table_.name, table_location_, unsealed - pooled, sid, span.lo);
+        "newest seals, more than one start seals late ({}), and are not sealed; auditpipe "
+        "verify reports them as not yet sealed or as inserted.",
+        table_.name, table_location_, unsealed - pooled, sid, span.lo, late_rows_max);
   }
+  if (late.rows > 0) seal_late(c, late);
+}
+
+bool SealWriter::find_late(SqlConnection& c, std::int64_t source_id, std::int64_t lo,
+                           std::vector<seal::SeqRun> covered, LateRows& late) const {
+  const std::string data = dialect_.quote(table_.name);
+  std::sort(covered.begin(), covered.end(),
+            [](const seal::SeqRun& a, const seal::SeqRun& b) { return a.lo < b.lo; });
+  const auto keys =
+      c.query_rows("SELECT seq FROM " + data + " WHERE source_id = ? AND seq >= ? ORDER BY seq",
+                   {std::to_string(source_id), std::to_string(lo)});
+  // The uncovered rows as runs of neighbouring rows (no covered row between),
+  // each read back in one query.
+  std::vector<seal::SeqRun> runs;
+  std::int64_t count = 0;
+  std::size_t next = 0;
+  bool extends = false;
+  for (const auto& row : keys) {
+    if (!row[0]) continue;
+    const std::int64_t seq = std::stoll(*row[0]);
+    while (next < covered.size() && covered[next].hi < seq) ++next;
+    const bool sealed = next < covered.size() && covered[next].lo <= seq;
+    const bool pooled = std::binary_search(recovered_.begin(), recovered_.end(),
+                                           std::pair<std::int64_t, std::int64_t>{source_id, seq});
+    if (sealed || pooled) {
+      extends = false;
+      continue;
+    }
+    if (extends) {
+      runs.back().hi = seq;
+    } else {
+      runs.push_back({seq, seq});
+    }
+    extends = true;
+    ++count;
+  }
+  if (late.rows + count > late_rows_max) return false;
+  std::string part;
+  std::int64_t run_lo = 0, run_hi = -2;
+  const auto close_run = [&] {
+    if (run_hi < run_lo) return;
+    if (!part.empty()) part += ',';
+    part += std::to_string(run_lo);
+    if (run_hi != run_lo) part += '-' + std::to_string(run_hi);
+  };
+  for (const seal::SeqRun& run : runs) {
+    const auto rows =
+        c.query_rows(late.select + " FROM " + data +
+                         " WHERE source_id = ? AND seq >= ? AND seq <= ? ORDER BY seq",
+                     {std::to_string(source_id), std::to_string(run.lo), std::to_string(run.hi)});
+    std::vector<std::optional<std::string_view>> values;
+    for (const auto& row : rows) {
+      if (row.empty() || !row.back()) continue;
+      const std::int64_t seq = std::stoll(*row.back());
+      if (std::binary_search(recovered_.begin(), recovered_.end(),
+                             std::pair<std::int64_t, std::int64_t>{source_id, seq})) {
+        continue;
+      }
+      late.enc.clear();
+      for (std::size_t i = 0; i < late.columns->size(); ++i) {
+        seal::encode_read_back(late.enc, (*late.columns)[i].type,
+                               row[i] ? std::optional<std::string_view>(*row[i]) : std::nullopt);
+      }
+      late.enc.key(source_id, seq);
+      late.digest.add(late.enc.bytes());
+      seal::append_fingerprint(late.row_hashes, seal::fingerprint(late.enc.bytes()));
+      ++late.rows;
+      // The seal's keys exactly: runs of consecutive seqs.
+      if (seq == run_hi + 1) {
+        run_hi = seq;
+      } else {
+        close_run();
+        run_lo = run_hi = seq;
+      }
+    }
+  }
+  close_run();
+  if (!part.empty()) {
+    if (!late.ranges.empty()) late.ranges += ';';
+    late.ranges += std::to_string(source_id) + ':' + part;
+  }
+  return true;
+}
+
+void SealWriter::seal_late(SqlConnection& c, LateRows& late) {
+  BatchSeal s;
+  s.ranges = std::string(seal::late_prefix) + late.ranges;
+  s.row_count = late.rows;
+  s.rows_digest = late.digest.final_hex();
+  s.row_hashes = std::move(late.row_hashes);
+  {
+    detail::MutexLock lock(mutex_);
+    pending_.push_back(std::move(s));
+    ++queued_;
+  }
+  // A failed statement keeps it pending, stored before any later seal.
+  store_pending(c);
 }
 
 std::optional<std::string> SealWriter::backlog(SqlConnection& c) noexcept {

@@ -17,6 +17,8 @@
 // failed stays pending and is stored before any later one; while more
 // than max_pending wait, write() refuses batches (backlog()), so that no
 // more rows are stored unsealed than that, and memory stays bounded.
+// At the first prepare(), rows a stopped run stored and no seal covers are
+// sealed late (one seal marked seal::late_prefix, from the rows read back).
 //
 // Who may call: SqlSink only.
 //
@@ -147,10 +149,24 @@ class SealWriter {
   void store_one(SqlConnection& c, const BatchSeal& p) AUDITPIPE_EXCLUDES(mutex_);
   /// Throws unless the table's columns (but source_id, seq) are the
   /// record's, in its order: verify encodes the values in the table's.
-  void check_columns(SqlConnection& c);
-  /// Warns of rows stored after the newest seals (a run that stopped
-  /// between storing and sealing, or one still writing).
-  void check_tail(SqlConnection& c, const std::string& seals);
+  /// Returns them.
+  std::vector<ColumnSpec> check_columns(SqlConnection& c);
+  /// Finds rows stored and covered by none of the newest seals (a run that
+  /// stopped between storing and sealing, or one still writing), warns of
+  /// them and seals them late (seal_late()), but those a durable pool
+  /// recovered, which are written again and sealed then.
+  /// `columns` are the table's (check_columns()).
+  void check_tail(SqlConnection& c, const std::string& seals,
+                  const std::vector<ColumnSpec>& columns);
+  /// The rows check_tail() seals late, and what it tells of them.
+  struct LateRows;
+  /// Adds to `late` the rows of `source_id` from seq `lo` on that none of
+  /// `covered` holds and no durable pool recovered; false (nothing added)
+  /// if they are more than a late seal takes.
+  bool find_late(SqlConnection& c, std::int64_t source_id, std::int64_t lo,
+                 std::vector<seal::SeqRun> covered, LateRows& late) const;
+  /// Stores `late` as one seal marked seal::late_prefix.
+  void seal_late(SqlConnection& c, LateRows& late) AUDITPIPE_EXCLUDES(mutex_);
   /// check_tail() of a table without seals: warns of rows in it but those
   /// a durable pool recovered.
   void check_unsealed_table(SqlConnection& c);

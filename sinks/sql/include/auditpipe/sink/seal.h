@@ -114,9 +114,21 @@ class AUDITPIPE_EXPORT RowsDigest {
   Sha256 h_;
 };
 
+/// A late seal's ranges begin with this: rows a run stored and did not
+/// seal (it stopped between the two), sealed by the next start from what
+/// the table held then, so that they are not mistaken for inserted rows
+/// later and a change made to them afterwards is caught. verify names
+/// every late seal: it vouches for rows auditpipe did not write itself.
+inline constexpr std::string_view late_prefix = "late:";
+
+/// Whether `ranges` are a late seal's.
+inline bool is_late(std::string_view ranges) noexcept {
+  return ranges.starts_with(late_prefix);
+}
+
 /// One source's part of a seal's ranges: ("sid:a-b,c;sid2:..." gives
-/// (sid, "a-b,c"), then (sid2, ...)), in the text's order. Throws
-/// auditpipe::error if malformed.
+/// (sid, "a-b,c"), then (sid2, ...)), in the text's order; a late seal's
+/// prefix is skipped. Throws auditpipe::error if malformed.
 AUDITPIPE_EXPORT std::vector<std::pair<std::int64_t, std::string_view>> split_sources(
     std::string_view ranges);
 

@@ -1,0 +1,37 @@
+// A sealed row as SQL gives it back: the select expression that reads each
+// column as text that is its exact value, and the canonical bytes
+// (seal::RowEncoder's) of that text. `auditpipe verify` recomputes seals
+// with these; the SQL sink seals with them the rows a stopped run stored
+// and did not seal (SealWriter, a late seal), so that both read a row the
+// same way.
+//
+// Who may call: the SQL sink skeleton and the verify command.
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "auditpipe/column.h"
+#include "auditpipe/export.h"
+#include "auditpipe/sink/seal.h"
+
+namespace auditpipe::seal {
+
+/// What selects column `quoted` (a quoted name) of type `type` as text
+/// encode_read_back() takes: a timestamp as µs since the epoch on MySQL
+/// and PostgreSQL (whose text forms drop or round digits); the column as
+/// it is otherwise. `dialect` is SqlDialect::name ("mysql", ...).
+AUDITPIPE_EXPORT std::string read_back_expression(std::string_view dialect, ColumnType type,
+                                                  const std::string& quoted);
+
+/// Appends one value read back (NULL: nullopt) of a column of `type` to
+/// `enc`, as the writer encoded it when it sealed the value. Text that is
+/// not a value of the type (a SQLite table without STRICT holds anything)
+/// is encoded as text, which no sealed value of the type encodes as.
+AUDITPIPE_EXPORT void encode_read_back(RowEncoder& enc, ColumnType type,
+                                       std::optional<std::string_view> value);
+
+}  // namespace auditpipe::seal
