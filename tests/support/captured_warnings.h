@@ -1,5 +1,6 @@
 // CapturedWarnings: what auditpipe's diagnostics logger warns of while it
-// lives (its warnings and errors, formatted), instead of stderr. The logger
+// lives (its warnings and errors, formatted; from a lower level if asked),
+// instead of stderr. The logger
 // it replaced is put back when it goes.
 //
 // Thread safety: one at a time per process; the logger it installs is
@@ -18,8 +19,9 @@ namespace testing_support {
 
 class CapturedWarnings {
  public:
-  CapturedWarnings() : previous_(auditpipe::diagnostics()) {
-    ring_->set_level(spdlog::level::warn);
+  explicit CapturedWarnings(spdlog::level::level_enum from = spdlog::level::warn)
+      : previous_(auditpipe::diagnostics()) {
+    ring_->set_level(from);
     auditpipe::set_diagnostics_logger(std::make_shared<spdlog::logger>("auditpipe", ring_));
   }
   ~CapturedWarnings() { auditpipe::set_diagnostics_logger(previous_); }

@@ -735,7 +735,7 @@ bool SealWriter::store_pending(SqlConnection& c, const Enough& enough) {
   for (;;) {
     // Only this thread pops, and a deque keeps the front's address while
     // others push at the back.
-    const BatchSeal* front = nullptr;
+    BatchSeal* front = nullptr;
     std::size_t waiting = 0;
     {
       detail::MutexLock lock(mutex_);
@@ -773,7 +773,7 @@ void SealWriter::note_progress_locked() {
   if (progress_waiters_ != 0) progress_cv_.notify_all();
 }
 
-void SealWriter::store_one(SqlConnection& c, const BatchSeal& p) {
+void SealWriter::store_one(SqlConnection& c, BatchSeal& p) {
   for (int attempt = 0;; ++attempt) {
     std::int64_t no = 0;
     std::string prev;
@@ -782,9 +782,13 @@ void SealWriter::store_one(SqlConnection& c, const BatchSeal& p) {
       no = newest_no_ + 1;
       prev = newest_digest_;
     }
-    const std::int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                                    std::chrono::system_clock::now().time_since_epoch())
-                                    .count();
+    const std::int64_t now_us = p.tried_no == no
+                                    ? p.tried_at
+                                    : std::chrono::duration_cast<std::chrono::microseconds>(
+                                          std::chrono::system_clock::now().time_since_epoch())
+                                          .count();
+    p.tried_no = no;
+    p.tried_at = now_us;
     const std::string digest = seal::seal_digest(
         settings_.mode, key_,
         seal::seal_message(prev, no, now_us, p.ranges, p.row_count, p.rows_digest));

@@ -88,6 +88,12 @@ class SealWriter {
     std::int64_t row_count = 0;
     std::string rows_digest;  ///< seal::RowsDigest of its rows
     std::string row_hashes;   ///< each row's fingerprint, in key order
+    /// The seal_no and sealed_at of the last try to store it: a try whose
+    /// insert was stored but whose answer was lost (a server crash) is
+    /// repeated with the same digest, which the read-back then finds,
+    /// instead of being taken for another process's seal and stored twice.
+    std::int64_t tried_no = 0;
+    std::int64_t tried_at = 0;
   };
 
   /// Digests `batch`: pure, so any thread may, while the batch's records
@@ -146,7 +152,7 @@ class SealWriter {
   /// after a failure it waits longer each time (up to 5 s) before the next try.
   void run_storer() AUDITPIPE_EXCLUDES(mutex_);
   /// Links `p` to the chain and stores it. Throws on a failed statement.
-  void store_one(SqlConnection& c, const BatchSeal& p) AUDITPIPE_EXCLUDES(mutex_);
+  void store_one(SqlConnection& c, BatchSeal& p) AUDITPIPE_EXCLUDES(mutex_);
   /// Throws unless the table's columns (but source_id, seq) are the
   /// record's, in its order: verify encodes the values in the table's.
   /// Returns them.
