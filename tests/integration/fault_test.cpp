@@ -430,7 +430,8 @@ long long kill_unsealed_then_verify(const std::string& lock) {
   const long long late = probe.scalar(
       "SELECT COALESCE(MAX(seal_no), 0) FROM audit_log_seals WHERE ranges LIKE 'late:%'");
   EXPECT_LE(probe.scalar("SELECT COUNT(*) FROM audit_log_seals WHERE ranges LIKE 'late:%'"), 1);
-  EXPECT_EQ(late > 0, run.restart_warnings.find("sealed now") != std::string::npos)
+  EXPECT_EQ(late > 0, run.restart_warnings.find("found unsealed at start are sealed late") !=
+                          std::string::npos)
       << run.restart_warnings;
   if (late > 0) {
     EXPECT_GE(probe.scalar("SELECT MAX(seal_no) FROM audit_log_seals") - late, 16);
@@ -467,6 +468,63 @@ TEST(Fault, TheApplicationKilledWithoutADurablePoolLeavesItsUnsealedRowsToALateS
 // that verify called not yet sealed, or inserted).
 TEST(Fault, TheApplicationKilledWithoutADurablePoolAtAnyMomentLeavesNothingUnsealed) {
   kill_unsealed_then_verify("DO 0");
+}
+
+// Two processes sealing one table: the second starts while the first has
+// stored rows whose seals it cannot store yet (the seals table readable,
+// not writable). The second's start finds those rows covered by no seal,
+// but gives the first time to seal them (the grace) before it would seal
+// them late: the first does, once the table is writable again, and no
+// late seal is made. (Sealed at once, they were sealed twice, and verify
+// named a late seal for rows nothing had happened to.)
+TEST(Fault, AStartWhileAnotherProcessSealsLeavesItsRowsToIt) {
+  TempDir dir;
+  const std::string key = fresh_sealed_table(dir, "two processes key");
+  const std::string url = mysql_url_with("seal=hmac&seal_key_file=" + key);
+  Options o;
+  o.writers = 2;
+  o.batch_size = 50;
+  auditpipe::Logger<AuditRow> first(auditpipe::mysql::open(url), o);
+  auto log = [](auditpipe::Logger<AuditRow>& logger, int from, int n) {
+    for (int i = from; i < from + n; ++i) {
+      auto r = logger.acquire();
+      ASSERT_TRUE(r);
+      r->message_id = i;
+      r->payload = "two processes";
+      ASSERT_EQ(r.commit(), Status::ok);
+    }
+    ASSERT_TRUE(logger.flush(30s));
+  };
+  log(first, 0, 500);
+  // (flush() waits for the rows; their seals follow.)
+  ASSERT_TRUE(testing_support::eventually([] {
+    return MysqlProbe().scalar("SELECT COALESCE(SUM(row_count), 0) FROM audit_log_seals") == 500;
+  }));
+  MysqlProbe locker;
+  locker.exec("LOCK TABLES audit_log_seals READ");
+  log(first, 500, 500);  // stored; their seals wait for the lock
+  std::string said;
+  {
+    testing_support::CapturedWarnings warnings;
+    auditpipe::Logger<AuditRow> second(auditpipe::mysql::open(url), o);
+    said = warnings.text();
+    locker.exec("UNLOCK TABLES");
+    log(second, 100'000, 100);
+    EXPECT_TRUE(second.close().drained);  // after the grace
+    said += warnings.text();
+  }
+  EXPECT_TRUE(first.close().drained);
+  EXPECT_NE(said.find("covered by no seal"), std::string::npos)
+      << "the second start saw no unsealed row: the test proves nothing\n"
+      << said;
+  EXPECT_EQ(said.find("sealed late"), std::string::npos) << said;
+  MysqlProbe probe;
+  EXPECT_EQ(probe.scalar("SELECT COUNT(*) FROM audit_log_seals WHERE ranges LIKE 'late:%'"), 0);
+  EXPECT_EQ(probe.scalar("SELECT SUM(row_count) FROM audit_log_seals"),
+            probe.scalar("SELECT COUNT(*) FROM audit_log"));
+  const auto v = testing_support::run_verify(mysql_url_with(""), "audit_log",
+                                             "--key-file " + key + " --unsealed-window 0");
+  EXPECT_EQ(v.status, 0) << v.out;
 }
 
 // Sealing with four writers and four producers: the seals' own thread

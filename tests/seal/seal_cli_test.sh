@@ -208,9 +208,11 @@ case $case in
     # so: one line per source (a batch may hold both files' rows), counting
     # every row the deleted seal covered.
     load "$sealed_url" a.jsonl b.jsonl 2> rerun.err || fail "the rerun exited $?"
-    warned=$(grep -oE "[0-9]+ rows of source_id [0-9]+ from seq [0-9]+ on are covered by no seal .*sealed now" rerun.err |
+    warned=$(grep -oE "[0-9]+ rows of source_id [0-9]+ from seq [0-9]+ on are covered by no seal .*sealed then" rerun.err |
       awk '{ n += $1 } END { print n + 0 }')
-    expect_eq "$warned" "$lost" "rows the rerun sealed late ($(cat rerun.err))"
+    expect_eq "$warned" "$lost" "rows the rerun found unsealed ($(cat rerun.err))"
+    grep -qE "auditpipe: $table .*: $lost rows found unsealed at start are sealed late" rerun.err ||
+      fail "the rerun did not say it sealed them: $(cat rerun.err)"
     expect_eq "$(q "SELECT row_count FROM ${table}_seals WHERE seal_no = $last AND ranges LIKE 'late:%'")" "$lost" \
       "rows of the late seal $last"
     # verify names it until it is accepted; the anchor moved on with it.

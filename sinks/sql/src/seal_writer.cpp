@@ -13,6 +13,8 @@
 #include <optional>
 #include <set>
 #include <system_error>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include <spdlog/spdlog.h>
@@ -46,6 +48,12 @@ constexpr int older_seals_max = 1024;
 /// The most rows one start seals late: more is not a crashed run's tail
 /// (at most max_pending batches and those in flight), and is only warned of.
 constexpr std::int64_t late_rows_max = 1 << 20;
+
+/// How long rows found unsealed at start wait before they are sealed late:
+/// another process sealing the table stores the seals of the batches it
+/// has stored within this (one insert each, 64 at most waiting), and its
+/// rows are then not sealed twice.
+constexpr std::chrono::milliseconds late_grace{5000};
 
 std::string big_text(const SqlDialect& dialect) {
   // MySQL's TEXT holds 64 KiB, less than the ranges and fingerprints of a
@@ -259,6 +267,7 @@ void SealWriter::check_unsealed_table(SqlConnection& c) {
 struct SealWriter::LateRows {
   std::string select;  ///< the table's columns as read back, then seq
   std::int64_t rows = 0;
+  std::int64_t sealed_meanwhile = 0;  ///< found unsealed at start, sealed since
   std::string ranges;
   std::string row_hashes;
   seal::RowsDigest digest;
@@ -354,14 +363,8 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
     if ((!reached && !unseen) || read >= older_seals_max) break;
     page = c.query_rows(page_query, {*page.back()[0]});
   }
-  LateRows late;
-  late.columns = &columns;
-  late.select = "SELECT ";
-  for (const ColumnSpec& col : columns) {
-    late.select += seal::read_back_expression(dialect_.name, col.type, dialect_.quote(col.name));
-    late.select += ", ";
-  }
-  late.select += "seq";
+  std::map<std::int64_t, std::vector<seal::SeqRun>> candidates;
+  std::int64_t found = 0;
   for (auto& [sid, span] : spans) {
     if (span.seals == 0) {
       // A source with rows and no seal: all of them unsealed if the whole
@@ -395,33 +398,41 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
           table_.name, table_location_, unsealed, sid, span.lo, pooled);
       continue;
     }
-    // Sealed now, late: left unsealed they could not be told from rows
-    // someone inserted once newer seals pile up above them, and a change
-    // made to them later would go unseen. The seal is marked late, and
-    // verify names it, because it vouches for rows this run did not write.
-    const std::int64_t before = late.rows;
-    if (find_late(c, sid, span.lo, std::move(span.covered), late)) {
-      if (late.rows > before) {
-        diagnostics()->warn(
-            "auditpipe: {} {}: {} rows of source_id {} from seq {} on are covered by no seal (a "
-            "run that stopped between storing rows and sealing them, or rows someone added); "
-            "they are sealed now, from what the table holds, by a seal marked late, which "
-            "auditpipe verify names until it is accepted (--accept-late)",
-            table_.name, table_location_, late.rows - before, sid, span.lo);
-      }
+    auto [runs, count] = uncovered(c, sid, span.lo, std::move(span.covered));
+    if (count == 0) continue;
+    if (found + count > late_rows_max) {
+      diagnostics()->warn(
+          "auditpipe: {} {}: {} rows of source_id {} from seq {} on are covered by none of its "
+          "newest seals, more than one start seals late ({}), and are not sealed; auditpipe "
+          "verify reports them as not yet sealed or as inserted.",
+          table_.name, table_location_, count, sid, span.lo, late_rows_max);
       continue;
     }
+    found += count;
+    candidates.emplace(sid, std::move(runs));
+    // Sealed late, not left so: they could not be told from rows someone
+    // inserted once newer seals pile up above them, and a change made to
+    // them later would go unseen. Not at once: another process may be
+    // storing their seals right now.
     diagnostics()->warn(
-        "auditpipe: {} {}: {} rows of source_id {} from seq {} on are covered by none of its "
-        "newest seals, more than one start seals late ({}), and are not sealed; auditpipe "
-        "verify reports them as not yet sealed or as inserted.",
-        table_.name, table_location_, unsealed - pooled, sid, span.lo, late_rows_max);
+        "auditpipe: {} {}: {} rows of source_id {} from seq {} on are covered by no seal (a run "
+        "that stopped between storing rows and sealing them, another process still sealing "
+        "them, or rows someone added); unless a seal covers them within {} ms, they are "
+        "sealed then, from what the table holds, by a seal marked late, which auditpipe verify "
+        "names until it is accepted (--accept-late)",
+        table_.name, table_location_, count, sid, span.lo, late_grace.count());
   }
-  if (late.rows > 0) seal_late(c, late);
+  if (candidates.empty()) return;
+  detail::MutexLock lock(mutex_);
+  late_candidates_ = std::move(candidates);
+  late_columns_ = columns;
+  late_after_no_ = newest_no_;
+  late_due_ = std::chrono::steady_clock::now() + late_grace;
 }
 
-bool SealWriter::find_late(SqlConnection& c, std::int64_t source_id, std::int64_t lo,
-                           std::vector<seal::SeqRun> covered, LateRows& late) const {
+std::pair<std::vector<seal::SeqRun>, std::int64_t> SealWriter::uncovered(
+    SqlConnection& c, std::int64_t source_id, std::int64_t lo,
+    std::vector<seal::SeqRun> covered) const {
   const std::string data = dialect_.quote(table_.name);
   std::sort(covered.begin(), covered.end(),
             [](const seal::SeqRun& a, const seal::SeqRun& b) { return a.lo < b.lo; });
@@ -429,7 +440,7 @@ bool SealWriter::find_late(SqlConnection& c, std::int64_t source_id, std::int64_
       c.query_rows("SELECT seq FROM " + data + " WHERE source_id = ? AND seq >= ? ORDER BY seq",
                    {std::to_string(source_id), std::to_string(lo)});
   // The uncovered rows as runs of neighbouring rows (no covered row between),
-  // each read back in one query.
+  // each read back in one query when sealed late.
   std::vector<seal::SeqRun> runs;
   std::int64_t count = 0;
   std::size_t next = 0;
@@ -453,7 +464,18 @@ bool SealWriter::find_late(SqlConnection& c, std::int64_t source_id, std::int64_
     extends = true;
     ++count;
   }
-  if (late.rows + count > late_rows_max) return false;
+  return {std::move(runs), count};
+}
+
+void SealWriter::add_late_rows(SqlConnection& c, std::int64_t source_id,
+                               const std::vector<seal::SeqRun>& runs,
+                               const std::vector<seal::SeqRun>& sealed_since,
+                               LateRows& late) const {
+  const std::string data = dialect_.quote(table_.name);
+  const auto covered = [&](std::int64_t seq) {
+    return std::any_of(sealed_since.begin(), sealed_since.end(),
+                       [&](const seal::SeqRun& r) { return r.lo <= seq && seq <= r.hi; });
+  };
   std::string part;
   std::int64_t run_lo = 0, run_hi = -2;
   const auto close_run = [&] {
@@ -467,12 +489,11 @@ bool SealWriter::find_late(SqlConnection& c, std::int64_t source_id, std::int64_
         c.query_rows(late.select + " FROM " + data +
                          " WHERE source_id = ? AND seq >= ? AND seq <= ? ORDER BY seq",
                      {std::to_string(source_id), std::to_string(run.lo), std::to_string(run.hi)});
-    std::vector<std::optional<std::string_view>> values;
     for (const auto& row : rows) {
       if (row.empty() || !row.back()) continue;
       const std::int64_t seq = std::stoll(*row.back());
-      if (std::binary_search(recovered_.begin(), recovered_.end(),
-                             std::pair<std::int64_t, std::int64_t>{source_id, seq})) {
+      if (covered(seq)) {
+        ++late.sealed_meanwhile;
         continue;
       }
       late.enc.clear();
@@ -498,7 +519,79 @@ bool SealWriter::find_late(SqlConnection& c, std::int64_t source_id, std::int64_
     if (!late.ranges.empty()) late.ranges += ';';
     late.ranges += std::to_string(source_id) + ':' + part;
   }
-  return true;
+}
+
+void SealWriter::seal_late_when_due(SqlConnection& c, bool wait) noexcept {
+  using Clock = std::chrono::steady_clock;
+  if (wait) {
+    Clock::time_point due;
+    {
+      detail::MutexLock lock(mutex_);
+      if (late_candidates_.empty()) return;
+      due = late_due_;
+    }
+    // close(): the run was shorter than the grace; what another process
+    // still sealing them needs is given all the same.
+    std::this_thread::sleep_until(due);
+  }
+  std::map<std::int64_t, std::vector<seal::SeqRun>> candidates;
+  std::vector<ColumnSpec> columns;
+  std::int64_t after = 0;
+  {
+    detail::MutexLock lock(mutex_);
+    if (late_candidates_.empty() || Clock::now() < late_due_) return;
+    candidates = std::move(late_candidates_);
+    late_candidates_.clear();
+    columns = std::move(late_columns_);
+    after = late_after_no_;
+  }
+  try {
+    const std::string seals = dialect_.quote(seal::seals_table(table_.name));
+    LateRows late;
+    late.columns = &columns;
+    late.select = "SELECT ";
+    for (const ColumnSpec& col : columns) {
+      late.select += seal::read_back_expression(dialect_.name, col.type, dialect_.quote(col.name));
+      late.select += ", ";
+    }
+    late.select += "seq";
+    for (const auto& [sid, runs] : candidates) {
+      // What seals stored since the start hold of this source: another
+      // process that was still sealing these rows has done so by now.
+      const std::string id = std::to_string(sid);
+      std::vector<seal::SeqRun> sealed_since;
+      for (const auto& row :
+           c.query_rows("SELECT ranges FROM " + seals +
+                            " WHERE seal_no > ? AND (ranges LIKE ? OR ranges LIKE ? OR ranges "
+                            "LIKE ?)",
+                        {std::to_string(after), id + ":%", "%;" + id + ":%",
+                         std::string(seal::late_prefix) + id + ":%"})) {
+        if (!row[0]) continue;
+        for (const auto& [part_sid, items] : seal::split_sources(*row[0])) {
+          if (part_sid != sid) continue;
+          for (const seal::SeqRun& r : seal::parse_runs(items)) sealed_since.push_back(r);
+        }
+      }
+      add_late_rows(c, sid, runs, sealed_since, late);
+    }
+    if (late.sealed_meanwhile > 0) {
+      diagnostics()->info(
+          "auditpipe: {}: {} of the rows found unsealed at start were sealed meanwhile (by "
+          "another process sealing this table)",
+          table_.name, late.sealed_meanwhile);
+    }
+    if (late.rows == 0) return;
+    diagnostics()->warn(
+        "auditpipe: {} {}: {} rows found unsealed at start are sealed late ({}), by a seal "
+        "that auditpipe verify names until it is accepted (--accept-late)",
+        table_.name, table_location_, late.rows, late.ranges);
+    seal_late(c, late);
+  } catch (const std::exception& e) {
+    diagnostics()->warn(
+        "auditpipe: {}: the rows found unsealed at start could not be sealed late ({}); the "
+        "next start looks for them again",
+        table_.name, e.what());
+  }
 }
 
 void SealWriter::seal_late(SqlConnection& c, LateRows& late) {
@@ -632,6 +725,7 @@ std::uint64_t SealWriter::seal(SqlConnection& c, BatchSeal batch_seal) noexcept 
     }
   }
   store_pending(c);
+  seal_late_when_due(c, false);
   return ticket;
 }
 
@@ -695,17 +789,25 @@ void SealWriter::run_storer() {
       detail::MutexLock lock(mutex_);
       for (;;) {
         if (stop_storer_) return;
+        const bool late_waits = !late_candidates_.empty();
+        if (late_waits && Clock::now() >= late_due_) break;
         if (!pending_.empty() && !storing_ && Clock::now() >= retry_at) break;
-        if (!pending_.empty() && !storing_) {
-          storer_cv_.wait_until(mutex_, retry_at);
-        } else {
+        Clock::time_point until = Clock::time_point::max();
+        if (!pending_.empty() && !storing_) until = retry_at;
+        if (late_waits) until = std::min(until, late_due_);
+        if (until == Clock::time_point::max()) {
           storer_cv_.wait(mutex_);
+        } else {
+          storer_cv_.wait_until(mutex_, until);
         }
       }
     }
     bool lent = false, stored = true;
     try {
-      lent = lend_([&](SqlConnection& c) { return stored = store_pending(c); });
+      lent = lend_([&](SqlConnection& c) {
+        seal_late_when_due(c, false);
+        return stored = store_pending(c);
+      });
     } catch (const std::exception&) {
       // The pool is cancelled or closed: close() stops this thread next,
       // and reports what is pending with the last statement's error.
@@ -865,8 +967,17 @@ void SealWriter::close(SqlConnection* idle) noexcept {
     if (closed_) return;  // the sink's destructor closes it again
     closed_ = true;
   }
-  if (idle != nullptr) store_pending(*idle);
+  if (idle != nullptr) {
+    seal_late_when_due(*idle, true);
+    store_pending(*idle);
+  }
   detail::MutexLock lock(mutex_);
+  if (!late_candidates_.empty()) {
+    diagnostics()->warn(
+        "auditpipe: {}: the rows found unsealed at start were not sealed late (no connection "
+        "at close); the next start looks for them again",
+        table_.name);
+  }
   if (stored_ > 0) {
     diagnostics()->info("auditpipe: {} sealed through seal {} digest {}", table_.name, newest_no_,
                         newest_digest_);

@@ -18,7 +18,9 @@
 // than max_pending wait, write() refuses batches (backlog()), so that no
 // more rows are stored unsealed than that, and memory stays bounded.
 // At the first prepare(), rows a stopped run stored and no seal covers are
-// sealed late (one seal marked seal::late_prefix, from the rows read back).
+// found; unless another process seals them within a grace period, they are
+// then sealed late (one seal marked seal::late_prefix, from the rows read
+// back), by the storer thread, the next seal() without one, or close().
 //
 // Who may call: SqlSink only.
 //
@@ -32,6 +34,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -158,19 +161,30 @@ class SealWriter {
   /// Returns them.
   std::vector<ColumnSpec> check_columns(SqlConnection& c);
   /// Finds rows stored and covered by none of the newest seals (a run that
-  /// stopped between storing and sealing, or one still writing), warns of
-  /// them and seals them late (seal_late()), but those a durable pool
-  /// recovered, which are written again and sealed then.
-  /// `columns` are the table's (check_columns()).
+  /// stopped between storing and sealing, or another process still
+  /// sealing), warns of them and keeps their keys to be sealed late
+  /// (seal_late_when_due()), but those a durable pool recovered, which are
+  /// written again and sealed then. `columns` are the table's
+  /// (check_columns()).
   void check_tail(SqlConnection& c, const std::string& seals,
-                  const std::vector<ColumnSpec>& columns);
-  /// The rows check_tail() seals late, and what it tells of them.
+                  const std::vector<ColumnSpec>& columns) AUDITPIPE_EXCLUDES(mutex_);
+  /// The rows of `source_id` from seq `lo` on that none of `covered` holds
+  /// and no durable pool recovered, as runs of neighbouring rows; and how
+  /// many they are.
+  std::pair<std::vector<seal::SeqRun>, std::int64_t> uncovered(
+      SqlConnection& c, std::int64_t source_id, std::int64_t lo,
+      std::vector<seal::SeqRun> covered) const;
+  /// The rows check_tail() found, read back to be sealed late.
   struct LateRows;
-  /// Adds to `late` the rows of `source_id` from seq `lo` on that none of
-  /// `covered` holds and no durable pool recovered; false (nothing added)
-  /// if they are more than a late seal takes.
-  bool find_late(SqlConnection& c, std::int64_t source_id, std::int64_t lo,
-                 std::vector<seal::SeqRun> covered, LateRows& late) const;
+  /// Adds to `late` the rows of `source_id` in `runs` but the keys of
+  /// `sealed_since`.
+  void add_late_rows(SqlConnection& c, std::int64_t source_id,
+                     const std::vector<seal::SeqRun>& runs,
+                     const std::vector<seal::SeqRun>& sealed_since, LateRows& late) const;
+  /// Once late_grace has passed since check_tail() (`wait`: after waiting
+  /// for it), seals late on `c` the rows it found that no seal stored
+  /// since covers. Warns if a statement fails.
+  void seal_late_when_due(SqlConnection& c, bool wait) noexcept AUDITPIPE_EXCLUDES(mutex_);
   /// Stores `late` as one seal marked seal::late_prefix.
   void seal_late(SqlConnection& c, LateRows& late) AUDITPIPE_EXCLUDES(mutex_);
   /// check_tail() of a table without seals: warns of rows in it but those
@@ -206,6 +220,13 @@ class SealWriter {
   /// Seals are stored in queue order, so ticket t is stored once stored_ >= t.
   std::uint64_t queued_ AUDITPIPE_GUARDED_BY(mutex_) = 0;
   bool told_of_others_ AUDITPIPE_GUARDED_BY(mutex_) = false;
+  /// check_tail()'s finds, per source as runs of neighbouring rows, until
+  /// sealed late; the table's columns to read them back; the chain's newest
+  /// seal then (seals after it may cover them); when they are due.
+  std::map<std::int64_t, std::vector<seal::SeqRun>> late_candidates_ AUDITPIPE_GUARDED_BY(mutex_);
+  std::vector<ColumnSpec> late_columns_ AUDITPIPE_GUARDED_BY(mutex_);
+  std::int64_t late_after_no_ AUDITPIPE_GUARDED_BY(mutex_) = 0;
+  std::chrono::steady_clock::time_point late_due_ AUDITPIPE_GUARDED_BY(mutex_);
   bool closed_ AUDITPIPE_GUARDED_BY(mutex_) = false;
   std::string last_error_ AUDITPIPE_GUARDED_BY(mutex_);
 
