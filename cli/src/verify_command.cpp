@@ -45,7 +45,9 @@ EXIT STATUS
        appended by someone else: run again later; if it stays, investigate),
        or late seals (such rows, sealed by the next start: check them, then
        give --accept-late SEALNO)
-  4    could not verify (connection, missing table, unreadable key file))";
+  4    could not verify (connection, missing table, unreadable key file;
+       no seal verifies with the key given while every row matches its
+       seal's fingerprint: the wrong key, or none for a seal=hmac table))";
 
 /// A bad argument: exit status 2, before anything is read.
 struct UsageError : error {
@@ -543,12 +545,16 @@ int VerifyCommand::run() {
     // seals deleted at the window's start break that link.
     std::string prev = from == 0 ? seal::genesis_digest(table_) : seals[from - 1].digest;
     std::int64_t expected_no = from == 0 ? 1 : seals[from - 1].no + 1;
-    std::size_t unexplained = 0, forged = 0;  // digests that fail with every row as sealed
+    // Seals whose digest fails with every row as its fingerprints say: held
+    // back, since all of them failing means the key (or the mode) is wrong.
+    std::vector<std::string> unexplained;
+    std::size_t forged = 0;
     std::size_t late_accepted = 0;
     for (std::size_t at = from; at < seals.size(); ++at) {
       Seal& s = seals[at];
       const std::string where = "seal " + std::to_string(s.no) + " (" + shown(s.ranges) + ")";
       const std::size_t tampered_before = findings.tampered_count();
+      const std::size_t unexplained_before = unexplained.size();
       // The rows whose fingerprint is not the sealed one, by key.
       std::string changed_keys;
       for (std::size_t i = 0; i < s.changed.size(); ++i) {
@@ -613,8 +619,7 @@ int VerifyCommand::run() {
           findings.tampered("changed: " + changed_keys + " of " + where +
                             " differ from what was sealed");
         } else {
-          ++unexplained;
-          findings.tampered(
+          unexplained.push_back(
               "changed: rows of " + where +
               " differ from what was sealed (or the seal was rewritten" +
               (mode == seal::Mode::hash ? "; sealed with a key? give --key-file" : "") + ")");
@@ -622,7 +627,8 @@ int VerifyCommand::run() {
       }
       // A late seal that verifies still vouches for rows auditpipe did not
       // write itself: named until the operator has looked at them.
-      if (s.late && findings.tampered_count() == tampered_before) {
+      if (s.late && findings.tampered_count() == tampered_before &&
+          unexplained.size() == unexplained_before) {
         if (s.no <= accept_late_) {
           ++late_accepted;
         } else {
@@ -639,13 +645,21 @@ int VerifyCommand::run() {
     }
 
     // Every seal checked failing its digest with every row as its
-    // fingerprints say: the key (or the mode) is the likelier mistake.
+    // fingerprints say: the key (or the mode) is the likelier mistake. Alone,
+    // that is "could not verify" (exit 4), not tampering; beside other
+    // findings the seals are reported with them.
     const std::size_t checked = seals.size() - from;
-    if (checked > 0 && unexplained == checked) {
+    const std::string key_hint =
+        mode == seal::Mode::hmac
+            ? "is --key-file the key the table was sealed with (seal_key_file=)?"
+            : "the table was sealed with a key (seal=hmac): give --key-file";
+    const bool no_seal_verifies = checked > 0 && unexplained.size() == checked;
+    if (!no_seal_verifies || findings.tampered_count() > 0) {
+      for (const std::string& line : unexplained) findings.tampered(line);
+    }
+    if (no_seal_verifies) {
       std::printf("hint: no seal verifies, yet every row matches its seal's fingerprint: %s\n",
-                  mode == seal::Mode::hmac
-                      ? "is --key-file the key the table was sealed with (seal_key_file=)?"
-                      : "the table was sealed with a key (seal=hmac): give --key-file");
+                  key_hint.c_str());
     } else if (checked > 0 && forged == checked) {
       std::printf(
           "hint: every seal is plain SHA-256: if the table was written with seal=hash, verify "
@@ -673,6 +687,15 @@ int VerifyCommand::run() {
     }
 
     const std::size_t bad = findings.tampered_count();
+    if (bad == 0 && no_seal_verifies) {
+      std::printf(
+          "%s: %llu rows, %zu seals: not verified: no seal's digest matches with this "
+          "key, while every row matches its seal's fingerprint (the wrong key, or every "
+          "seal rewritten)\n",
+          table_.c_str(), static_cast<unsigned long long>(rows_read), checked);
+      std::fflush(stdout);
+      return 4;
+    }
     std::string verdict;
     if (bad > 0) {
       verdict = std::to_string(bad) + " tampering findings";

@@ -102,9 +102,11 @@ case $case in
     expect_found 0 "verified"
     run_verify --key-file key --since "$(date -u +%s -d '1 hour ago')"
     expect_found 0 "verified"
-    # A key-sealed table checked without the key: every seal fails.
+    # A key-sealed table checked without the key: every seal fails, and
+    # verify says it could not verify (exit 4), naming no row as changed.
     run_verify
-    expect_found 1 "give --key-file"
+    expect_found 4 "give --key-file" "not verified: no seal's digest matches with this key"
+    grep -q "^changed:" <<<"$out" && fail "a missing key reported as changed rows: $out"
     grep -q 'a key nobody' "$work"/anchor && fail "the key is in the anchor file"
     [ "$(q "SELECT COUNT(*) FROM ${table}_seals WHERE digest LIKE '%key%'")" = 0 ] ||
       fail "a digest holds the key"
@@ -115,7 +117,11 @@ case $case in
     printf 'another key' > key2
     chmod 600 key2
     run_verify --key-file key2
-    expect_found 1 "hint: no seal verifies, yet every row matches .*is --key-file the key"
+    expect_found 4 "hint: no seal verifies, yet every row matches .*is --key-file the key"
+    # The wrong key and a row deleted: tampering (exit 1), every seal named.
+    q "DELETE FROM $table WHERE source_id = $(key 100 | cut -d' ' -f1) AND seq = $(key 100 | cut -d' ' -f2)" >/dev/null
+    run_verify --key-file key2
+    expect_found 1 "^deleted: 1 of " "^changed: rows of seal "
     # A seal's ranges rewritten into something no writer makes: named, exit 1.
     q "UPDATE ${table}_seals SET ranges = 'garbage' WHERE seal_no = 2"
     run_verify --key-file key --unsealed-window 0
