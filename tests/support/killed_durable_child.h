@@ -1,14 +1,15 @@
 // kill_durable_child(): the "application killed" run of the fault tests, on
 // whichever real server a test names: durable_child logs through `url` into
-// the durable pool `pool_file` for 0.5 s; `lock` (a statement of the test's
-// own connection) then holds up what it writes for 1.5 s, and it is killed
-// -9 (LockAt::start: `lock` holds it up from before it starts, for 2 s);
-// `end_sessions` ends its sessions on the server, whose statements waiting
-// for the lock would otherwise still run at `unlock`; `unlock` lets the
-// server go on, and a logger on the same pool and URL writes what it
-// recovered. `pool_file` "-": no durable pool (durable_child then runs
-// four writers, batches of 7; so does the restart, which recovers nothing). Used by the MariaDB
-// fault tests and the PostgreSQL sink's tests; durable_child is built beside them.
+// the durable pool `pool_file` for 0.5 s (at least: until it has stored
+// rows); `lock` (a statement of the test's own connection) then holds up
+// what it writes for 1.5 s, and it is killed -9 (LockAt::start: `lock`
+// holds it up from before it starts, for 2 s); `end_sessions` ends its
+// sessions on the server, whose statements waiting for the lock would
+// otherwise still run at `unlock`; `unlock` lets the server go on, and a
+// logger on the same pool and URL writes what it recovered. `pool_file`
+// "-": no durable pool (durable_child then runs four writers, batches of 7;
+// so does the restart, which recovers nothing). Used by the MariaDB fault
+// tests and the PostgreSQL sink's tests; durable_child is built beside them.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -17,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -79,11 +81,27 @@ KilledRun kill_durable_child(const std::string& url, const std::string& pool_fil
     return run;
   }
   ::close(fds[1]);
+  std::atomic<std::size_t> commits{0};
   std::thread reader([&] {
     std::int64_t id;
-    while (::read(fds[0], &id, sizeof id) == sizeof id) run.reported.insert(id);
+    while (::read(fds[0], &id, sizeof id) == sizeof id) {
+      run.reported.insert(id);
+      commits.fetch_add(1, std::memory_order_relaxed);
+    }
   });
-  std::this_thread::sleep_for(500ms);
+  // At least half a second, and until the child has committed records and
+  // (unless the lock holds it up from the start) stored rows: under a
+  // sanitizer on a busy machine its start alone can take longer, and a
+  // child killed before it stored anything proves nothing.
+  const auto started = std::chrono::steady_clock::now();
+  for (const auto give_up = started + 60s; std::chrono::steady_clock::now() < give_up;) {
+    if (commits.load(std::memory_order_relaxed) > 0 &&
+        (lock_at == LockAt::start || Probe().scalar("SELECT COUNT(*) FROM audit_log") > 0)) {
+      break;
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  std::this_thread::sleep_until(started + 500ms);
   if (lock_at == LockAt::half_a_second_in) locker.exec(lock);
   std::this_thread::sleep_for(1500ms);
   ::kill(pid, SIGKILL);
