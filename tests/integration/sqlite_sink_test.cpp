@@ -409,6 +409,28 @@ TEST(SqliteSink, AnExistingColumnOfTheWrongTypeIsRefusedAtOpen) {
 
 }  // namespace
 
+namespace {
+
+// One logger on `url` writing `batches` batches of 10 records (one seal
+// each), message_ids from `from` * 10, then closing.
+void write_batches(const std::string& url, int from, int batches) {
+  auditpipe::Options o;
+  o.batch_size = 10;
+  auditpipe::Logger<AuditRow> logger(auditpipe::sqlite::open(url), o);
+  for (int batch = from; batch < from + batches; ++batch) {
+    for (int i = 0; i < 10; ++i) {
+      auto r = logger.acquire();
+      ASSERT_TRUE(r);
+      r->message_id = batch * 10 + i;
+      ASSERT_EQ(r.commit(), Status::ok);
+    }
+    ASSERT_TRUE(logger.flush(std::chrono::seconds(30)));
+  }
+  ASSERT_TRUE(logger.close().drained);
+}
+
+}  // namespace
+
 // Several writers finish their batches out of order, so the seal just older
 // than the newest 16 (what a start reads for a crashed run's unsealed
 // tail) may hold a source's keys above the lowest seq among those 16. The
@@ -419,21 +441,7 @@ TEST(SqliteSink, ARestartWarnsOfNoSealedRowsWhenSealsFinishedOutOfOrder) {
   TempDir dir;
   const std::string path = dir.file("seals.db");
   const std::string url = "sqlite://" + path + "?seal=hash";
-  auditpipe::Options o;
-  o.batch_size = 10;
-  {
-    auditpipe::Logger<AuditRow> logger(auditpipe::sqlite::open(url), o);
-    for (int batch = 0; batch < 24; ++batch) {
-      for (int i = 0; i < 10; ++i) {
-        auto r = logger.acquire();
-        ASSERT_TRUE(r);
-        r->message_id = batch * 10 + i;
-        ASSERT_EQ(r.commit(), Status::ok);
-      }
-      ASSERT_TRUE(logger.flush(std::chrono::seconds(30)));
-    }
-    ASSERT_TRUE(logger.close().drained);
-  }
+  write_batches(url, 0, 24);
   // The seal at the edge of the newest 16 and the one before it.
   const long long seals = Db(path).scalar("SELECT COUNT(*) FROM audit_log_seals");
   ASSERT_GE(seals, 17);
@@ -461,7 +469,7 @@ TEST(SqliteSink, ARestartWarnsOfNoSealedRowsWhenSealsFinishedOutOfOrder) {
 
   testing_support::CapturedWarnings warnings;
   try {
-    auditpipe::Logger<AuditRow>(auditpipe::sqlite::open(url), o).close();
+    auditpipe::Logger<AuditRow>(auditpipe::sqlite::open(url)).close();
   } catch (const std::exception& e) {
     ADD_FAILURE() << "the restart failed: " << e.what();
   }
@@ -539,22 +547,7 @@ TEST(SqliteSink, ARestartSealsLateTheRowsAStoppedRunLeftUnsealedBelowSealedOnes)
   TempDir dir;
   const std::string path = dir.file("late.db");
   const std::string url = "sqlite://" + path + "?seal=hash";
-  auditpipe::Options o;
-  o.batch_size = 10;
-  auto write_batches = [&](int from, int batches) {
-    auditpipe::Logger<AuditRow> logger(auditpipe::sqlite::open(url), o);
-    for (int batch = from; batch < from + batches; ++batch) {
-      for (int i = 0; i < 10; ++i) {
-        auto r = logger.acquire();
-        ASSERT_TRUE(r);
-        r->message_id = batch * 10 + i;
-        ASSERT_EQ(r.commit(), Status::ok);
-      }
-      ASSERT_TRUE(logger.flush(std::chrono::seconds(30)));
-    }
-    ASSERT_TRUE(logger.close().drained);
-  };
-  write_batches(0, 24);
+  write_batches(url, 0, 24);
   const auto clean = testing_support::run_verify(url, "audit_log", "--unsealed-window 0");
   ASSERT_EQ(clean.status, 0) << clean.out;
 
@@ -596,7 +589,7 @@ TEST(SqliteSink, ARestartSealsLateTheRowsAStoppedRunLeftUnsealedBelowSealedOnes)
 
   {
     testing_support::CapturedWarnings warnings;
-    write_batches(24, 20);  // the next start: its close seals them late
+    write_batches(url, 24, 20);  // the next start: its close seals them late
     const std::string said = warnings.text();
     EXPECT_NE(said.find(std::to_string(unsealed_rows) + " rows of source_id"), std::string::npos)
         << said;
@@ -608,7 +601,7 @@ TEST(SqliteSink, ARestartSealsLateTheRowsAStoppedRunLeftUnsealedBelowSealedOnes)
   {
     // More seals above it than verify's window; a clean start seals nothing late.
     testing_support::CapturedWarnings warnings;
-    write_batches(44, 20);
+    write_batches(url, 44, 20);
     EXPECT_EQ(warnings.text(), "");
   }
   {
