@@ -279,8 +279,7 @@ int VerifyCommand::run() {
     auto db = Database::connect(read_only_url(url_));
     const std::string dialect(db->dialect());
     if (dialect == "postgresql") {
-      db->execute("SET TIME ZONE 'UTC'");
-      db->execute("SET extra_float_digits = 3");
+      for (const std::string& set : seal::read_back_settings(dialect, false)) db->execute(set);
       // Every query here is one source's rows in key order, a page at a
       // time: an index scan. Before the table's first ANALYZE (a table
       // just loaded) the planner guesses a handful of rows, takes a bitmap
@@ -654,9 +653,6 @@ int VerifyCommand::run() {
             ? "is --key-file the key the table was sealed with (seal_key_file=)?"
             : "the table was sealed with a key (seal=hmac): give --key-file";
     const bool no_seal_verifies = checked > 0 && unexplained.size() == checked;
-    if (!no_seal_verifies || findings.tampered_count() > 0) {
-      for (const std::string& line : unexplained) findings.tampered(line);
-    }
     if (no_seal_verifies) {
       std::printf("hint: no seal verifies, yet every row matches its seal's fingerprint: %s\n",
                   key_hint.c_str());
@@ -686,6 +682,11 @@ int VerifyCommand::run() {
       }
     }
 
+    // The held-back seals: with any other finding (the anchor's too) they
+    // are reported with it.
+    if (!no_seal_verifies || findings.tampered_count() > 0) {
+      for (const std::string& line : unexplained) findings.tampered(line);
+    }
     const std::size_t bad = findings.tampered_count();
     if (bad == 0 && no_seal_verifies) {
       std::printf(

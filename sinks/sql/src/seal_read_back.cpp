@@ -36,6 +36,12 @@ std::string read_back_expression(std::string_view dialect, ColumnType type,
   return quoted;
 }
 
+std::vector<std::string> read_back_settings(std::string_view dialect, bool local) {
+  if (dialect != "postgresql") return {};
+  const std::string set = local ? "SET LOCAL " : "SET ";
+  return {set + "TIME ZONE 'UTC'", set + "extra_float_digits = 3"};
+}
+
 void encode_read_back(RowEncoder& enc, ColumnType type, std::optional<std::string_view> value) {
   if (!value) {
     enc.null();

@@ -398,7 +398,10 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
           table_.name, table_location_, unsealed, sid, span.lo, pooled);
       continue;
     }
-    auto [runs, count] = uncovered(c, sid, span.lo, std::move(span.covered));
+    // (Counted first: more than a start seals late are not read at all.)
+    auto [runs, count] = unsealed > late_rows_max
+                             ? std::pair<std::vector<seal::SeqRun>, std::int64_t>{{}, unsealed}
+                             : uncovered(c, sid, span.lo, std::move(span.covered));
     if (count == 0) continue;
     if (found + count > late_rows_max) {
       diagnostics()->warn(
@@ -477,9 +480,10 @@ void SealWriter::add_late_rows(SqlConnection& c, std::int64_t source_id,
                        [&](const seal::SeqRun& r) { return r.lo <= seq && seq <= r.hi; });
   };
   std::string part;
-  std::int64_t run_lo = 0, run_hi = -2;
+  std::int64_t run_lo = 0, run_hi = 0;
+  bool open_run = false;
   const auto close_run = [&] {
-    if (run_hi < run_lo) return;
+    if (!open_run) return;
     if (!part.empty()) part += ',';
     part += std::to_string(run_lo);
     if (run_hi != run_lo) part += '-' + std::to_string(run_hi);
@@ -506,11 +510,12 @@ void SealWriter::add_late_rows(SqlConnection& c, std::int64_t source_id,
       seal::append_fingerprint(late.row_hashes, seal::fingerprint(late.enc.bytes()));
       ++late.rows;
       // The seal's keys exactly: runs of consecutive seqs.
-      if (seq == run_hi + 1) {
+      if (open_run && seq == run_hi + 1) {
         run_hi = seq;
       } else {
         close_run();
         run_lo = run_hi = seq;
+        open_run = true;
       }
     }
   }
@@ -540,11 +545,19 @@ void SealWriter::seal_late_when_due(SqlConnection& c, bool wait) noexcept {
   {
     detail::MutexLock lock(mutex_);
     if (late_candidates_.empty() || Clock::now() < late_due_) return;
-    candidates = std::move(late_candidates_);
-    late_candidates_.clear();
-    columns = std::move(late_columns_);
+    candidates = late_candidates_;
+    columns = late_columns_;
     after = late_after_no_;
   }
+  // Kept until the late seal is queued: a failed read is tried again later
+  // (its rows would otherwise be left to a start that may no longer look
+  // that far back).
+  const auto done = [&] {
+    detail::MutexLock lock(mutex_);
+    late_candidates_.clear();
+    late_columns_.clear();
+  };
+  bool in_transaction = false;
   try {
     const std::string seals = dialect_.quote(seal::seals_table(table_.name));
     LateRows late;
@@ -555,6 +568,14 @@ void SealWriter::seal_late_when_due(SqlConnection& c, bool wait) noexcept {
       late.select += ", ";
     }
     late.select += "seq";
+    // Read back as verify reads them (PostgreSQL: in UTC, every float
+    // digit), in a transaction of their own so the settings end with it.
+    const std::vector<std::string> settings = seal::read_back_settings(dialect_.name, true);
+    if (!settings.empty()) {
+      c.query_rows("BEGIN", {});
+      in_transaction = true;
+      for (const std::string& set : settings) c.query_rows(set, {});
+    }
     for (const auto& [sid, runs] : candidates) {
       // What seals stored since the start hold of this source: another
       // process that was still sealing these rows has done so by now.
@@ -574,6 +595,11 @@ void SealWriter::seal_late_when_due(SqlConnection& c, bool wait) noexcept {
       }
       add_late_rows(c, sid, runs, sealed_since, late);
     }
+    if (in_transaction) {
+      c.query_rows("COMMIT", {});
+      in_transaction = false;
+    }
+    done();
     if (late.sealed_meanwhile > 0) {
       diagnostics()->info(
           "auditpipe: {}: {} of the rows found unsealed at start were sealed meanwhile (by "
@@ -587,10 +613,19 @@ void SealWriter::seal_late_when_due(SqlConnection& c, bool wait) noexcept {
         table_.name, table_location_, late.rows, late.ranges);
     seal_late(c, late);
   } catch (const std::exception& e) {
+    if (in_transaction) {
+      try {
+        c.query_rows("ROLLBACK", {});
+      } catch (const std::exception&) {
+        // The connection is broken: the pool replaces it.
+      }
+    }
+    detail::MutexLock lock(mutex_);
+    late_due_ = Clock::now() + late_grace;
     diagnostics()->warn(
-        "auditpipe: {}: the rows found unsealed at start could not be sealed late ({}); the "
-        "next start looks for them again",
-        table_.name, e.what());
+        "auditpipe: {}: the rows found unsealed at start could not be read back to be sealed "
+        "late ({}); tried again in {} ms",
+        table_.name, e.what(), late_grace.count());
   }
 }
 
@@ -789,12 +824,15 @@ void SealWriter::run_storer() {
       detail::MutexLock lock(mutex_);
       for (;;) {
         if (stop_storer_) return;
+        // Late sealing once due, and (like the pending seals) not before
+        // the pause after a failure or a busy pool.
         const bool late_waits = !late_candidates_.empty();
-        if (late_waits && Clock::now() >= late_due_) break;
+        const Clock::time_point late_at = std::max(late_due_, retry_at);
+        if (late_waits && Clock::now() >= late_at) break;
         if (!pending_.empty() && !storing_ && Clock::now() >= retry_at) break;
         Clock::time_point until = Clock::time_point::max();
         if (!pending_.empty() && !storing_) until = retry_at;
-        if (late_waits) until = std::min(until, late_due_);
+        if (late_waits) until = std::min(until, late_at);
         if (until == Clock::time_point::max()) {
           storer_cv_.wait(mutex_);
         } else {

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "auditpipe/column.h"
 #include "auditpipe/export.h"
@@ -26,6 +27,13 @@ namespace auditpipe::seal {
 /// it is otherwise. `dialect` is SqlDialect::name ("mysql", ...).
 AUDITPIPE_EXPORT std::string read_back_expression(std::string_view dialect, ColumnType type,
                                                   const std::string& quoted);
+
+/// The session settings read_back_expression()'s text needs, as
+/// statements: PostgreSQL's time zone UTC (date_trunc works in the
+/// session's) and every float digit (extra_float_digits 3: a DBA's 0
+/// would round doubles); none elsewhere. `local`: SET LOCAL, which ends
+/// with the transaction it is run in.
+AUDITPIPE_EXPORT std::vector<std::string> read_back_settings(std::string_view dialect, bool local);
 
 /// Appends one value read back (NULL: nullopt) of a column of `type` to
 /// `enc`, as the writer encoded it when it sealed the value. Text that is
