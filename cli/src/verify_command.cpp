@@ -690,10 +690,10 @@ int VerifyCommand::run() {
     const std::size_t bad = findings.tampered_count();
     if (bad == 0 && no_seal_verifies) {
       std::printf(
-          "%s: %llu rows, %zu seals: not verified: no seal's digest matches with this "
-          "key, while every row matches its seal's fingerprint (the wrong key, or every "
-          "seal rewritten)\n",
-          table_.c_str(), static_cast<unsigned long long>(rows_read), checked);
+          "%s: %llu rows, %zu seals: not verified: no seal's digest matches %s, while every "
+          "row matches its seal's fingerprint (the wrong key, or every seal rewritten)\n",
+          table_.c_str(), static_cast<unsigned long long>(rows_read), checked,
+          mode == seal::Mode::hmac ? "with the key given" : "without a key (seal=hash)");
       std::fflush(stdout);
       return 4;
     }

@@ -105,7 +105,7 @@ case $case in
     # A key-sealed table checked without the key: every seal fails, and
     # verify says it could not verify (exit 4), naming no row as changed.
     run_verify
-    expect_found 4 "give --key-file" "not verified: no seal's digest matches with this key"
+    expect_found 4 "give --key-file" "not verified: no seal's digest matches without a key"
     grep -q "^changed:" <<<"$out" && fail "a missing key reported as changed rows: $out"
     grep -q 'a key nobody' "$work"/anchor && fail "the key is in the anchor file"
     [ "$(q "SELECT COUNT(*) FROM ${table}_seals WHERE digest LIKE '%key%'")" = 0 ] ||

@@ -293,9 +293,10 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
   // lowest seq on finds them.
   struct Span {
     std::int64_t lo = INT64_MAX;
-    int seals = 0;  ///< its seals read so far, newest first
+    int seals = 0;  ///< its seals read so far, newest first, but late ones
     std::int64_t keys = 0;
     std::vector<seal::SeqRun> covered;  ///< what the seals read hold from lo on
+    std::vector<seal::SeqRun> late;     ///< what late seals read hold
   };
   std::map<std::int64_t, Span> spans;
   // The sources checked: those of the chain's newest seals, and the other
@@ -335,10 +336,19 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
     bool reached = false;
     for (const auto& row : page) {
       if (!row[1]) continue;
+      // A late seal was stored long after its rows (a start after a
+      // crash), and its keys sit between those of seals far older: it
+      // says nothing of where a source's newest rows are, so it does not
+      // set the lowest seq; its keys count as sealed from there on.
+      const bool late_seal = seal::is_late(*row[1]);
       for (const auto& [sid, items] : seal::split_sources(*row[1])) {
         const auto it = spans.find(sid);
         if (it == spans.end()) continue;
         Span& span = it->second;
+        if (late_seal) {
+          for (const seal::SeqRun& run : seal::parse_runs(items)) span.late.push_back(run);
+          continue;
+        }
         const bool newest = span.seals++ < tail_seals;
         for (const seal::SeqRun& run : seal::parse_runs(items)) {
           if (newest) {
@@ -381,6 +391,11 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
       }
       span.lo = INT64_MIN;
     }
+    for (const seal::SeqRun& run : span.late) {
+      if (run.hi < span.lo) continue;
+      span.keys += run.hi - std::max(run.lo, span.lo) + 1;
+      span.covered.push_back({std::max(run.lo, span.lo), run.hi});
+    }
     const auto n =
         c.query_rows("SELECT COUNT(*) FROM " + data + " WHERE source_id = ? AND seq >= ?",
                      {std::to_string(sid), std::to_string(span.lo)});
@@ -412,6 +427,7 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
       continue;
     }
     found += count;
+    const std::int64_t first = runs.front().lo;
     candidates.emplace(sid, std::move(runs));
     // Sealed late, not left so: they could not be told from rows someone
     // inserted once newer seals pile up above them, and a change made to
@@ -423,7 +439,7 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
         "them, or rows someone added); unless a seal covers them within {} ms, they are "
         "sealed then, from what the table holds, by a seal marked late, which auditpipe verify "
         "names until it is accepted (--accept-late)",
-        table_.name, table_location_, count, sid, span.lo, late_grace.count());
+        table_.name, table_location_, count, sid, first, late_grace.count());
   }
   if (candidates.empty()) return;
   detail::MutexLock lock(mutex_);
