@@ -345,13 +345,8 @@ int VerifyCommand::run() {
       for (auto& [sid, part] : parts) by_source[sid].push_back(part);
     }
     // The select list: every column as text that gives back its exact value.
-    std::string select;
-    for (const ColumnSpec& c : schema->columns()) {
-      if (!select.empty()) select += ", ";
-      select += seal::read_back_expression(dialect, c.type, db->quote(c.name));
-    }
-    if (!select.empty()) select += ", ";
-    select += "seq";
+    const std::string select = seal::read_back_select(
+        dialect, schema->columns(), [&](std::string_view name) { return db->quote(name); });
     const std::string table_q = db->quote(table_);
     std::vector<std::int64_t> sources;
     for (auto& r : db->query("SELECT DISTINCT source_id FROM " + table_q + " ORDER BY source_id")) {

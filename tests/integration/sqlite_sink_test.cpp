@@ -505,17 +505,15 @@ std::vector<StoredSeal> stored_seals(auditpipe::Database& db, long long from) {
 // seal::RowsDigest of the rows `ranges` name, read back as verify reads them.
 std::string rows_digest(auditpipe::Database& db, const std::string& ranges) {
   const std::optional<auditpipe::Schema> schema = db.read_schema("audit_log");
-  std::string select;
-  for (const auto& c : schema->columns()) {
-    select += auditpipe::seal::read_back_expression(db.dialect(), c.type, db.quote(c.name)) + ", ";
-  }
+  const std::string select = auditpipe::seal::read_back_select(
+      db.dialect(), schema->columns(), [&](std::string_view name) { return db.quote(name); });
   auditpipe::seal::RowsDigest digest;
   auditpipe::seal::RowEncoder enc;
   for (const auto& [sid, items] : auditpipe::seal::split_sources(ranges)) {
     for (const auto& run : auditpipe::seal::parse_runs(items)) {
       for (const auto& row :
            db.query("SELECT " + select +
-                        "seq FROM audit_log WHERE source_id = ? AND seq "
+                        " FROM audit_log WHERE source_id = ? AND seq "
                         "BETWEEN ? AND ? ORDER BY seq",
                     {std::to_string(sid), std::to_string(run.lo), std::to_string(run.hi)})) {
         enc.clear();

@@ -36,6 +36,16 @@ std::string read_back_expression(std::string_view dialect, ColumnType type,
   return quoted;
 }
 
+std::string read_back_select(std::string_view dialect, const std::vector<ColumnSpec>& columns,
+                             const std::function<std::string(std::string_view)>& quote) {
+  std::string select;
+  for (const ColumnSpec& c : columns) {
+    select += read_back_expression(dialect, c.type, quote(c.name));
+    select += ", ";
+  }
+  return select + "seq";
+}
+
 std::vector<std::string> read_back_settings(std::string_view dialect, bool local) {
   if (dialect != "postgresql") return {};
   const std::string set = local ? "SET LOCAL " : "SET ";

@@ -61,6 +61,25 @@ std::string big_text(const SqlDialect& dialect) {
   return dialect.text_type != nullptr ? dialect.text_type((1u << 24) - 1) : std::string("TEXT");
 }
 
+/// Whether seqs, asked in ascending order, fall in any of some runs (which
+/// may overlap: a batch sealed twice): one sweep over them by first seq.
+class AscendingCoverage {
+ public:
+  explicit AscendingCoverage(std::vector<seal::SeqRun> runs) : runs_(std::move(runs)) {
+    std::sort(runs_.begin(), runs_.end(),
+              [](const seal::SeqRun& a, const seal::SeqRun& b) { return a.lo < b.lo; });
+  }
+  bool covers(std::int64_t seq) {
+    // A run skipped ends below this seq, so below every later one too.
+    while (next_ < runs_.size() && runs_[next_].hi < seq) ++next_;
+    return next_ < runs_.size() && runs_[next_].lo <= seq;
+  }
+
+ private:
+  std::vector<seal::SeqRun> runs_;
+  std::size_t next_ = 0;
+};
+
 // Whether the query runs: the probe of a table that may not exist yet.
 bool answers(SqlConnection& c, const std::string& query) {
   try {
@@ -453,8 +472,7 @@ std::pair<std::vector<seal::SeqRun>, std::int64_t> SealWriter::uncovered(
     SqlConnection& c, std::int64_t source_id, std::int64_t lo,
     std::vector<seal::SeqRun> covered) const {
   const std::string data = dialect_.quote(table_.name);
-  std::sort(covered.begin(), covered.end(),
-            [](const seal::SeqRun& a, const seal::SeqRun& b) { return a.lo < b.lo; });
+  AscendingCoverage sealed_keys(std::move(covered));
   const auto keys =
       c.query_rows("SELECT seq FROM " + data + " WHERE source_id = ? AND seq >= ? ORDER BY seq",
                    {std::to_string(source_id), std::to_string(lo)});
@@ -462,13 +480,11 @@ std::pair<std::vector<seal::SeqRun>, std::int64_t> SealWriter::uncovered(
   // each read back in one query when sealed late.
   std::vector<seal::SeqRun> runs;
   std::int64_t count = 0;
-  std::size_t next = 0;
   bool extends = false;
   for (const auto& row : keys) {
     if (!row[0]) continue;
     const std::int64_t seq = std::stoll(*row[0]);
-    while (next < covered.size() && covered[next].hi < seq) ++next;
-    const bool sealed = next < covered.size() && covered[next].lo <= seq;
+    const bool sealed = sealed_keys.covers(seq);
     const bool pooled = std::binary_search(recovered_.begin(), recovered_.end(),
                                            std::pair<std::int64_t, std::int64_t>{source_id, seq});
     if (sealed || pooled) {
@@ -491,10 +507,8 @@ void SealWriter::add_late_rows(SqlConnection& c, std::int64_t source_id,
                                const std::vector<seal::SeqRun>& sealed_since,
                                LateRows& late) const {
   const std::string data = dialect_.quote(table_.name);
-  const auto covered = [&](std::int64_t seq) {
-    return std::any_of(sealed_since.begin(), sealed_since.end(),
-                       [&](const seal::SeqRun& r) { return r.lo <= seq && seq <= r.hi; });
-  };
+  // `runs` ascend, and each one's rows are read in seq order.
+  AscendingCoverage sealed_keys(sealed_since);
   std::string part;
   std::int64_t run_lo = 0, run_hi = 0;
   bool open_run = false;
@@ -512,7 +526,7 @@ void SealWriter::add_late_rows(SqlConnection& c, std::int64_t source_id,
     for (const auto& row : rows) {
       if (row.empty() || !row.back()) continue;
       const std::int64_t seq = std::stoll(*row.back());
-      if (covered(seq)) {
+      if (sealed_keys.covers(seq)) {
         ++late.sealed_meanwhile;
         continue;
       }
@@ -578,12 +592,9 @@ void SealWriter::seal_late_when_due(SqlConnection& c, bool wait) noexcept {
     const std::string seals = dialect_.quote(seal::seals_table(table_.name));
     LateRows late;
     late.columns = &columns;
-    late.select = "SELECT ";
-    for (const ColumnSpec& col : columns) {
-      late.select += seal::read_back_expression(dialect_.name, col.type, dialect_.quote(col.name));
-      late.select += ", ";
-    }
-    late.select += "seq";
+    late.select = "SELECT " + seal::read_back_select(
+                                  dialect_.name, columns,
+                                  [&](std::string_view name) { return dialect_.quote(name); });
     // Read back as verify reads them (PostgreSQL: in UTC, every float
     // digit), in a transaction of their own so the settings end with it.
     const std::vector<std::string> settings = seal::read_back_settings(dialect_.name, true);

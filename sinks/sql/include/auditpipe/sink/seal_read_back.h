@@ -10,6 +10,7 @@
 // Thread safety: pure functions.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,6 +18,7 @@
 
 #include "auditpipe/column.h"
 #include "auditpipe/export.h"
+#include "auditpipe/schema.h"
 #include "auditpipe/sink/seal.h"
 
 namespace auditpipe::seal {
@@ -27,6 +29,12 @@ namespace auditpipe::seal {
 /// it is otherwise. `dialect` is SqlDialect::name ("mysql", ...).
 AUDITPIPE_EXPORT std::string read_back_expression(std::string_view dialect, ColumnType type,
                                                   const std::string& quoted);
+
+/// The select list reading a row back: read_back_expression() of each of
+/// `columns` (quoted by `quote`), then seq.
+AUDITPIPE_EXPORT std::string read_back_select(
+    std::string_view dialect, const std::vector<ColumnSpec>& columns,
+    const std::function<std::string(std::string_view)>& quote);
 
 /// The session settings read_back_expression()'s text needs, as
 /// statements: PostgreSQL's time zone UTC (date_trunc works in the
