@@ -347,12 +347,12 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
   // Seals newest first, a page at a time: each source's newest tail_seals
   // set its lowest seq; older ones count the keys they hold from there on
   // (the same out-of-order finish puts such keys into older seals: without
-  // them a clean restart would warn of rows that are sealed). Until a page
-  // holds none of those and every source has a seal, the chain's start, or
-  // older_seals_max seals.
+  // them a clean restart would warn of rows that are sealed). Up to the
+  // chain's start or older_seals_max seals, not until a page holds none of
+  // those: a batch whose statement took long is sealed after many others,
+  // and a page further back can hold keys above the lowest seq again.
   bool whole_chain = false;
   for (int read = 0;;) {
-    bool reached = false;
     for (const auto& row : page) {
       if (!row[1]) continue;
       // A late seal was stored long after its rows (a start after a
@@ -377,7 +377,6 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
           } else if (run.hi >= span.lo) {
             span.keys += run.hi - std::max(run.lo, span.lo) + 1;
             span.covered.push_back({std::max(run.lo, span.lo), run.hi});
-            reached = true;
           }
         }
       }
@@ -387,9 +386,7 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
       whole_chain = true;
       break;
     }
-    const bool unseen =
-        std::any_of(spans.begin(), spans.end(), [](const auto& s) { return s.second.seals == 0; });
-    if ((!reached && !unseen) || read >= older_seals_max) break;
+    if (read >= older_seals_max) break;
     page = c.query_rows(page_query, {*page.back()[0]});
   }
   std::map<std::int64_t, std::vector<seal::SeqRun>> candidates;
