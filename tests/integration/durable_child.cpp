@@ -1,17 +1,20 @@
 // durable_child: the process the "app killed" fault tests kill
 // (tests/support/killed_durable_child.h).
 //
-//   durable_child <url> <pool-file> <report-fd>
+//   durable_child <url> <pool-file> <report-fd> [records]
 //
 // Logs records from four threads into a durable pool until it is killed.
 // With <pool-file> "-": no durable pool, and four writers storing batches
 // of 7 (what a crash of several writers sealing small batches leaves).
 // After each commit() that returned ok it writes the record's message_id
 // (8 bytes) to <report-fd>, unbuffered: everything reported was committed
-// before the kill, so it must be in the table after recovery.
+// before the kill, so it must be in the table after recovery. [records]
+// other than 0: that many are logged, and then the process idles until the
+// kill (a run whose seals are all stored, killed while it is still up).
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -23,11 +26,12 @@
 #include "auditpipe/open.h"
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: durable_child <url> <pool-file> <report-fd>\n");
+  if (argc != 4 && argc != 5) {
+    std::fprintf(stderr, "usage: durable_child <url> <pool-file> <report-fd> [records]\n");
     return 2;
   }
   const int report = std::atoi(argv[3]);
+  const std::int64_t records = argc == 5 ? std::atoll(argv[4]) : 0;
   auditpipe::Options o;
   o.capacity = 20000;
   o.batch_size = 500;
@@ -46,6 +50,10 @@ int main(int argc, char** argv) {
       threads.emplace_back([&] {
         while (true) {
           const std::int64_t id = next.fetch_add(1);
+          if (records > 0 && id >= records) {
+            std::this_thread::sleep_for(std::chrono::hours(1));
+            continue;
+          }
           auto r = logger.acquire();
           if (!r) continue;
           r->message_id = id;

@@ -232,9 +232,10 @@ INSTANTIATE_TEST_SUITE_P(Policies, Stall, ::testing::Values("block", "drop", "sp
 
 // The "application killed" runs on the MariaDB server; LOCK TABLES ends
 // with the session's UNLOCK TABLES.
-KilledRun kill_durable_child(
-    const std::string& url, const std::string& pool_file, const std::string& lock,
-    testing_support::LockAt at = testing_support::LockAt::half_a_second_in) {
+KilledRun kill_durable_child(const std::string& url, const std::string& pool_file,
+                             const std::string& lock,
+                             testing_support::LockAt at = testing_support::LockAt::half_a_second_in,
+                             const testing_support::ChildPlan& plan = {}) {
   // (The tests on the server run one at a time: the only other sessions on
   // the test database are the killed child's.)
   const auto end_sessions = [](MysqlProbe& p) {
@@ -248,7 +249,7 @@ KilledRun kill_durable_child(
   };
   return testing_support::kill_durable_child<MysqlProbe>(
       url, pool_file, lock, "UNLOCK TABLES",
-      [](const std::string& u) { return auditpipe::mysql::open(u); }, at, end_sessions);
+      [](const std::string& u) { return auditpipe::mysql::open(u); }, at, end_sessions, plan);
 }
 
 TEST(Fault, TheApplicationKilledWithADurablePoolLosesNothing) {
@@ -401,6 +402,9 @@ TEST(Fault, TheApplicationKilledBeforeItsFirstSealLeavesNothingUnsealed) {
 // good, and rows of a batch that finished below others' sealed ones read
 // as "inserted" once newer seals piled up. Returns the late seal's number
 // (0: none was needed).
+long long restarted_then_verify(const std::string& url, const std::string& key,
+                                const std::string& restart_warnings);
+
 long long kill_unsealed_then_verify(const std::string& lock) {
   TempDir dir;
   const std::string key = fresh_sealed_table(dir, "late seal key");
@@ -409,6 +413,13 @@ long long kill_unsealed_then_verify(const std::string& lock) {
   const KilledRun run = kill_durable_child(url, "-", lock);
   EXPECT_TRUE(WIFSIGNALED(run.status));
   EXPECT_GT(run.rows_at_kill, 0);
+  return restarted_then_verify(url, key, run.restart_warnings);
+}
+
+// After the restart (which warned `restart_warnings`): 400 more records in
+// batches of 7, then verify. Returns the late seal's number (0: none).
+long long restarted_then_verify(const std::string& url, const std::string& key,
+                                const std::string& restart_warnings) {
   {
     Options o;
     o.writers = 4;
@@ -430,9 +441,9 @@ long long kill_unsealed_then_verify(const std::string& lock) {
   const long long late = probe.scalar(
       "SELECT COALESCE(MAX(seal_no), 0) FROM audit_log_seals WHERE ranges LIKE 'late:%'");
   EXPECT_LE(probe.scalar("SELECT COUNT(*) FROM audit_log_seals WHERE ranges LIKE 'late:%'"), 1);
-  EXPECT_EQ(late > 0, run.restart_warnings.find("found unsealed at start are sealed late") !=
-                          std::string::npos)
-      << run.restart_warnings;
+  EXPECT_EQ(late > 0,
+            restart_warnings.find("found unsealed at start are sealed late") != std::string::npos)
+      << restart_warnings;
   if (late > 0) {
     EXPECT_GE(probe.scalar("SELECT MAX(seal_no) FROM audit_log_seals") - late, 16);
   }
@@ -468,6 +479,74 @@ TEST(Fault, TheApplicationKilledWithoutADurablePoolLeavesItsUnsealedRowsToALateS
 // that verify called not yet sealed, or inserted).
 TEST(Fault, TheApplicationKilledWithoutADurablePoolAtAnyMomentLeavesNothingUnsealed) {
   kill_unsealed_then_verify("DO 0");
+}
+
+// A second crash within the first restart's grace: run A is killed while
+// its seals are held up (rows stored, not sealed); run B's start finds
+// them and waits out the grace before it seals them late, but B (1,000
+// records in batches of 7, all of them sealed: far more seals above A's
+// than the newest 16 a start took its sources from) is killed before it
+// does. The next start must still find A's rows and seal them late. Before,
+// it looked only at the sources of the newest seals, B's, and verify
+// called A's rows not yet sealed, and then inserted.
+TEST(Fault, ASecondCrashWithinTheFirstRestartsGraceLeavesNothingUnsealed) {
+  TempDir dir;
+  const std::string key = fresh_sealed_table(dir, "double crash key");
+  const std::string url = mysql_url_with("seal=hmac&seal_key_file=" + key);
+  { auditpipe::Logger<AuditRow> create_tables(auditpipe::mysql::open(url)); }
+  const KilledRun a = kill_durable_child(url, "-", "LOCK TABLES audit_log_seals WRITE",
+                                         testing_support::LockAt::half_a_second_in,
+                                         {.records = 0, .restart = false});
+  ASSERT_TRUE(WIFSIGNALED(a.status));
+  // (A probe per step: each kill ends every other session on the database.)
+  const long long unsealed_by_a =
+      a.rows_at_kill -
+      MysqlProbe().scalar("SELECT COALESCE(SUM(row_count), 0) FROM audit_log_seals");
+  ASSERT_GT(unsealed_by_a, 0) << "run A left nothing unsealed: the test proves nothing";
+  const long long seals_by_a = MysqlProbe().scalar("SELECT COUNT(*) FROM audit_log_seals");
+  const KilledRun b =
+      kill_durable_child(url, "-", "DO 0", testing_support::LockAt::half_a_second_in,
+                         {.records = 1000, .restart = false});
+  ASSERT_TRUE(WIFSIGNALED(b.status));
+  ASSERT_EQ(MysqlProbe().scalar("SELECT COUNT(*) FROM audit_log_seals WHERE ranges LIKE 'late:%'"),
+            0)
+      << "run B outlived its grace and sealed A's rows itself: the test proves nothing";
+  ASSERT_GT(MysqlProbe().scalar("SELECT COUNT(*) FROM audit_log_seals") - seals_by_a, 16)
+      << "run B stored too few seals to push A's out of the newest: the test proves nothing";
+  std::string said;
+  {
+    testing_support::CapturedWarnings warnings;
+    Options o;
+    o.writers = 4;
+    o.batch_size = 7;
+    auditpipe::Logger<AuditRow> restart(auditpipe::mysql::open(url), o);
+    EXPECT_TRUE(restart.close().drained);
+    said = warnings.text();
+  }
+  EXPECT_GT(restarted_then_verify(url, key, said), 0) << said;
+  // Later clean starts find nothing: the late seal, stored after A's seals,
+  // is read before them, and its keys still count as sealed once A's
+  // sources are those of an older run.
+  for (int start = 0; start < 2; ++start) {
+    testing_support::CapturedWarnings warnings;
+    Options o;
+    o.batch_size = 7;
+    auditpipe::Logger<AuditRow> later(auditpipe::mysql::open(url), o);
+    for (int i = 0; i < 140; ++i) {
+      auto r = later.acquire();
+      ASSERT_TRUE(r);
+      r->message_id = 20'000'000 + start * 1000 + i;
+      ASSERT_EQ(r.commit(), Status::ok);
+    }
+    EXPECT_TRUE(later.close().drained);
+    EXPECT_EQ(warnings.text(), "") << "start " << start;
+  }
+  EXPECT_EQ(MysqlProbe().scalar("SELECT COUNT(*) FROM audit_log_seals WHERE ranges LIKE 'late:%'"),
+            1);
+  EXPECT_GE(
+      MysqlProbe().scalar("SELECT COALESCE(SUM(row_count), 0) FROM audit_log_seals WHERE ranges "
+                          "LIKE 'late:%'"),
+      unsealed_by_a);
 }
 
 // Two processes sealing one table: the second starts while the first has

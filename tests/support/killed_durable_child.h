@@ -10,6 +10,7 @@
 // "-": no durable pool (durable_child then runs four writers, batches of 7;
 // so does the restart, which recovers nothing). Used by the MariaDB fault
 // tests and the PostgreSQL sink's tests; durable_child is built beside them.
+// (ChildPlan: how many records the child logs; whether to restart at all.)
 #pragma once
 
 #include <gtest/gtest.h>
@@ -53,13 +54,22 @@ struct KilledRun {
 
 enum class LockAt { half_a_second_in, start };
 
+// What else the run does: the child logs `records` and then idles until
+// the kill (0: logs until then); `restart` false leaves the table as the
+// kill left it, for a second killed run.
+struct ChildPlan {
+  std::int64_t records = 0;
+  bool restart = true;
+};
+
 // `Probe`: the test's own client of the server (exec, scalar, rows);
 // `open`: the sink for a URL.
 template <class Probe, class Open>
 KilledRun kill_durable_child(const std::string& url, const std::string& pool_file,
                              const std::string& lock, const std::string& unlock, Open open,
                              LockAt lock_at = LockAt::half_a_second_in,
-                             const std::function<void(Probe&)>& end_sessions = {}) {
+                             const std::function<void(Probe&)>& end_sessions = {},
+                             const ChildPlan& plan = {}) {
   using namespace std::chrono_literals;
   KilledRun run;
   Probe locker;
@@ -71,8 +81,10 @@ KilledRun kill_durable_child(const std::string& url, const std::string& pool_fil
   }
   const std::string child = std::string(AUDITPIPE_BINARY_DIR) + "/durable_child";
   const std::string fd = std::to_string(fds[1]);
-  char* args[] = {const_cast<char*>(child.c_str()), const_cast<char*>(url.c_str()),
-                  const_cast<char*>(pool_file.c_str()), const_cast<char*>(fd.c_str()), nullptr};
+  const std::string records = std::to_string(plan.records);
+  char* args[] = {const_cast<char*>(child.c_str()),     const_cast<char*>(url.c_str()),
+                  const_cast<char*>(pool_file.c_str()), const_cast<char*>(fd.c_str()),
+                  const_cast<char*>(records.c_str()),   nullptr};
   pid_t pid = 0;
   if (posix_spawn(&pid, child.c_str(), nullptr, nullptr, args, environ) != 0) {
     ADD_FAILURE() << "cannot start " << child;
@@ -112,7 +124,7 @@ KilledRun kill_durable_child(const std::string& url, const std::string& pool_fil
   locker.exec(unlock);
   // (Not while the lock is held: a read of a locked table may wait for it.)
   run.rows_at_kill = Probe().scalar("SELECT COUNT(*) FROM audit_log");
-  {
+  if (plan.restart) {
     CapturedWarnings warnings;
     try {
       auditpipe::Options o;

@@ -45,6 +45,14 @@ constexpr std::size_t tail_sources = 1024;
 constexpr int older_seals_page = 64;
 constexpr int older_seals_max = 1024;
 
+/// Sources of older runs are checked too, where their newest seals lie
+/// within this many of the chain's newest: a run killed while the start
+/// before it waited to seal late (late_grace) leaves a crashed run's
+/// unsealed rows below its own seals, and the next start has to find them
+/// there. The rest of the seals read (older_seals_max) is the margin for
+/// keys sealed out of order below those seals.
+constexpr int older_runs_seals = older_seals_max / 2;
+
 /// The most rows one start seals late: more is not a crashed run's tail
 /// (at most max_pending batches and those in flight), and is only warned of.
 constexpr std::int64_t late_rows_max = 1 << 20;
@@ -316,12 +324,16 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
     std::int64_t keys = 0;
     std::vector<seal::SeqRun> covered;  ///< what the seals read hold from lo on
     std::vector<seal::SeqRun> late;     ///< what late seals read hold
+    bool older_run = false;             ///< first seen below the newest tail_seals
+    int tail_depth = 0;                 ///< seals read down to its last newest one
   };
   std::map<std::int64_t, Span> spans;
   // The sources checked: those of the chain's newest seals, and the other
   // sources of their runs (a logger's sources are its base plus a producer
   // index below 2^16): a producer the scheduler held back may have no seal
   // among the newest, and rows in the batches a crashed run left unsealed.
+  // Sources of older runs join as the pages below are read
+  // (older_runs_seals).
   std::set<std::int64_t> bases;
   for (std::size_t i = 0; i < page.size() && i < static_cast<std::size_t>(tail_seals); ++i) {
     if (!page[i][1]) continue;
@@ -352,23 +364,44 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
   // those: a batch whose statement took long is sealed after many others,
   // and a page further back can hold keys above the lowest seq again.
   bool whole_chain = false;
-  for (int read = 0;;) {
-    for (const auto& row : page) {
+  int read = 0;
+  std::map<std::int64_t, std::vector<seal::SeqRun>> late_elsewhere;
+  for (;;) {
+    for (std::size_t i = 0; i < page.size(); ++i) {
+      const auto& row = page[i];
       if (!row[1]) continue;
+      const int depth = read + static_cast<int>(i) + 1;
       // A late seal was stored long after its rows (a start after a
       // crash), and its keys sit between those of seals far older: it
       // says nothing of where a source's newest rows are, so it does not
       // set the lowest seq; its keys count as sealed from there on.
       const bool late_seal = seal::is_late(*row[1]);
       for (const auto& [sid, items] : seal::split_sources(*row[1])) {
-        const auto it = spans.find(sid);
-        if (it == spans.end()) continue;
+        auto it = spans.find(sid);
+        if (it == spans.end()) {
+          // A late seal is stored after the seals of its rows' run: kept
+          // for that run's sources, which may join below.
+          if (late_seal) {
+            for (const seal::SeqRun& run : seal::parse_runs(items))
+              late_elsewhere[sid].push_back(run);
+            continue;
+          }
+          // Newest first: a source first seen here has no newer seal.
+          if (depth > older_runs_seals || spans.size() >= tail_sources) continue;
+          it = spans.try_emplace(sid).first;
+          it->second.older_run = true;
+          if (const auto late = late_elsewhere.find(sid); late != late_elsewhere.end()) {
+            it->second.late = std::move(late->second);
+            late_elsewhere.erase(late);
+          }
+        }
         Span& span = it->second;
         if (late_seal) {
           for (const seal::SeqRun& run : seal::parse_runs(items)) span.late.push_back(run);
           continue;
         }
         const bool newest = span.seals++ < tail_seals;
+        if (newest) span.tail_depth = depth;
         for (const seal::SeqRun& run : seal::parse_runs(items)) {
           if (newest) {
             span.lo = std::min(span.lo, run.lo);
@@ -392,6 +425,9 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
   std::map<std::int64_t, std::vector<seal::SeqRun>> candidates;
   std::int64_t found = 0;
   for (auto& [sid, span] : spans) {
+    // An older run's source whose newest seals reach too close to the
+    // last seal read: keys sealed out of order may lie below it, unread.
+    if (span.older_run && !whole_chain && span.tail_depth > read - older_runs_seals) continue;
     if (span.seals == 0) {
       // A source with rows and no seal: all of them unsealed if the whole
       // chain was read; else its seals may be older than those read.
