@@ -494,19 +494,29 @@ TEST(Fault, ASecondCrashWithinTheFirstRestartsGraceLeavesNothingUnsealed) {
   const std::string key = fresh_sealed_table(dir, "double crash key");
   const std::string url = mysql_url_with("seal=hmac&seal_key_file=" + key);
   { auditpipe::Logger<AuditRow> create_tables(auditpipe::mysql::open(url)); }
-  const KilledRun a = kill_durable_child(url, "-", "LOCK TABLES audit_log_seals WRITE",
-                                         testing_support::LockAt::half_a_second_in,
-                                         {.records = 0, .restart = false});
+  const auto seals = [] { return MysqlProbe().scalar("SELECT COUNT(*) FROM audit_log_seals"); };
+  // A's seals held up only once it stored 40: each of its four producers
+  // has sealed rows then, so its sources show among the seals (a source
+  // with rows and no seal among those a start reads is not looked at).
+  const KilledRun a = kill_durable_child(
+      url, "-", "LOCK TABLES audit_log_seals WRITE", testing_support::LockAt::half_a_second_in,
+      {.records = 0, .ready = [&] { return seals() >= 40; }, .restart = false});
   ASSERT_TRUE(WIFSIGNALED(a.status));
   // (A probe per step: each kill ends every other session on the database.)
   const long long unsealed_by_a =
       a.rows_at_kill -
       MysqlProbe().scalar("SELECT COALESCE(SUM(row_count), 0) FROM audit_log_seals");
   ASSERT_GT(unsealed_by_a, 0) << "run A left nothing unsealed: the test proves nothing";
-  const long long seals_by_a = MysqlProbe().scalar("SELECT COUNT(*) FROM audit_log_seals");
+  const long long seals_by_a = seals();
+  ASSERT_GE(seals_by_a, 40);
+  // B killed 0.2 s after it stored 20 seals (it stores about 143): well
+  // inside its 5 s grace, however slow its start was.
   const KilledRun b =
       kill_durable_child(url, "-", "DO 0", testing_support::LockAt::half_a_second_in,
-                         {.records = 1000, .restart = false});
+                         {.records = 1000,
+                          .ready = [&] { return seals() >= seals_by_a + 20; },
+                          .hold = 200ms,
+                          .restart = false});
   ASSERT_TRUE(WIFSIGNALED(b.status));
   ASSERT_EQ(MysqlProbe().scalar("SELECT COUNT(*) FROM audit_log_seals WHERE ranges LIKE 'late:%'"),
             0)

@@ -10,7 +10,8 @@
 // "-": no durable pool (durable_child then runs four writers, batches of 7;
 // so does the restart, which recovers nothing). Used by the MariaDB fault
 // tests and the PostgreSQL sink's tests; durable_child is built beside them.
-// (ChildPlan: how many records the child logs; whether to restart at all.)
+// (ChildPlan: how many records the child logs, what else to wait for, how
+// long the lock holds, whether to restart at all.)
 #pragma once
 
 #include <gtest/gtest.h>
@@ -55,10 +56,14 @@ struct KilledRun {
 enum class LockAt { half_a_second_in, start };
 
 // What else the run does: the child logs `records` and then idles until
-// the kill (0: logs until then); `restart` false leaves the table as the
+// the kill (0: logs until then); `ready`, if given, must hold before the
+// lock as well (e.g. enough seals stored); `hold` is how long the lock
+// holds it up before the kill; `restart` false leaves the table as the
 // kill left it, for a second killed run.
 struct ChildPlan {
   std::int64_t records = 0;
+  std::function<bool()> ready;
+  std::chrono::milliseconds hold{1500};
   bool restart = true;
 };
 
@@ -108,14 +113,15 @@ KilledRun kill_durable_child(const std::string& url, const std::string& pool_fil
   const auto started = std::chrono::steady_clock::now();
   for (const auto give_up = started + 60s; std::chrono::steady_clock::now() < give_up;) {
     if (commits.load(std::memory_order_relaxed) > 0 &&
-        (lock_at == LockAt::start || Probe().scalar("SELECT COUNT(*) FROM audit_log") > 0)) {
+        (lock_at == LockAt::start || Probe().scalar("SELECT COUNT(*) FROM audit_log") > 0) &&
+        (!plan.ready || plan.ready())) {
       break;
     }
     std::this_thread::sleep_for(20ms);
   }
   std::this_thread::sleep_until(started + 500ms);
   if (lock_at == LockAt::half_a_second_in) locker.exec(lock);
-  std::this_thread::sleep_for(1500ms);
+  std::this_thread::sleep_for(plan.hold);
   ::kill(pid, SIGKILL);
   ::waitpid(pid, &run.status, 0);
   reader.join();
