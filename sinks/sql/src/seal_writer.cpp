@@ -332,30 +332,53 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
   // sources of their runs (a logger's sources are its base plus a producer
   // index below 2^16): a producer the scheduler held back may have no seal
   // among the newest, and rows in the batches a crashed run left unsealed.
-  // Sources of older runs join as the pages below are read
-  // (older_runs_seals).
+  // Sources of older runs, and their run-mates, join as the pages below are
+  // read (older_runs_seals).
   std::set<std::int64_t> bases;
-  for (std::size_t i = 0; i < page.size() && i < static_cast<std::size_t>(tail_seals); ++i) {
-    if (!page[i][1]) continue;
-    for (const auto& [sid, items] : seal::split_sources(*page[i][1])) {
-      spans.try_emplace(sid);
-      bases.insert(sid & ~std::int64_t{0xffff});
+  std::map<std::int64_t, std::vector<seal::SeqRun>> late_elsewhere;
+  bool capped = false;
+  // A source joins (once), taking what late seals read so far hold of it.
+  const auto join = [&](std::int64_t sid, bool older_run) {
+    auto [it, added] = spans.try_emplace(sid);
+    if (!added) return it;
+    it->second.older_run = older_run;
+    if (const auto late = late_elsewhere.find(sid); late != late_elsewhere.end()) {
+      it->second.late = std::move(late->second);
+      late_elsewhere.erase(late);
     }
-  }
-  for (const std::int64_t base : bases) {
+    return it;
+  };
+  // The sources in the table of the run `sid` belongs to, each one indexed
+  // range query. Called when the run's first source joins: a run-mate with
+  // a seal read before that would have joined then, so those added here
+  // have no seal newer than the one being read.
+  const auto join_run_mates = [&](std::int64_t sid, bool older_run) {
+    const std::int64_t base = sid & ~std::int64_t{0xffff};
+    if (!bases.insert(base).second) return;
     std::int64_t from = base;
-    while (spans.size() < tail_sources) {
+    for (;;) {
+      if (spans.size() >= tail_sources) {
+        capped = true;
+        return;
+      }
       const auto next = c.query_rows("SELECT source_id FROM " + data +
                                          " WHERE source_id >= ? AND source_id <= ? ORDER BY "
                                          "source_id LIMIT 1",
                                      {std::to_string(from), std::to_string(base | 0xffff)});
-      if (next.empty() || !next[0][0]) break;
-      const std::int64_t sid = std::stoll(*next[0][0]);
-      spans.try_emplace(sid);
-      if (sid == (base | 0xffff)) break;
-      from = sid + 1;
+      if (next.empty() || !next[0][0]) return;
+      const std::int64_t mate = std::stoll(*next[0][0]);
+      join(mate, older_run);
+      if (mate == (base | 0xffff)) return;
+      from = mate + 1;
     }
+  };
+  for (std::size_t i = 0; i < page.size() && i < static_cast<std::size_t>(tail_seals); ++i) {
+    if (!page[i][1]) continue;
+    for (const auto& [sid, items] : seal::split_sources(*page[i][1])) join(sid, false);
   }
+  std::vector<std::int64_t> newest_sources;
+  for (const auto& entry : spans) newest_sources.push_back(entry.first);
+  for (const std::int64_t sid : newest_sources) join_run_mates(sid, false);
   // Seals newest first, a page at a time: each source's newest tail_seals
   // set its lowest seq; older ones count the keys they hold from there on
   // (the same out-of-order finish puts such keys into older seals: without
@@ -365,7 +388,6 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
   // and a page further back can hold keys above the lowest seq again.
   bool whole_chain = false;
   int read = 0;
-  std::map<std::int64_t, std::vector<seal::SeqRun>> late_elsewhere;
   for (;;) {
     for (std::size_t i = 0; i < page.size(); ++i) {
       const auto& row = page[i];
@@ -387,13 +409,15 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
             continue;
           }
           // Newest first: a source first seen here has no newer seal.
-          if (depth > older_runs_seals || spans.size() >= tail_sources) continue;
-          it = spans.try_emplace(sid).first;
-          it->second.older_run = true;
-          if (const auto late = late_elsewhere.find(sid); late != late_elsewhere.end()) {
-            it->second.late = std::move(late->second);
-            late_elsewhere.erase(late);
+          if (depth > older_runs_seals) continue;
+          if (spans.size() >= tail_sources) {
+            capped = true;
+            continue;
           }
+          it = join(sid, true);
+          // Its run's other sources too: a producer held back may have no
+          // seal at all, and the crashed run's rows in unsealed batches.
+          join_run_mates(sid, true);
         }
         Span& span = it->second;
         if (late_seal) {
@@ -422,27 +446,17 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
     if (read >= older_seals_max) break;
     page = c.query_rows(page_query, {*page.back()[0]});
   }
+  if (capped) {
+    diagnostics()->info(
+        "auditpipe: {} {}: the runs whose seals are among the newest {} have more than {} "
+        "sources; the rest (of the older runs) are not checked for unsealed rows at this start",
+        table_.name, table_location_, read, tail_sources);
+  }
   std::map<std::int64_t, std::vector<seal::SeqRun>> candidates;
   std::int64_t found = 0;
-  for (auto& [sid, span] : spans) {
-    // An older run's source whose newest seals reach too close to the
-    // last seal read: keys sealed out of order may lie below it, unread.
-    if (span.older_run && !whole_chain && span.tail_depth > read - older_runs_seals) continue;
-    if (span.seals == 0) {
-      // A source with rows and no seal: all of them unsealed if the whole
-      // chain was read; else its seals may be older than those read.
-      if (!whole_chain) {
-        // Debug only: a durable pool keeps its base, so a producer that
-        // logged long ago is such a source at every clean start.
-        diagnostics()->debug(
-            "auditpipe: {} {}: source_id {} (a source of the run that stored the newest "
-            "seals) has rows, and none of the newest {} seals covers any: not checked for "
-            "unsealed rows",
-            table_.name, table_location_, sid, older_seals_max);
-        continue;
-      }
-      span.lo = INT64_MIN;
-    }
+  // Counts the rows of a source from span.lo on that the seals read do not
+  // cover; those no other process is sealing become candidates.
+  const auto check_source = [&](std::int64_t sid, Span& span) {
     for (const seal::SeqRun& run : span.late) {
       if (run.hi < span.lo) continue;
       span.keys += run.hi - std::max(run.lo, span.lo) + 1;
@@ -452,7 +466,7 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
         c.query_rows("SELECT COUNT(*) FROM " + data + " WHERE source_id = ? AND seq >= ?",
                      {std::to_string(sid), std::to_string(span.lo)});
     const std::int64_t unsealed = (n.empty() || !n[0][0] ? 0 : std::stoll(*n[0][0])) - span.keys;
-    if (unsealed <= 0) continue;
+    if (unsealed <= 0) return;
     // A durable pool keeps a record until its seal is stored: the rows of
     // its last run that no seal covers are among what it recovered, and
     // are written again first (skipped by key) and sealed then.
@@ -463,20 +477,20 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
           "newest seals; the durable pool recovered {} records of that source from there on, "
           "which are written again first and sealed",
           table_.name, table_location_, unsealed, sid, span.lo, pooled);
-      continue;
+      return;
     }
     // (Counted first: more than a start seals late are not read at all.)
     auto [runs, count] = unsealed > late_rows_max
                              ? std::pair<std::vector<seal::SeqRun>, std::int64_t>{{}, unsealed}
                              : uncovered(c, sid, span.lo, std::move(span.covered));
-    if (count == 0) continue;
+    if (count == 0) return;
     if (found + count > late_rows_max) {
       diagnostics()->warn(
           "auditpipe: {} {}: {} rows of source_id {} from seq {} on are covered by none of its "
           "newest seals, more than one start seals late ({}), and are not sealed; auditpipe "
           "verify reports them as not yet sealed or as inserted.",
           table_.name, table_location_, count, sid, span.lo, late_rows_max);
-      continue;
+      return;
     }
     found += count;
     const std::int64_t first = runs.front().lo;
@@ -492,6 +506,54 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
         "sealed then, from what the table holds, by a seal marked late, which auditpipe verify "
         "names until it is accepted (--accept-late)",
         table_.name, table_location_, count, sid, first, late_grace.count());
+  };
+  // Sources with rows and no seal among those read, while older seals
+  // were not read: their seals may be older (a durable pool keeps its
+  // base, so a producer that logged long ago is such a source at every
+  // clean start), or they have none at all (a producer the scheduler held
+  // back until its run crashed).
+  std::vector<std::int64_t> no_seal_read;
+  for (auto& [sid, span] : spans) {
+    // An older run's source whose newest seals reach too close to the
+    // last seal read: keys sealed out of order may lie below it, unread.
+    if (span.older_run && !whole_chain && span.tail_depth > read - older_runs_seals) continue;
+    if (span.seals == 0) {
+      // A source with rows and no seal: all of them unsealed if the whole
+      // chain was read.
+      if (!whole_chain) {
+        if (span.late.empty()) no_seal_read.push_back(sid);
+        continue;
+      }
+      span.lo = INT64_MIN;
+    }
+    check_source(sid, span);
+  }
+  // Such a source of a run that left rows unsealed is looked for in the
+  // older seals (a scan of the seals table, down to its newest seal):
+  // without any, all its rows are unsealed. Only then: at a clean start
+  // the scan would be paid for nothing.
+  const auto crashed = [&](std::int64_t sid) {
+    const std::int64_t base = sid & ~std::int64_t{0xffff};
+    const auto mate = candidates.lower_bound(base);
+    return mate != candidates.end() && mate->first <= (base | 0xffff);
+  };
+  for (const std::int64_t sid : no_seal_read) {
+    const std::string id = std::to_string(sid);
+    if (!crashed(sid) ||
+        !c.query_rows("SELECT seal_no FROM " + seals +
+                          " WHERE ranges LIKE ? OR ranges LIKE ? OR ranges LIKE ? LIMIT 1",
+                      {id + ":%", "%;" + id + ":%", std::string(seal::late_prefix) + id + ":%"})
+             .empty()) {
+      diagnostics()->debug(
+          "auditpipe: {} {}: source_id {} (a source of a run whose seals are among the "
+          "newest) has rows, and none of the newest {} seals covers any: not checked for "
+          "unsealed rows",
+          table_.name, table_location_, sid, read);
+      continue;
+    }
+    Span& span = spans[sid];
+    span.lo = INT64_MIN;
+    check_source(sid, span);
   }
   if (candidates.empty()) return;
   detail::MutexLock lock(mutex_);
