@@ -96,6 +96,7 @@ void reset_table() {
   MYSQL* m = connect_raw();
   query(m, "DROP TABLE IF EXISTS bench_audit");
   query(m, "DROP TABLE IF EXISTS bench_audit_seals");
+  query(m, "DROP TABLE IF EXISTS bench_audit_unsealed");
   query(
       m,
       "CREATE TABLE bench_audit (at DATETIME(6) NOT NULL, tenant_id BIGINT NOT NULL, user_id "

@@ -141,11 +141,13 @@ sealed() { echo "$1$( [[ $1 == *\?* ]] && echo '&' || echo '?')seal=hmac&seal_ke
 sealed_pair() {
   local db=$1 label=$2 url=$3 sql=$4
   "$sql" "DROP TABLE IF EXISTS bench_ingest_seals"
+  "$sql" "DROP TABLE IF EXISTS bench_ingest_unsealed"
   measure "auditpipe ingest $label (jsonl, seal=hmac)" "$db" "auditpipe ingest $label (jsonl)" \
     "${tool[@]}" "$(sealed "$url")" "$work/rows.jsonl"
   measure "auditpipe verify $label (1 core)" "$db" "" \
     taskset -c 0 "$bin" verify --quiet "$url" --table bench_ingest --key-file "$work/seal.key"
   "$sql" "DROP TABLE IF EXISTS bench_ingest_seals"
+  "$sql" "DROP TABLE IF EXISTS bench_ingest_unsealed"
 }
 my_sql() { my -e "$1"; }
 pg_sql() { pg -c "$1"; }

@@ -427,6 +427,7 @@ int main(int argc, char** argv) {
     PGconn* c = pg_connect();
     pg_exec(c, "DROP TABLE IF EXISTS bench_audit");
     pg_exec(c, "DROP TABLE IF EXISTS bench_audit_seals");
+    pg_exec(c, "DROP TABLE IF EXISTS bench_audit_unsealed");
     PQfinish(c);
     auditpipe::Logger<AuditEvent>(auditpipe::open(pg_url)).close();
   };

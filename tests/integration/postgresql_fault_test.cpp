@@ -42,6 +42,7 @@ void kill_with_seals_held(const std::string& lock, testing_support::LockAt at) {
     PostgresqlProbe probe;
     probe.exec("DROP TABLE IF EXISTS audit_log");
     probe.exec("DROP TABLE IF EXISTS audit_log_seals");
+    probe.exec("DROP TABLE IF EXISTS audit_log_unsealed");
   }
   const std::string key = (dir.path() / "seal.key").string();
   {

@@ -28,6 +28,7 @@ expect_eq() { [ "$1" = "$2" ] || fail "$3: expected '$2', got '$1'"; }
 sql_client "$backend" "$work/audit.db"
 q "DROP TABLE IF EXISTS $table" >/dev/null
 q "DROP TABLE IF EXISTS ${table}_seals" >/dev/null
+q "DROP TABLE IF EXISTS ${table}_unsealed" >/dev/null
 q "DELETE FROM auditpipe_ingest_checkpoints WHERE target_table = '$table'" >/dev/null 2>&1 || true
 
 printf 'a key nobody else has' > key

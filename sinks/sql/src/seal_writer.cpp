@@ -105,7 +105,8 @@ SealWriter::SealWriter(const SqlDialect& dialect, const seal::SealSettings& sett
     : dialect_(dialect),
       settings_(settings),
       table_(table),
-      table_location_(std::move(table_location)) {
+      table_location_(std::move(table_location)),
+      finds_(dialect, std::string(table.name), big_text(dialect)) {
   if (settings_.mode == seal::Mode::hmac) {
     key_ = seal::read_key_file(seal::key_file_of(settings_));
   } else if (!settings_.key_file.empty()) {
@@ -206,6 +207,11 @@ void SealWriter::prepare(SqlConnection& c, bool create_table) {
       newest_no_ = std::stoll(*newest[0][0]);
       newest_digest_ = *newest[0][1];
     }
+  }
+  const bool kept = finds_.open(c, create_table, table_location_);
+  {
+    detail::MutexLock lock(mutex_);
+    finds_kept_ = kept;
   }
   try {
     check_tail(c, seals, columns);
@@ -555,12 +561,144 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
     span.lo = INT64_MIN;
     check_source(sid, span);
   }
+  std::int64_t newest = 0;
+  bool kept = false;
+  {
+    detail::MutexLock lock(mutex_);
+    newest = newest_no_;
+    kept = finds_kept_;
+  }
+  std::map<std::int64_t, std::int64_t> after;
+  for (const auto& [sid, runs] : candidates) after[sid] = newest;
+  if (kept) {
+    const std::map<std::int64_t, std::vector<seal::SeqRun>> own = candidates;
+    // Earlier starts' first: this start's own finds are kept below.
+    add_kept_finds(c, candidates, after);
+    try {
+      for (const auto& [sid, runs] : own) finds_.keep(c, UnsealedFinds::Find{sid, newest, runs});
+    } catch (const std::exception& e) {
+      diagnostics()->warn(
+          "auditpipe: {} {}: could not keep the rows found unsealed in {} ({}): a start killed "
+          "before it seals them late leaves them to the next one, which may not look that far "
+          "back",
+          table_.name, table_location_, finds_.name(), e.what());
+    }
+  }
   if (candidates.empty()) return;
   detail::MutexLock lock(mutex_);
   late_candidates_ = std::move(candidates);
   late_columns_ = columns;
-  late_after_no_ = newest_no_;
+  late_after_ = std::move(after);
   late_due_ = std::chrono::steady_clock::now() + late_grace;
+}
+
+std::vector<seal::SeqRun> SealWriter::sealed_since(SqlConnection& c, std::int64_t source_id,
+                                                   std::int64_t after) const {
+  const std::string seals = dialect_.quote(seal::seals_table(table_.name));
+  const std::string id = std::to_string(source_id);
+  std::vector<seal::SeqRun> keys;
+  for (const auto& row :
+       c.query_rows("SELECT ranges FROM " + seals +
+                        " WHERE seal_no > ? AND (ranges LIKE ? OR ranges LIKE ? OR ranges LIKE ?)",
+                    {std::to_string(after), id + ":%", "%;" + id + ":%",
+                     std::string(seal::late_prefix) + id + ":%"})) {
+    if (!row[0]) continue;
+    for (const auto& [part_sid, items] : seal::split_sources(*row[0])) {
+      if (part_sid != source_id) continue;
+      for (const seal::SeqRun& r : seal::parse_runs(items)) keys.push_back(r);
+    }
+  }
+  return keys;
+}
+
+void SealWriter::add_kept_finds(SqlConnection& c,
+                                std::map<std::int64_t, std::vector<seal::SeqRun>>& candidates,
+                                std::map<std::int64_t, std::int64_t>& after) {
+  std::vector<UnsealedFinds::Find> finds;
+  try {
+    finds = finds_.load(c);
+  } catch (const std::exception& e) {
+    diagnostics()->warn(
+        "auditpipe: {} {}: could not read {} ({}): rows earlier starts found "
+        "unsealed and did not seal late are not looked at",
+        table_.name, table_location_, finds_.name(), e.what());
+    return;
+  }
+  // Per source: every run found, after the oldest seal any was found after.
+  std::map<std::int64_t, UnsealedFinds::Find> by_source;
+  for (UnsealedFinds::Find& f : finds) {
+    auto [it, added] = by_source.try_emplace(f.source_id, f);
+    if (added) continue;
+    it->second.after_no = std::min(it->second.after_no, f.after_no);
+    it->second.runs.insert(it->second.runs.end(), f.runs.begin(), f.runs.end());
+  }
+  const std::string data = dialect_.quote(table_.name);
+  for (auto& [sid, find] : by_source) {
+    // The rows still in those runs that no seal stored since covers (nor a
+    // durable pool recovered): a late seal stored meanwhile does.
+    AscendingCoverage sealed_keys(sealed_since(c, sid, find.after_no));
+    std::sort(find.runs.begin(), find.runs.end(),
+              [](const seal::SeqRun& a, const seal::SeqRun& b) { return a.lo < b.lo; });
+    std::vector<seal::SeqRun> runs;
+    std::int64_t count = 0;
+    std::int64_t scanned_to = INT64_MIN;  // runs found twice are read once
+    for (const seal::SeqRun& run : find.runs) {
+      if (run.hi <= scanned_to) continue;
+      const std::int64_t lo = std::max(run.lo, scanned_to == INT64_MIN ? run.lo : scanned_to + 1);
+      scanned_to = run.hi;
+      for (const auto& row :
+           c.query_rows("SELECT seq FROM " + data +
+                            " WHERE source_id = ? AND seq >= ? AND seq <= ? ORDER BY seq",
+                        {std::to_string(sid), std::to_string(lo), std::to_string(run.hi)})) {
+        if (!row[0]) continue;
+        const std::int64_t seq = std::stoll(*row[0]);
+        if (sealed_keys.covers(seq) ||
+            std::binary_search(recovered_.begin(), recovered_.end(),
+                               std::pair<std::int64_t, std::int64_t>{sid, seq})) {
+          continue;
+        }
+        if (!runs.empty() && runs.back().hi == seq - 1) {
+          runs.back().hi = seq;
+        } else {
+          runs.push_back({seq, seq});
+        }
+        ++count;
+      }
+    }
+    if (count == 0) {
+      try {
+        finds_.forget(c, sid);
+      } catch (const std::exception& e) {
+        diagnostics()->debug("auditpipe: {}: could not forget a sealed find: {}", finds_.name(),
+                             e.what());
+      }
+      continue;
+    }
+    diagnostics()->warn(
+        "auditpipe: {} {}: {} rows of source_id {} from seq {} on were found covered by no seal "
+        "by an earlier start (after seal {}) that stopped before it sealed them late; unless a "
+        "seal covers them within {} ms, they are sealed then, by a seal marked late, which "
+        "auditpipe verify names until it is accepted (--accept-late)",
+        table_.name, table_location_, count, sid, runs.front().lo, find.after_no,
+        late_grace.count());
+    // With this start's own finds of the source, if any: a row in either
+    // was unsealed as of the older seal, and seals since then are checked.
+    std::vector<seal::SeqRun>& merged = candidates[sid];
+    merged.insert(merged.end(), runs.begin(), runs.end());
+    std::sort(merged.begin(), merged.end(),
+              [](const seal::SeqRun& a, const seal::SeqRun& b) { return a.lo < b.lo; });
+    std::vector<seal::SeqRun> disjoint;
+    for (const seal::SeqRun& r : merged) {
+      if (!disjoint.empty() && r.lo <= disjoint.back().hi + 1) {
+        disjoint.back().hi = std::max(disjoint.back().hi, r.hi);
+      } else {
+        disjoint.push_back(r);
+      }
+    }
+    merged = std::move(disjoint);
+    const auto own = after.find(sid);
+    after[sid] = own == after.end() ? find.after_no : std::min(own->second, find.after_no);
+  }
 }
 
 std::pair<std::vector<seal::SeqRun>, std::int64_t> SealWriter::uncovered(
@@ -666,14 +804,28 @@ void SealWriter::seal_late_when_due(SqlConnection& c, bool wait) noexcept {
   }
   std::map<std::int64_t, std::vector<seal::SeqRun>> candidates;
   std::vector<ColumnSpec> columns;
-  std::int64_t after = 0;
+  std::map<std::int64_t, std::int64_t> after;
+  bool kept = false;
   {
     detail::MutexLock lock(mutex_);
     if (late_candidates_.empty() || Clock::now() < late_due_) return;
     candidates = late_candidates_;
     columns = late_columns_;
-    after = late_after_no_;
+    after = late_after_;
+    kept = finds_kept_;
   }
+  // Once their rows are sealed (or found sealed meanwhile), what is kept
+  // of them goes; left behind, the next start finds them sealed and
+  // forgets them then.
+  const auto forget_finds = [&] {
+    if (!kept) return;
+    try {
+      for (const auto& [sid, runs] : candidates) finds_.forget(c, sid);
+    } catch (const std::exception& e) {
+      diagnostics()->debug("auditpipe: {}: could not forget the finds sealed late: {}",
+                           finds_.name(), e.what());
+    }
+  };
   // Kept until the late seal is queued: a failed read is tried again later
   // (its rows would otherwise be left to a start that may no longer look
   // that far back).
@@ -699,23 +851,9 @@ void SealWriter::seal_late_when_due(SqlConnection& c, bool wait) noexcept {
       for (const std::string& set : settings) c.query_rows(set, {});
     }
     for (const auto& [sid, runs] : candidates) {
-      // What seals stored since the start hold of this source: another
+      // What seals stored since the find hold of this source: another
       // process that was still sealing these rows has done so by now.
-      const std::string id = std::to_string(sid);
-      std::vector<seal::SeqRun> sealed_since;
-      for (const auto& row :
-           c.query_rows("SELECT ranges FROM " + seals +
-                            " WHERE seal_no > ? AND (ranges LIKE ? OR ranges LIKE ? OR ranges "
-                            "LIKE ?)",
-                        {std::to_string(after), id + ":%", "%;" + id + ":%",
-                         std::string(seal::late_prefix) + id + ":%"})) {
-        if (!row[0]) continue;
-        for (const auto& [part_sid, items] : seal::split_sources(*row[0])) {
-          if (part_sid != sid) continue;
-          for (const seal::SeqRun& r : seal::parse_runs(items)) sealed_since.push_back(r);
-        }
-      }
-      add_late_rows(c, sid, runs, sealed_since, late);
+      add_late_rows(c, sid, runs, sealed_since(c, sid, after[sid]), late);
     }
     if (in_transaction) {
       c.query_rows("COMMIT", {});
@@ -728,12 +866,15 @@ void SealWriter::seal_late_when_due(SqlConnection& c, bool wait) noexcept {
           "another process sealing this table)",
           table_.name, late.sealed_meanwhile);
     }
-    if (late.rows == 0) return;
+    if (late.rows == 0) {
+      forget_finds();
+      return;
+    }
     diagnostics()->warn(
         "auditpipe: {} {}: {} rows found unsealed at start are sealed late ({}), by a seal "
         "that auditpipe verify names until it is accepted (--accept-late)",
         table_.name, table_location_, late.rows, late.ranges);
-    seal_late(c, late);
+    if (seal_late(c, late)) forget_finds();
   } catch (const std::exception& e) {
     if (in_transaction) {
       try {
@@ -751,19 +892,20 @@ void SealWriter::seal_late_when_due(SqlConnection& c, bool wait) noexcept {
   }
 }
 
-void SealWriter::seal_late(SqlConnection& c, LateRows& late) {
+bool SealWriter::seal_late(SqlConnection& c, LateRows& late) {
   BatchSeal s;
   s.ranges = std::string(seal::late_prefix) + late.ranges;
   s.row_count = late.rows;
   s.rows_digest = late.digest.final_hex();
   s.row_hashes = std::move(late.row_hashes);
+  std::uint64_t ticket = 0;
   {
     detail::MutexLock lock(mutex_);
     pending_.push_back(std::move(s));
-    ++queued_;
+    ticket = ++queued_;
   }
   // A failed statement keeps it pending, stored before any later seal.
-  store_pending(c);
+  return !stored_by(c, ticket).has_value();
 }
 
 std::optional<std::string> SealWriter::backlog(SqlConnection& c) noexcept {

@@ -47,6 +47,7 @@
 #include "auditpipe/sink/sink.h"
 #include "auditpipe/sink/sql_dialect.h"
 #include "auditpipe/stats.h"
+#include "unsealed_finds.h"
 
 namespace auditpipe {
 
@@ -174,6 +175,16 @@ class SealWriter {
   std::pair<std::vector<seal::SeqRun>, std::int64_t> uncovered(
       SqlConnection& c, std::int64_t source_id, std::int64_t lo,
       std::vector<seal::SeqRun> covered) const;
+  /// What earlier starts found and kept (UnsealedFinds) that is still
+  /// unsealed, merged into `candidates` (by source, with the oldest seal
+  /// each was found after, into `after`); warns of them, and forgets those
+  /// no longer unsealed.
+  void add_kept_finds(SqlConnection& c,
+                      std::map<std::int64_t, std::vector<seal::SeqRun>>& candidates,
+                      std::map<std::int64_t, std::int64_t>& after);
+  /// The keys of `source_id` that seals stored after seal `after` hold.
+  std::vector<seal::SeqRun> sealed_since(SqlConnection& c, std::int64_t source_id,
+                                         std::int64_t after) const;
   /// The rows check_tail() found, read back to be sealed late.
   struct LateRows;
   /// Adds to `late` the rows of `source_id` in `runs` but the keys of
@@ -185,8 +196,9 @@ class SealWriter {
   /// for it), seals late on `c` the rows it found that no seal stored
   /// since covers. Warns if a statement fails.
   void seal_late_when_due(SqlConnection& c, bool wait) noexcept AUDITPIPE_EXCLUDES(mutex_);
-  /// Stores `late` as one seal marked seal::late_prefix.
-  void seal_late(SqlConnection& c, LateRows& late) AUDITPIPE_EXCLUDES(mutex_);
+  /// Stores `late` as one seal marked seal::late_prefix. False: it stays
+  /// pending (a statement failed), stored before any later seal.
+  bool seal_late(SqlConnection& c, LateRows& late) AUDITPIPE_EXCLUDES(mutex_);
   /// check_tail() of a table without seals: warns of rows in it but those
   /// a durable pool recovered.
   void check_unsealed_table(SqlConnection& c);
@@ -204,6 +216,8 @@ class SealWriter {
   /// expect_recovered()'s keys as (source_id, seq), until check_tail() used them.
   std::vector<std::pair<std::int64_t, std::int64_t>> recovered_;
   std::string key_;
+  /// Where a start keeps its finds until it has sealed them late.
+  const UnsealedFinds finds_;
   std::string insert_, read_back_, newest_query_;
   bool returning_ = false;  ///< insert_ returns the row it stored
 
@@ -221,11 +235,13 @@ class SealWriter {
   std::uint64_t queued_ AUDITPIPE_GUARDED_BY(mutex_) = 0;
   bool told_of_others_ AUDITPIPE_GUARDED_BY(mutex_) = false;
   /// check_tail()'s finds, per source as runs of neighbouring rows, until
-  /// sealed late; the table's columns to read them back; the chain's newest
-  /// seal then (seals after it may cover them); when they are due.
+  /// sealed late; the table's columns to read them back; per source, the
+  /// chain's newest seal when it was found (seals after it may cover
+  /// them); when they are due; whether finds_ keeps them.
   std::map<std::int64_t, std::vector<seal::SeqRun>> late_candidates_ AUDITPIPE_GUARDED_BY(mutex_);
   std::vector<ColumnSpec> late_columns_ AUDITPIPE_GUARDED_BY(mutex_);
-  std::int64_t late_after_no_ AUDITPIPE_GUARDED_BY(mutex_) = 0;
+  std::map<std::int64_t, std::int64_t> late_after_ AUDITPIPE_GUARDED_BY(mutex_);
+  bool finds_kept_ AUDITPIPE_GUARDED_BY(mutex_) = false;
   std::chrono::steady_clock::time_point late_due_ AUDITPIPE_GUARDED_BY(mutex_);
   bool closed_ AUDITPIPE_GUARDED_BY(mutex_) = false;
   std::string last_error_ AUDITPIPE_GUARDED_BY(mutex_);

@@ -1,0 +1,96 @@
+#include "unsealed_finds.h"
+
+#include <exception>
+#include <string>
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
+#include "auditpipe/diagnostics.h"
+#include "auditpipe/sink/sql_sink.h"
+
+namespace auditpipe {
+
+namespace {
+
+std::string format_runs(const std::vector<seal::SeqRun>& runs) {
+  std::string out;
+  for (const seal::SeqRun& run : runs) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(run.lo);
+    if (run.hi != run.lo) out += '-' + std::to_string(run.hi);
+  }
+  return out;
+}
+
+}  // namespace
+
+UnsealedFinds::UnsealedFinds(const SqlDialect& dialect, const std::string& table,
+                             std::string text_type)
+    : dialect_(dialect),
+      name_(table + "_unsealed"),
+      quoted_(dialect.quote(name_)),
+      text_type_(std::move(text_type)) {}
+
+bool UnsealedFinds::open(SqlConnection& c, bool create_table,
+                         const std::string& where) const noexcept {
+  const std::string probe = "SELECT source_id, after_no, runs FROM " + quoted_ + " WHERE 1 = 0";
+  try {
+    c.query_rows(probe, {});
+    return true;
+  } catch (const std::exception&) {
+    // Missing (or unreadable): created below, or done without.
+  }
+  std::string why;
+  if (create_table) {
+    const std::string create = "CREATE TABLE IF NOT EXISTS " + quoted_ +
+                               " (source_id BIGINT NOT NULL, after_no BIGINT NOT NULL, runs " +
+                               text_type_ + " NOT NULL)";
+    try {
+      try {
+        c.execute_ddl(create);
+      } catch (const std::exception&) {
+        // As for the seals table: starts at once may race on creating it.
+        c.execute_ddl(create);
+      }
+      c.query_rows(probe, {});
+      return true;
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+  } else {
+    why = "it does not exist, and create_table=false";
+  }
+  diagnostics()->info(
+      "auditpipe: {} {}: rows a start finds unsealed are kept in memory only until it seals "
+      "them late ({}); a start killed before then leaves them to the next one, which may not "
+      "look that far back",
+      name_, where, why);
+  return false;
+}
+
+std::vector<UnsealedFinds::Find> UnsealedFinds::load(SqlConnection& c) const {
+  std::vector<Find> finds;
+  for (const auto& row : c.query_rows(
+           "SELECT source_id, after_no, runs FROM " + quoted_ + " ORDER BY after_no", {})) {
+    if (row.size() < 3 || !row[0] || !row[1] || !row[2]) continue;
+    Find f;
+    f.source_id = std::stoll(*row[0]);
+    f.after_no = std::stoll(*row[1]);
+    f.runs = seal::parse_runs(*row[2]);
+    finds.push_back(std::move(f));
+  }
+  return finds;
+}
+
+void UnsealedFinds::keep(SqlConnection& c, const Find& find) const {
+  c.query_rows(
+      "INSERT INTO " + quoted_ + " (source_id, after_no, runs) VALUES (?, ?, ?)",
+      {std::to_string(find.source_id), std::to_string(find.after_no), format_runs(find.runs)});
+}
+
+void UnsealedFinds::forget(SqlConnection& c, std::int64_t source_id) const {
+  c.query_rows("DELETE FROM " + quoted_ + " WHERE source_id = ?", {std::to_string(source_id)});
+}
+
+}  // namespace auditpipe
