@@ -836,7 +836,6 @@ void SealWriter::seal_late_when_due(SqlConnection& c, bool wait) noexcept {
   };
   bool in_transaction = false;
   try {
-    const std::string seals = dialect_.quote(seal::seals_table(table_.name));
     LateRows late;
     late.columns = &columns;
     late.select = "SELECT " + seal::read_back_select(
