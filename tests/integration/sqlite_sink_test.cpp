@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <latch>
 #include <string>
 #include <thread>
@@ -654,4 +655,79 @@ TEST(SqliteSink, ARestartSealsLateTheRowsAStoppedRunLeftUnsealedBelowSealedOnes)
               std::string::npos)
         << v.out;
   }
+}
+
+// What a start found unsealed and kept in audit_log_unsealed (a start
+// killed within its grace leaves it there) is sealed late by the next
+// start, which would not find those rows by itself (their source belongs to
+// no run among the seals). A find without this key's MAC (written by
+// someone who can write the database, to have rows of their own sealed) is
+// ignored, warned of, and left in place.
+TEST(SqliteSink, ARestartSealsLateWhatAnEarlierStartKeptButNotAForgedFind) {
+  TempDir dir;
+  const std::string path = dir.file("kept.db");
+  const std::string key = dir.file("seal.key");
+  {
+    std::ofstream k(key);
+    k << "kept finds key";
+  }
+  std::filesystem::permissions(key, std::filesystem::perms::owner_read);
+  const std::string url = "sqlite://" + path + "?seal=hmac&seal_key_file=" + key;
+  write_batches(url, 0, 3);
+  Db db(path);
+  const long long sid = db.scalar("SELECT MIN(source_id) FROM audit_log");
+  const long long newest = db.scalar("SELECT MAX(seal_no) FROM audit_log_seals");
+  ASSERT_GE(db.scalar("SELECT COUNT(*) FROM audit_log WHERE source_id = " + std::to_string(sid) +
+                      " AND seq < 10"),
+            10);
+  // Rows of two sources no seal mentions: kept's (a killed start's find),
+  // and forged's.
+  const long long kept = 1'000'001, forged = 2'000'001;
+  for (const long long source : {kept, forged}) {
+    exec(path,
+         "INSERT INTO audit_log (at, message_id, status, channel, latency_ms, delivered, sender, "
+         "receiver, payload, source_id, seq) SELECT at, message_id + " +
+             std::to_string(source) +
+             ", status, channel, latency_ms, delivered, sender, receiver, payload, " +
+             std::to_string(source) +
+             ", seq FROM audit_log WHERE source_id = " + std::to_string(sid) + " AND seq < 10");
+  }
+  // As a start writes a find: its MAC over the table's name and the find.
+  const auto find = [&](long long source, const std::string& with_key) {
+    const std::string message = "auditpipe-unsealed\naudit_log_unsealed\n" +
+                                std::to_string(source) + '\n' + std::to_string(newest) + "\n0-9";
+    const std::string mac =
+        auditpipe::seal::seal_digest(auditpipe::seal::Mode::hmac, with_key, message);
+    exec(path, "INSERT INTO audit_log_unsealed (source_id, after_no, runs, mac) VALUES (" +
+                   std::to_string(source) + ", " + std::to_string(newest) + ", '0-9', '" + mac +
+                   "')");
+  };
+  find(kept, "kept finds key");
+  find(forged, "another key");
+  exec(path, "INSERT INTO audit_log_unsealed (source_id, after_no, runs, mac) VALUES (" +
+                 std::to_string(forged) + ", 0, '0-9', 'no mac')");
+
+  testing_support::CapturedWarnings warnings;
+  auditpipe::Logger<AuditRow>(auditpipe::sqlite::open(url)).close();
+  const std::string said = warnings.text();
+  EXPECT_NE(said.find("2 of the finds in audit_log_unsealed do not carry this key's MAC"),
+            std::string::npos)
+      << said;
+  EXPECT_NE(said.find("10 rows of source_id " + std::to_string(kept) +
+                      " from seq 0 on were found covered by no seal by an earlier start"),
+            std::string::npos)
+      << said;
+  EXPECT_EQ(said.find("source_id " + std::to_string(forged)), std::string::npos) << said;
+  Db after(path);
+  EXPECT_EQ(after.scalar("SELECT COUNT(*) FROM audit_log_seals WHERE ranges = 'late:" +
+                         std::to_string(kept) + ":0-9'"),
+            1);
+  EXPECT_EQ(after.scalar("SELECT COUNT(*) FROM audit_log_seals WHERE ranges LIKE 'late:%'"), 1);
+  // The kept find is gone with its late seal; the forged ones stay, evidence.
+  EXPECT_EQ(after.scalar("SELECT COUNT(*) FROM audit_log_unsealed WHERE source_id = " +
+                         std::to_string(kept)),
+            0);
+  EXPECT_EQ(after.scalar("SELECT COUNT(*) FROM audit_log_unsealed WHERE source_id = " +
+                         std::to_string(forged)),
+            2);
 }

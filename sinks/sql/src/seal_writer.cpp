@@ -106,7 +106,9 @@ SealWriter::SealWriter(const SqlDialect& dialect, const seal::SealSettings& sett
       settings_(settings),
       table_(table),
       table_location_(std::move(table_location)),
-      finds_(dialect, std::string(table.name), big_text(dialect)) {
+      finds_(dialect, std::string(table.name), big_text(dialect), [this](std::string_view message) {
+        return seal::seal_digest(settings_.mode, key_, message);
+      }) {
   if (settings_.mode == seal::Mode::hmac) {
     key_ = seal::read_key_file(seal::key_file_of(settings_));
   } else if (!settings_.key_file.empty()) {
@@ -570,12 +572,17 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
   }
   std::map<std::int64_t, std::int64_t> after;
   for (const auto& [sid, runs] : candidates) after[sid] = newest;
+  std::vector<UnsealedFinds::Find> finds;
   if (kept) {
     const std::map<std::int64_t, std::vector<seal::SeqRun>> own = candidates;
     // Earlier starts' first: this start's own finds are kept below.
-    add_kept_finds(c, candidates, after);
+    add_kept_finds(c, candidates, after, finds);
     try {
-      for (const auto& [sid, runs] : own) finds_.keep(c, UnsealedFinds::Find{sid, newest, runs});
+      for (const auto& [sid, runs] : own) {
+        UnsealedFinds::Find find{sid, newest, runs, {}};
+        finds_.keep(c, find);
+        finds.push_back(std::move(find));
+      }
     } catch (const std::exception& e) {
       diagnostics()->warn(
           "auditpipe: {} {}: could not keep the rows found unsealed in {} ({}): a start killed "
@@ -589,7 +596,18 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
   late_candidates_ = std::move(candidates);
   late_columns_ = columns;
   late_after_ = std::move(after);
+  late_finds_ = std::move(finds);
   late_due_ = std::chrono::steady_clock::now() + late_grace;
+}
+
+void SealWriter::forget_finds(SqlConnection& c,
+                              const std::vector<UnsealedFinds::Find>& finds) const {
+  try {
+    for (const UnsealedFinds::Find& find : finds) finds_.forget(c, find);
+  } catch (const std::exception& e) {
+    diagnostics()->debug("auditpipe: {}: could not remove finds whose rows are sealed: {}",
+                         finds_.name(), e.what());
+  }
 }
 
 std::vector<seal::SeqRun> SealWriter::sealed_since(SqlConnection& c, std::int64_t source_id,
@@ -613,10 +631,12 @@ std::vector<seal::SeqRun> SealWriter::sealed_since(SqlConnection& c, std::int64_
 
 void SealWriter::add_kept_finds(SqlConnection& c,
                                 std::map<std::int64_t, std::vector<seal::SeqRun>>& candidates,
-                                std::map<std::int64_t, std::int64_t>& after) {
+                                std::map<std::int64_t, std::int64_t>& after,
+                                std::vector<UnsealedFinds::Find>& merged_finds) {
   std::vector<UnsealedFinds::Find> finds;
+  std::size_t forged = 0;
   try {
-    finds = finds_.load(c);
+    finds = finds_.load(c, forged);
   } catch (const std::exception& e) {
     diagnostics()->warn(
         "auditpipe: {} {}: could not read {} ({}): rows earlier starts found "
@@ -624,13 +644,23 @@ void SealWriter::add_kept_finds(SqlConnection& c,
         table_.name, table_location_, finds_.name(), e.what());
     return;
   }
+  if (forged > 0) {
+    // Not sealed, not removed: what someone wrote there is evidence.
+    diagnostics()->warn(
+        "auditpipe: {} {}: {} of the finds in {} do not carry this key's MAC (written by "
+        "someone else, or with another key): ignored",
+        table_.name, table_location_, forged, finds_.name());
+  }
   // Per source: every run found, after the oldest seal any was found after.
   std::map<std::int64_t, UnsealedFinds::Find> by_source;
+  std::map<std::int64_t, std::vector<UnsealedFinds::Find>> found_by_source;
   for (UnsealedFinds::Find& f : finds) {
     auto [it, added] = by_source.try_emplace(f.source_id, f);
-    if (added) continue;
-    it->second.after_no = std::min(it->second.after_no, f.after_no);
-    it->second.runs.insert(it->second.runs.end(), f.runs.begin(), f.runs.end());
+    if (!added) {
+      it->second.after_no = std::min(it->second.after_no, f.after_no);
+      it->second.runs.insert(it->second.runs.end(), f.runs.begin(), f.runs.end());
+    }
+    found_by_source[f.source_id].push_back(std::move(f));
   }
   const std::string data = dialect_.quote(table_.name);
   for (auto& [sid, find] : by_source) {
@@ -665,15 +695,12 @@ void SealWriter::add_kept_finds(SqlConnection& c,
         ++count;
       }
     }
+    std::vector<UnsealedFinds::Find>& of_source = found_by_source[sid];
     if (count == 0) {
-      try {
-        finds_.forget(c, sid);
-      } catch (const std::exception& e) {
-        diagnostics()->debug("auditpipe: {}: could not forget a sealed find: {}", finds_.name(),
-                             e.what());
-      }
+      forget_finds(c, of_source);
       continue;
     }
+    for (UnsealedFinds::Find& f : of_source) merged_finds.push_back(std::move(f));
     diagnostics()->warn(
         "auditpipe: {} {}: {} rows of source_id {} from seq {} on were found covered by no seal "
         "by an earlier start (after seal {}) that stopped before it sealed them late; unless a "
@@ -805,27 +832,15 @@ void SealWriter::seal_late_when_due(SqlConnection& c, bool wait) noexcept {
   std::map<std::int64_t, std::vector<seal::SeqRun>> candidates;
   std::vector<ColumnSpec> columns;
   std::map<std::int64_t, std::int64_t> after;
-  bool kept = false;
+  std::vector<UnsealedFinds::Find> finds;
   {
     detail::MutexLock lock(mutex_);
     if (late_candidates_.empty() || Clock::now() < late_due_) return;
     candidates = late_candidates_;
     columns = late_columns_;
     after = late_after_;
-    kept = finds_kept_;
+    finds = late_finds_;
   }
-  // Once their rows are sealed (or found sealed meanwhile), what is kept
-  // of them goes; left behind, the next start finds them sealed and
-  // forgets them then.
-  const auto forget_finds = [&] {
-    if (!kept) return;
-    try {
-      for (const auto& [sid, runs] : candidates) finds_.forget(c, sid);
-    } catch (const std::exception& e) {
-      diagnostics()->debug("auditpipe: {}: could not forget the finds sealed late: {}",
-                           finds_.name(), e.what());
-    }
-  };
   // Kept until the late seal is queued: a failed read is tried again later
   // (its rows would otherwise be left to a start that may no longer look
   // that far back).
@@ -833,6 +848,7 @@ void SealWriter::seal_late_when_due(SqlConnection& c, bool wait) noexcept {
     detail::MutexLock lock(mutex_);
     late_candidates_.clear();
     late_columns_.clear();
+    late_finds_.clear();
   };
   bool in_transaction = false;
   try {
@@ -865,15 +881,17 @@ void SealWriter::seal_late_when_due(SqlConnection& c, bool wait) noexcept {
           "another process sealing this table)",
           table_.name, late.sealed_meanwhile);
     }
+    // Once their rows are sealed (or found sealed meanwhile), the finds
+    // kept of them go.
     if (late.rows == 0) {
-      forget_finds();
+      forget_finds(c, finds);
       return;
     }
     diagnostics()->warn(
         "auditpipe: {} {}: {} rows found unsealed at start are sealed late ({}), by a seal "
         "that auditpipe verify names until it is accepted (--accept-late)",
         table_.name, table_location_, late.rows, late.ranges);
-    if (seal_late(c, late)) forget_finds();
+    if (seal_late(c, late)) forget_finds(c, finds);
   } catch (const std::exception& e) {
     if (in_transaction) {
       try {

@@ -181,7 +181,11 @@ class SealWriter {
   /// no longer unsealed.
   void add_kept_finds(SqlConnection& c,
                       std::map<std::int64_t, std::vector<seal::SeqRun>>& candidates,
-                      std::map<std::int64_t, std::int64_t>& after);
+                      std::map<std::int64_t, std::int64_t>& after,
+                      std::vector<UnsealedFinds::Find>& merged_finds);
+  /// Removes `finds` from finds_ (their rows are sealed); a failure is
+  /// only a debug line: the next start finds them sealed, and removes them.
+  void forget_finds(SqlConnection& c, const std::vector<UnsealedFinds::Find>& finds) const;
   /// The keys of `source_id` that seals stored after seal `after` hold.
   std::vector<seal::SeqRun> sealed_since(SqlConnection& c, std::int64_t source_id,
                                          std::int64_t after) const;
@@ -241,6 +245,8 @@ class SealWriter {
   std::map<std::int64_t, std::vector<seal::SeqRun>> late_candidates_ AUDITPIPE_GUARDED_BY(mutex_);
   std::vector<ColumnSpec> late_columns_ AUDITPIPE_GUARDED_BY(mutex_);
   std::map<std::int64_t, std::int64_t> late_after_ AUDITPIPE_GUARDED_BY(mutex_);
+  /// The finds in finds_ that late_candidates_ hold, removed once sealed.
+  std::vector<UnsealedFinds::Find> late_finds_ AUDITPIPE_GUARDED_BY(mutex_);
   bool finds_kept_ AUDITPIPE_GUARDED_BY(mutex_) = false;
   std::chrono::steady_clock::time_point late_due_ AUDITPIPE_GUARDED_BY(mutex_);
   bool closed_ AUDITPIPE_GUARDED_BY(mutex_) = false;

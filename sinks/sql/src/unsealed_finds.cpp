@@ -26,15 +26,23 @@ std::string format_runs(const std::vector<seal::SeqRun>& runs) {
 }  // namespace
 
 UnsealedFinds::UnsealedFinds(const SqlDialect& dialect, const std::string& table,
-                             std::string text_type)
+                             std::string text_type, Mac mac)
     : dialect_(dialect),
       name_(table + "_unsealed"),
       quoted_(dialect.quote(name_)),
-      text_type_(std::move(text_type)) {}
+      text_type_(std::move(text_type)),
+      mac_(std::move(mac)) {}
+
+std::string UnsealedFinds::message(const std::string& source_id, const std::string& after_no,
+                                   const std::string& runs) const {
+  // The table's name in it: a find copied from another table is not one.
+  return "auditpipe-unsealed\n" + name_ + '\n' + source_id + '\n' + after_no + '\n' + runs;
+}
 
 bool UnsealedFinds::open(SqlConnection& c, bool create_table,
                          const std::string& where) const noexcept {
-  const std::string probe = "SELECT source_id, after_no, runs FROM " + quoted_ + " WHERE 1 = 0";
+  const std::string probe =
+      "SELECT source_id, after_no, runs, mac FROM " + quoted_ + " WHERE 1 = 0";
   try {
     c.query_rows(probe, {});
     return true;
@@ -45,7 +53,7 @@ bool UnsealedFinds::open(SqlConnection& c, bool create_table,
   if (create_table) {
     const std::string create = "CREATE TABLE IF NOT EXISTS " + quoted_ +
                                " (source_id BIGINT NOT NULL, after_no BIGINT NOT NULL, runs " +
-                               text_type_ + " NOT NULL)";
+                               text_type_ + " NOT NULL, mac VARCHAR(64) NOT NULL)";
     try {
       try {
         c.execute_ddl(create);
@@ -69,28 +77,38 @@ bool UnsealedFinds::open(SqlConnection& c, bool create_table,
   return false;
 }
 
-std::vector<UnsealedFinds::Find> UnsealedFinds::load(SqlConnection& c) const {
+std::vector<UnsealedFinds::Find> UnsealedFinds::load(SqlConnection& c, std::size_t& forged) const {
   std::vector<Find> finds;
+  forged = 0;
   for (const auto& row : c.query_rows(
-           "SELECT source_id, after_no, runs FROM " + quoted_ + " ORDER BY after_no", {})) {
-    if (row.size() < 3 || !row[0] || !row[1] || !row[2]) continue;
+           "SELECT source_id, after_no, runs, mac FROM " + quoted_ + " ORDER BY after_no", {})) {
+    if (row.size() < 4 || !row[0] || !row[1] || !row[2] || !row[3] ||
+        mac_(message(*row[0], *row[1], *row[2])) != *row[3]) {
+      ++forged;
+      continue;
+    }
     Find f;
     f.source_id = std::stoll(*row[0]);
     f.after_no = std::stoll(*row[1]);
     f.runs = seal::parse_runs(*row[2]);
+    f.mac = *row[3];
     finds.push_back(std::move(f));
   }
   return finds;
 }
 
-void UnsealedFinds::keep(SqlConnection& c, const Find& find) const {
-  c.query_rows(
-      "INSERT INTO " + quoted_ + " (source_id, after_no, runs) VALUES (?, ?, ?)",
-      {std::to_string(find.source_id), std::to_string(find.after_no), format_runs(find.runs)});
+void UnsealedFinds::keep(SqlConnection& c, Find& find) const {
+  const std::string source_id = std::to_string(find.source_id);
+  const std::string after_no = std::to_string(find.after_no);
+  const std::string runs = format_runs(find.runs);
+  find.mac = mac_(message(source_id, after_no, runs));
+  c.query_rows("INSERT INTO " + quoted_ + " (source_id, after_no, runs, mac) VALUES (?, ?, ?, ?)",
+               {source_id, after_no, runs, find.mac});
 }
 
-void UnsealedFinds::forget(SqlConnection& c, std::int64_t source_id) const {
-  c.query_rows("DELETE FROM " + quoted_ + " WHERE source_id = ?", {std::to_string(source_id)});
+void UnsealedFinds::forget(SqlConnection& c, const Find& find) const {
+  c.query_rows("DELETE FROM " + quoted_ + " WHERE source_id = ? AND after_no = ? AND mac = ?",
+               {std::to_string(find.source_id), std::to_string(find.after_no), find.mac});
 }
 
 }  // namespace auditpipe
