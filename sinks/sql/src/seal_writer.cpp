@@ -343,6 +343,7 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
   // Sources of older runs, and their run-mates, join as the pages below are
   // read (older_runs_seals).
   std::set<std::int64_t> bases;
+  std::vector<std::int64_t> older_sources;  ///< joined below the newest seals
   std::map<std::int64_t, std::vector<seal::SeqRun>> late_elsewhere;
   bool capped = false;
   // A source joins (once), taking what late seals read so far hold of it.
@@ -357,10 +358,9 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
     return it;
   };
   // The sources in the table of the run `sid` belongs to, each one indexed
-  // range query. Called when the run's first source joins: a run-mate with
-  // a seal read before that would have joined then, so those added here
-  // have no seal newer than the one being read.
-  const auto join_run_mates = [&](std::int64_t sid, bool older_run) {
+  // range query (those that join: into `added`, if given).
+  const auto join_run_mates = [&](std::int64_t sid, bool older_run,
+                                  std::vector<std::int64_t>* added = nullptr) {
     const std::int64_t base = sid & ~std::int64_t{0xffff};
     if (!bases.insert(base).second) return;
     std::int64_t from = base;
@@ -375,6 +375,7 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
                                      {std::to_string(from), std::to_string(base | 0xffff)});
       if (next.empty() || !next[0][0]) return;
       const std::int64_t mate = std::stoll(*next[0][0]);
+      if (added != nullptr && spans.find(mate) == spans.end()) added->push_back(mate);
       join(mate, older_run);
       if (mate == (base | 0xffff)) return;
       from = mate + 1;
@@ -423,9 +424,7 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
             continue;
           }
           it = join(sid, true);
-          // Its run's other sources too: a producer held back may have no
-          // seal at all, and the crashed run's rows in unsealed batches.
-          join_run_mates(sid, true);
+          older_sources.push_back(sid);
         }
         Span& span = it->second;
         if (late_seal) {
@@ -536,15 +535,24 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
     }
     check_source(sid, span);
   }
-  // Such a source of a run that left rows unsealed is looked for in the
-  // older seals (a scan of the seals table, down to its newest seal):
-  // without any, all its rows are unsealed. Only then: at a clean start
-  // the scan would be paid for nothing.
+  // Whether a source's run left rows unsealed.
   const auto crashed = [&](std::int64_t sid) {
     const std::int64_t base = sid & ~std::int64_t{0xffff};
     const auto mate = candidates.lower_bound(base);
     return mate != candidates.end() && mate->first <= (base | 0xffff);
   };
+  // The other sources of an older run that left rows unsealed: one not
+  // among the seals read may have no seal at all (a producer held back
+  // until the crash). Only then (an indexed probe each, paid for nothing
+  // at a clean start); it may also have seals deeper than the pages
+  // counted for older runs, so each goes to the scan below.
+  for (const std::int64_t sid : older_sources) {
+    if (crashed(sid)) join_run_mates(sid, true, &no_seal_read);
+  }
+  // Such sources of a run that left rows unsealed are looked for in the
+  // older seals (a scan of the seals table, down to its newest seal):
+  // without any, all its rows are unsealed. Only then: at a clean start
+  // the scan would be paid for nothing.
   for (const std::int64_t sid : no_seal_read) {
     const std::string id = std::to_string(sid);
     if (!crashed(sid) ||
