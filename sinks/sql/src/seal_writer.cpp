@@ -659,19 +659,16 @@ void SealWriter::add_kept_finds(SqlConnection& c,
         "someone else, or with another key): ignored",
         table_.name, table_location_, forged, finds_.name());
   }
-  // Per source: every run found, after the oldest seal any was found after.
-  std::map<std::int64_t, UnsealedFinds::Find> by_source;
   std::map<std::int64_t, std::vector<UnsealedFinds::Find>> found_by_source;
-  for (UnsealedFinds::Find& f : finds) {
-    auto [it, added] = by_source.try_emplace(f.source_id, f);
-    if (!added) {
-      it->second.after_no = std::min(it->second.after_no, f.after_no);
-      it->second.runs.insert(it->second.runs.end(), f.runs.begin(), f.runs.end());
-    }
-    found_by_source[f.source_id].push_back(std::move(f));
-  }
+  for (UnsealedFinds::Find& f : finds) found_by_source[f.source_id].push_back(std::move(f));
   const std::string data = dialect_.quote(table_.name);
-  for (auto& [sid, find] : by_source) {
+  for (auto& [sid, of_source] : found_by_source) {
+    // Every run found of the source, after the oldest seal any was found after.
+    UnsealedFinds::Find find{sid, INT64_MAX, {}, {}};
+    for (const UnsealedFinds::Find& f : of_source) {
+      find.after_no = std::min(find.after_no, f.after_no);
+      find.runs.insert(find.runs.end(), f.runs.begin(), f.runs.end());
+    }
     // The rows still in those runs that no seal stored since covers (nor a
     // durable pool recovered): a late seal stored meanwhile does.
     AscendingCoverage sealed_keys(sealed_since(c, sid, find.after_no));
@@ -703,7 +700,6 @@ void SealWriter::add_kept_finds(SqlConnection& c,
         ++count;
       }
     }
-    std::vector<UnsealedFinds::Find>& of_source = found_by_source[sid];
     if (count == 0) {
       forget_finds(c, of_source);
       continue;
