@@ -36,15 +36,15 @@
 # killed or paused node leaves the view within seconds.
 #
 # Environment: AUDITPIPE_GALERA_DIR (default build/galera),
-# AUDITPIPE_GALERA_PORT_BASE (default 34306: node N's client port is base+N-1),
-# AUDITPIPE_GALERA_GCOMM_PORT_BASE (default 34567: node N's gcomm port is
+# AUDITPIPE_GALERA_PORT_BASE (default 24306: node N's client port is base+N-1),
+# AUDITPIPE_GALERA_GCOMM_PORT_BASE (default 24567: node N's gcomm port is
 # base+N-1, its IST port base+10+N-1, its rsync SST port base+20+N-1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 dir=${AUDITPIPE_GALERA_DIR:-$PWD/build/galera}
-port_base=${AUDITPIPE_GALERA_PORT_BASE:-34306}
-gcomm_base=${AUDITPIPE_GALERA_GCOMM_PORT_BASE:-34567}
+port_base=${AUDITPIPE_GALERA_PORT_BASE:-24306}
+gcomm_base=${AUDITPIPE_GALERA_GCOMM_PORT_BASE:-24567}
 provider=/usr/lib/galera/libgalera_smm.so  # Debian's galera-4
 nodes=(1 2 3)
 user=auditpipe

@@ -12,12 +12,12 @@
 # a unix socket ($dir/mysqld.sock) as well as on the port.
 #
 # Environment: AUDITPIPE_MARIADB_DIR (default build/mariadb),
-# AUDITPIPE_MARIADB_PORT (default 33306).
+# AUDITPIPE_MARIADB_PORT (default 23306).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 dir=${AUDITPIPE_MARIADB_DIR:-$PWD/build/mariadb}
-port=${AUDITPIPE_MARIADB_PORT:-33306}
+port=${AUDITPIPE_MARIADB_PORT:-23306}
 socket=$dir/mysqld.sock
 pidfile=$dir/mysqld.pid
 user=auditpipe

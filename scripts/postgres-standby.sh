@@ -30,14 +30,14 @@
 #
 # Same test user, password and database as scripts/postgres.sh. Environment:
 # AUDITPIPE_PG_STANDBY_DIR (default build/pg-standby),
-# AUDITPIPE_PG_PRIMARY_PORT (default 35433), AUDITPIPE_PG_STANDBY_PORT (default
-# 35434). As root, the servers run as the `postgres` user.
+# AUDITPIPE_PG_PRIMARY_PORT (default 25433), AUDITPIPE_PG_STANDBY_PORT (default
+# 25434). As root, the servers run as the `postgres` user.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 dir=${AUDITPIPE_PG_STANDBY_DIR:-$PWD/build/pg-standby}
-primary_port=${AUDITPIPE_PG_PRIMARY_PORT:-35433}
-standby_port=${AUDITPIPE_PG_STANDBY_PORT:-35434}
+primary_port=${AUDITPIPE_PG_PRIMARY_PORT:-25433}
+standby_port=${AUDITPIPE_PG_STANDBY_PORT:-25434}
 user=auditpipe
 password=auditpipe-test
 database=auditpipe_test

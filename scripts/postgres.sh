@@ -9,13 +9,13 @@
 #   scripts/postgres.sh url      # the test user's URL
 #
 # Environment: AUDITPIPE_POSTGRES_DIR (default build/postgres),
-# AUDITPIPE_POSTGRES_PORT (default 35432). PostgreSQL will not run as root:
+# AUDITPIPE_POSTGRES_PORT (default 25432). PostgreSQL will not run as root:
 # as root, the server runs as the `postgres` user the Debian package creates.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 dir=${AUDITPIPE_POSTGRES_DIR:-$PWD/build/postgres}
-port=${AUDITPIPE_POSTGRES_PORT:-35432}
+port=${AUDITPIPE_POSTGRES_PORT:-25432}
 user=auditpipe
 password=auditpipe-test
 database=auditpipe_test

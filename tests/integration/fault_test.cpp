@@ -636,7 +636,8 @@ TEST(Fault, ASecondCrashAfterManySealsStillLeavesNothingUnsealed) {
     GTEST_SKIP() << "run B needed more than its 5 s grace to store 600 seals (a slow build): "
                     "it sealed A's rows itself, and the test proves nothing here";
   }
-  ASSERT_GT(sealed_table_seals() - a.seals, 600);
+  // (Killed as soon as the 600th seal is seen: B may have stored no more.)
+  ASSERT_GE(sealed_table_seals() - a.seals, 600);
   // What B's start found is kept, and is A's.
   EXPECT_GT(MysqlProbe().scalar("SELECT COUNT(*) FROM audit_log_unsealed"), 0);
   EXPECT_EQ(MysqlProbe().scalar("SELECT COUNT(*) FROM audit_log_unsealed WHERE source_id < " +

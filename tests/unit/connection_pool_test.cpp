@@ -296,6 +296,37 @@ TEST(ConnectionPool, ConnectErrorsReachTheWaitingBorrower) {
   }
 }
 
+// A server reached whose table the sink cannot write: the borrower waiting
+// gets the factory's message when that connect fails, not a timeout with
+// the outage's stale reason 30 s later (a writer's health reason said
+// "Lost connection" for all that time).
+TEST(ConnectionPool, AnUnusableServerEndsTheWaitAtOnce) {
+  ConnectionPoolOptions o;
+  o.max_size = 1;
+  o.connection_timeout = 60s;
+  std::atomic<bool> go{false};
+  ConnectionPool pool(
+      [&go]() -> std::unique_ptr<auditpipe::PooledConnection> {
+        while (!go.load()) std::this_thread::sleep_for(1ms);
+        throw auditpipe::unusable_server("table audit_log does not exist (server db2:3306)");
+      },
+      o);
+  std::thread release([&] {
+    ASSERT_TRUE(eventually([&] { return pool.stats().waiting == 1; }));
+    go = true;
+  });
+  try {
+    pool.acquire();
+    ADD_FAILURE() << "expected the factory's error";
+  } catch (const auditpipe::unusable_server& e) {
+    EXPECT_NE(std::string(e.what()).find("(server db2:3306)"), std::string::npos) << e.what();
+  } catch (const auditpipe::error& e) {
+    ADD_FAILURE() << "waited until: " << e.what();
+  }
+  release.join();
+  EXPECT_EQ(pool.stats().timeouts, 0u);
+}
+
 TEST(ConnectionPool, RejectsAnUnboundedWait) {
   Tally t;
   ConnectionPoolOptions o;

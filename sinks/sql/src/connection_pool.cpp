@@ -186,6 +186,7 @@ ConnectionPool::Lease ConnectionPool::take(source_location where, bool wait) {
   RelockableLock lock(mutex_);
   ++waiting_;
   work_cv_.notify_all();  // openers: demand may have grown
+  const std::uint64_t unusable_before = unusable_connects_;
   while (true) {
     if (closing_ || cancelled_) {
       --waiting_;
@@ -218,6 +219,10 @@ ConnectionPool::Lease ConnectionPool::take(source_location where, bool wait) {
       --waiting_;
       return Lease();
     }
+    if (unusable_connects_ != unusable_before) {
+      --waiting_;
+      throw unusable_server(last_connect_error_);
+    }
     if (available_cv_.wait_until(mutex_, deadline) == std::cv_status::timeout && idle_.empty() &&
         !cancelled_ && !closing_) {
       --waiting_;
@@ -249,9 +254,13 @@ void ConnectionPool::opener_loop() {
       // served from returned connections, and other openers connect too.
       std::unique_ptr<PooledConnection> connection;
       std::string failure;
+      bool unusable = false;
       try {
         connection = factory_();
         if (!connection) failure = "the connection factory returned no connection";
+      } catch (const unusable_server& e) {
+        failure = e.what();
+        unusable = true;
       } catch (const std::exception& e) {
         failure = e.what();
       } catch (...) {
@@ -273,6 +282,10 @@ void ConnectionPool::opener_loop() {
         --total_;
         ++connect_failures_;
         last_connect_error_ = failure;
+        if (unusable) {
+          ++unusable_connects_;
+          available_cv_.notify_all();
+        }
         // Back off so a database that is down is not hammered (a few
         // openers retrying in a tight loop would be).
         connect_backoff_ = std::clamp(connect_backoff_ * 2, milliseconds{100}, milliseconds{5000});

@@ -182,7 +182,7 @@ std::unique_ptr<PooledConnection> SqlSink::open_pooled() {
       const std::string message = std::string(e.what()) + " (server " + c.server() + ")";
       detail::MutexLock lock(failure_mutex_);
       table_failure_ = message;
-      throw error(message);
+      throw unusable_server(message);
     }
     throw;
   }
@@ -229,6 +229,8 @@ WriteResult SqlSink::write(const Batch& batch) noexcept {
       lease = pool_->acquire();
     }
     return write_on(lease.as<LiveConnection>().connection(), batch, &lease);
+  } catch (const unusable_server& e) {
+    return WriteResult::permanent_error(e.what());
   } catch (const std::exception& e) {
     return WriteResult::transient_error(e.what());
   }

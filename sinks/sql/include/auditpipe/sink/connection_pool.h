@@ -42,6 +42,7 @@
 #include "auditpipe/histogram.h"
 #include "auditpipe/sink/source_location.h"
 #include "auditpipe/stats.h"
+#include "auditpipe/status.h"
 
 namespace auditpipe {
 
@@ -55,6 +56,15 @@ class AUDITPIPE_EXPORT PooledConnection {
   /// The server it is connected to, for ConnectionPoolStats::servers
   /// (cheap: no I/O; called under the pool's lock). Empty: not known.
   virtual std::string server() const { return {}; }
+};
+
+/// Thrown by a ConnectionPool::Factory for a server it reached but cannot
+/// use (a table this sink cannot write): borrowers waiting in acquire() get
+/// it at once, since no wait for another connect mends it, instead of at
+/// connection_timeout with a stale reason.
+class AUDITPIPE_EXPORT unusable_server : public error {
+ public:
+  using error::error;
 };
 
 /// A ConnectionPool's settings (HikariCP's names and defaults; README, Connection pool).
@@ -82,7 +92,8 @@ class AUDITPIPE_EXPORT ConnectionPool {
   /// The clock of deadlines.
   using clock = std::chrono::steady_clock;
   /// Opens one connection; throws (any std::exception) with a message that
-  /// names the problem. Called from several opener threads at once.
+  /// names the problem, unusable_server where waiting cannot help. Called
+  /// from several opener threads at once.
   using Factory = std::function<std::unique_ptr<PooledConnection>()>;
 
  private:
@@ -137,7 +148,8 @@ class AUDITPIPE_EXPORT ConnectionPool {
 
   /// A connection, waiting at most connection_timeout. Throws
   /// auditpipe::error on timeout, naming the pool, how long it waited and
-  /// the last connect error.
+  /// the last connect error; unusable_server, with the factory's message,
+  /// as soon as a connect fails so while it waits.
   Lease acquire(source_location where = source_location::current()) AUDITPIPE_EXCLUDES(mutex_);
   /// An idle connection if there is one now (validated as acquire()
   /// validates), else an empty Lease: no wait, and no timeout counted.
@@ -206,6 +218,9 @@ class AUDITPIPE_EXPORT ConnectionPool {
   std::uint64_t closed_ AUDITPIPE_GUARDED_BY(mutex_) = 0;
   std::uint64_t timeouts_ AUDITPIPE_GUARDED_BY(mutex_) = 0;
   std::uint64_t connect_failures_ AUDITPIPE_GUARDED_BY(mutex_) = 0;
+  /// Connects that failed with unusable_server: a waiting borrower that
+  /// sees this move stops waiting.
+  std::uint64_t unusable_connects_ AUDITPIPE_GUARDED_BY(mutex_) = 0;
   std::uint64_t validations_ AUDITPIPE_GUARDED_BY(mutex_) = 0;
   std::uint64_t leaks_reported_ AUDITPIPE_GUARDED_BY(mutex_) = 0;
   std::string last_connect_error_ AUDITPIPE_GUARDED_BY(mutex_);
