@@ -33,7 +33,9 @@ against its seals in <table>_seals: recomputes every seal's digest from the
 rows read back, checks the chain from seal 1, and names, with their keys, the
 rows changed, deleted or inserted, and seals removed or reordered. With
 --anchor (the latest seal_no and digest published outside the database) it
-also catches the newest rows and seals cut off together.)";
+also catches the newest rows and seals cut off together. The rows a start
+kept in <table>_unsealed to seal late are named too; a find there without
+the key's MAC is tampering.)";
 
 constexpr const char* footer = R"(
 EXIT STATUS
@@ -44,7 +46,7 @@ EXIT STATUS
        a run that stopped between storing rows and sealing them, or rows
        appended by someone else: run again later; if it stays, investigate),
        or late seals (such rows, sealed by the next start: check them, then
-       give --accept-late SEALNO)
+       give --accept-late SEALNO), or rows a start kept to seal late
   4    could not verify (connection, missing table, unreadable key file;
        no seal verifies with the key given while every row matches its
        seal's fingerprint: the wrong key, or none for a seal=hmac table))";
@@ -673,6 +675,44 @@ int VerifyCommand::run() {
         if (it != seals.end() && it->digest != digest) {
           findings.tampered("anchor mismatch: seal " + std::to_string(no) +
                             "'s digest is not the anchor's (the chain was rewritten)");
+        }
+      }
+    }
+
+    // What starts kept of rows they found stored and covered by no seal
+    // (<table>_unsealed). A find with this key's MAC waits for the next
+    // start, which seals late what no seal covers yet and removes it. One
+    // without was written by someone else, to have rows of their choosing
+    // sealed late: auditpipe ignores it and leaves it as evidence.
+    const std::string finds_table = seal::unsealed_table(table_);
+    if (db->read_schema(finds_table)) {
+      for (auto& r : db->query("SELECT source_id, after_no, runs, mac FROM " +
+                               db->quote(finds_table) + " ORDER BY after_no")) {
+        const std::string sid = r[0].value_or(""), after = r[1].value_or("");
+        const std::string runs = r[2].value_or(""), mac = r[3].value_or("");
+        const std::string what = finds_table + ": source_id " + sid + " seq " + shown(runs) +
+                                 " (after seal " + after + ")";
+        const std::string message = seal::unsealed_find_message(finds_table, sid, after, runs);
+        if (seal::seal_digest(mode, key, message) == mac) {
+          findings.unsealed("kept by a start: " + what +
+                            ": rows it found stored and covered by no seal; the next start seals "
+                            "late those no seal covers yet");
+          continue;
+        }
+        const bool keyless =
+            mode == seal::Mode::hmac && seal::seal_digest(seal::Mode::hash, {}, message) == mac;
+        const std::string line =
+            "forged find: " + what + ": " +
+            (keyless ? "its MAC was computed without the key (plain SHA-256)"
+                     : std::string("its MAC is not ") +
+                           (mode == seal::Mode::hmac ? "the key's" : "the SHA-256 of it")) +
+            ": not written by auditpipe (it asks the next start to seal these rows late, "
+            "which auditpipe refuses)";
+        // With a wrong key every find fails as every seal does: held back.
+        if (no_seal_verifies) {
+          unexplained.push_back(line);
+        } else {
+          findings.tampered(line);
         }
       }
     }

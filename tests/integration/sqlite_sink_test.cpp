@@ -707,6 +707,28 @@ TEST(SqliteSink, ARestartSealsLateWhatAnEarlierStartKeptButNotAForgedFind) {
   exec(path, "INSERT INTO audit_log_unsealed (source_id, after_no, runs, mac) VALUES (" +
                  std::to_string(forged) + ", 0, '0-9', 'no mac')");
 
+  // verify names the kept find as pending (not tampering) and the forged
+  // ones as tampering, before the start and after it.
+  const std::string forged_line =
+      "forged find: audit_log_unsealed: source_id " + std::to_string(forged) + " seq 0-9";
+  const auto count = [](const std::string& text, const std::string& what) {
+    std::size_t n = 0;
+    for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  const std::string verify_url = "sqlite://" + path;
+  const std::string with_key = "--key-file " + key;
+  auto v = testing_support::run_verify(verify_url, "audit_log", with_key);
+  EXPECT_EQ(v.status, 1) << v.out;
+  EXPECT_NE(v.out.find("kept by a start: audit_log_unsealed: source_id " + std::to_string(kept) +
+                       " seq 0-9 (after seal " + std::to_string(newest) + ")"),
+            std::string::npos)
+      << v.out;
+  EXPECT_EQ(count(v.out, forged_line), 2u) << v.out;
+  EXPECT_EQ(count(v.out, "forged find"), 2u) << v.out;
+
   testing_support::CapturedWarnings warnings;
   auditpipe::Logger<AuditRow>(auditpipe::sqlite::open(url)).close();
   const std::string said = warnings.text();
@@ -730,4 +752,15 @@ TEST(SqliteSink, ARestartSealsLateWhatAnEarlierStartKeptButNotAForgedFind) {
   EXPECT_EQ(after.scalar("SELECT COUNT(*) FROM audit_log_unsealed WHERE source_id = " +
                          std::to_string(forged)),
             2);
+  v = testing_support::run_verify(verify_url, "audit_log", with_key);
+  EXPECT_EQ(v.status, 1) << v.out;
+  EXPECT_EQ(count(v.out, forged_line), 2u) << v.out;
+  EXPECT_EQ(v.out.find("kept by a start"), std::string::npos) << v.out;
+  // Without the forged finds (and their rows), what is left is the late seal.
+  exec(path, "DELETE FROM audit_log_unsealed");
+  exec(path, "DELETE FROM audit_log WHERE source_id = " + std::to_string(forged));
+  v = testing_support::run_verify(verify_url, "audit_log", with_key);
+  EXPECT_EQ(v.status, 3) << v.out;
+  EXPECT_EQ(v.out.find("forged find"), std::string::npos) << v.out;
+  EXPECT_NE(v.out.find("sealed late: seal"), std::string::npos) << v.out;
 }

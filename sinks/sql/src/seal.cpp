@@ -77,6 +77,21 @@ std::string seals_table(std::string_view table) {
   return std::string(table) + "_seals";
 }
 
+std::string unsealed_table(std::string_view table) {
+  return std::string(table) + "_unsealed";
+}
+
+std::string unsealed_find_message(std::string_view unsealed_table, std::string_view source_id,
+                                  std::string_view after_no, std::string_view runs) {
+  std::string m = "auditpipe-unsealed\n";
+  for (const std::string_view part : {unsealed_table, source_id, after_no}) {
+    m += part;
+    m += '\n';
+  }
+  m += runs;
+  return m;
+}
+
 std::string to_hex(std::string_view bytes) {
   static constexpr char digits[] = "0123456789abcdef";
   std::string out;

@@ -28,15 +28,14 @@ std::string format_runs(const std::vector<seal::SeqRun>& runs) {
 UnsealedFinds::UnsealedFinds(const SqlDialect& dialect, const std::string& table,
                              std::string text_type, Mac mac)
     : dialect_(dialect),
-      name_(table + "_unsealed"),
+      name_(seal::unsealed_table(table)),
       quoted_(dialect.quote(name_)),
       text_type_(std::move(text_type)),
       mac_(std::move(mac)) {}
 
 std::string UnsealedFinds::message(const std::string& source_id, const std::string& after_no,
                                    const std::string& runs) const {
-  // The table's name in it: a find copied from another table is not one.
-  return "auditpipe-unsealed\n" + name_ + '\n' + source_id + '\n' + after_no + '\n' + runs;
+  return seal::unsealed_find_message(name_, source_id, after_no, runs);
 }
 
 bool UnsealedFinds::open(SqlConnection& c, bool create_table,

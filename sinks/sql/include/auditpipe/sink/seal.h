@@ -57,6 +57,18 @@ AUDITPIPE_EXPORT std::string read_key_file(const std::string& path);
 /// The companion table of `table`: `<table>_seals`.
 AUDITPIPE_EXPORT std::string seals_table(std::string_view table);
 
+/// Where a start keeps the rows it found stored and covered by no seal
+/// until it has sealed them late: `<table>_unsealed`.
+AUDITPIPE_EXPORT std::string unsealed_table(std::string_view table);
+
+/// What a kept find's MAC (seal_digest) is computed over: the finds
+/// table's name (a find copied from another table is not one) and the
+/// find's columns as stored.
+AUDITPIPE_EXPORT std::string unsealed_find_message(std::string_view unsealed_table,
+                                                   std::string_view source_id,
+                                                   std::string_view after_no,
+                                                   std::string_view runs);
+
 /// The previous digest of the first seal: hex SHA-256 of "auditpipe-seal-genesis:" + table.
 AUDITPIPE_EXPORT std::string genesis_digest(std::string_view table);
 
