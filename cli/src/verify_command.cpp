@@ -703,9 +703,10 @@ int VerifyCommand::run() {
             mode == seal::Mode::hmac && seal::seal_digest(seal::Mode::hash, {}, message) == mac;
         const std::string line =
             "forged find: " + what + ": " +
-            (keyless ? "its MAC was computed without the key (plain SHA-256)"
-                     : std::string("its MAC is not ") +
-                           (mode == seal::Mode::hmac ? "the key's" : "the SHA-256 of it")) +
+            (keyless
+                 ? "its MAC was computed without the key (plain SHA-256)"
+                 : std::string("its MAC is not ") +
+                       (mode == seal::Mode::hmac ? "the key's" : "the SHA-256 of its columns")) +
             ": not written by auditpipe (it asks the next start to seal these rows late, "
             "which auditpipe refuses)";
         // With a wrong key every find fails as every seal does: held back.
