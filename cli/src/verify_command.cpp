@@ -47,7 +47,8 @@ EXIT STATUS
        appended by someone else: run again later; if it stays, investigate),
        or late seals (such rows, sealed by the next start: check them, then
        give --accept-late SEALNO), or rows a start kept to seal late
-  4    could not verify (connection, missing table, unreadable key file;
+  4    could not verify (connection, missing table, a companion table the
+       account may not read, unreadable key file;
        no seal verifies with the key given while every row matches its
        seal's fingerprint: the wrong key, or none for a seal=hmac table))";
 
@@ -197,6 +198,35 @@ std::string read_only_url(const std::string& url) {
   return url + (q == std::string::npos ? "?" : "&") + "read_only=1";
 }
 
+/// The finds starts kept in `name` (<table>_unsealed): none where there is
+/// no such table (a table sealed before finds were kept, or made by hand
+/// without it). Throws auditpipe::error where it exists but cannot be read:
+/// a forged find there is tampering, so not reading it is not a clean bill.
+std::vector<std::vector<std::optional<std::string>>> read_finds(Database& db,
+                                                                const std::string& name) {
+  // The catalogue shows only tables the account may read: one it does not
+  // show may still be there.
+  const bool listed = db.read_schema(name).has_value();
+  try {
+    return db.query("SELECT source_id, after_no, runs, mac FROM " + db.quote(name) +
+                    " ORDER BY after_no");
+  } catch (const std::exception& e) {
+    if (!listed) {
+      const std::string why = e.what();
+      // Missing, in each database's words. (MariaDB refuses a table the
+      // account may not read whether or not it exists: that is no answer.)
+      for (const char* missing : {"doesn't exist", "does not exist", "no such table"}) {
+        if (why.find(missing) != std::string::npos) return {};
+      }
+    }
+    throw error("auditpipe verify: cannot read " + name +
+                ", where a start keeps the rows it found unsealed (a forged find there is "
+                "tampering): grant the verifying account SELECT on it as on the table and its "
+                "seals: " +
+                e.what());
+  }
+}
+
 }  // namespace
 
 VerifyCommand::VerifyCommand(CLI::App& app) {
@@ -216,9 +246,12 @@ VerifyCommand::VerifyCommand(CLI::App& app) {
   command_->add_option("--unsealed-window", unsealed_window_,
                        "rows no seal covers among the keys of the last N seals are 'not yet "
                        "sealed' (a crash of several writers), not 'inserted' (default 16)");
-  command_->add_option("--accept-late", accept_late_,
-                       "late seals numbered up to SEALNO were checked: no longer reported "
-                       "(a late seal covers rows a start found stored and unsealed)");
+  command_
+      ->add_option("--accept-late", accept_late_,
+                   "late seals numbered up to SEALNO were checked: no longer reported "
+                   "(a late seal covers rows a start found stored and unsealed); SEALNO "
+                   "is a seal the table has, so later late seals are still named")
+      ->check(CLI::PositiveNumber);
   command_->add_flag("--quiet,-q", quiet_, "no progress line");
 }
 
@@ -297,9 +330,17 @@ int VerifyCommand::run() {
 
     // The seals, in chain order (one per stored batch: small next to the rows).
     std::vector<Seal> seals;
-    for (auto& r : db->query("SELECT seal_no, ranges, row_count, prev_digest, digest, sealed_at, "
-                             "row_hashes FROM " +
-                             seals_name + " ORDER BY seal_no")) {
+    std::vector<std::vector<std::optional<std::string>>> seal_rows;
+    try {
+      seal_rows = db->query(
+          "SELECT seal_no, ranges, row_count, prev_digest, digest, sealed_at, row_hashes FROM " +
+          seals_name + " ORDER BY seal_no");
+    } catch (const std::exception& e) {
+      throw error("auditpipe verify: cannot read the seals of " + table_ + " (" +
+                  seal::seals_table(table_) +
+                  "; was it written with seal=hmac or seal=hash?): " + e.what());
+    }
+    for (auto& r : seal_rows) {
       Seal s;
       s.no = to_int(r[0].value_or(""), "seal_no");
       s.ranges = r[1].value_or("");
@@ -319,6 +360,13 @@ int VerifyCommand::run() {
       while (from < seals.size() && seals[from].sealed_at < since_us) seals[from++].checked = false;
     }
     Findings findings(max_findings_);
+    if (accept_late_ > 0 && (seals.empty() || accept_late_ > seals.back().no)) {
+      throw UsageError("auditpipe verify: --accept-late " + std::to_string(accept_late_) +
+                       ": the newest seal is " +
+                       (seals.empty() ? std::string("none") : std::to_string(seals.back().no)) +
+                       "; give the number of the late seal whose rows you checked (a larger one "
+                       "would also accept late seals made after it)");
+    }
 
     // Each source's part of every seal's ranges (parsed into runs one source
     // at a time, while its rows stream by); the newest sealed seq per source.
@@ -685,36 +733,31 @@ int VerifyCommand::run() {
     // without was written by someone else, to have rows of their choosing
     // sealed late: auditpipe ignores it and leaves it as evidence.
     const std::string finds_table = seal::unsealed_table(table_);
-    if (db->read_schema(finds_table)) {
-      for (auto& r : db->query("SELECT source_id, after_no, runs, mac FROM " +
-                               db->quote(finds_table) + " ORDER BY after_no")) {
-        const std::string sid = r[0].value_or(""), after = r[1].value_or("");
-        const std::string runs = r[2].value_or(""), mac = r[3].value_or("");
-        const std::string what = finds_table + ": source_id " + sid + " seq " + shown(runs) +
-                                 " (after seal " + after + ")";
-        const std::string message = seal::unsealed_find_message(finds_table, sid, after, runs);
-        if (seal::seal_digest(mode, key, message) == mac) {
-          findings.unsealed("kept by a start: " + what +
-                            ": rows it found stored and covered by no seal; the next start seals "
-                            "late those no seal covers yet");
-          continue;
-        }
-        const bool keyless =
-            mode == seal::Mode::hmac && seal::seal_digest(seal::Mode::hash, {}, message) == mac;
-        const std::string line =
-            "forged find: " + what + ": " +
-            (keyless
-                 ? "its MAC was computed without the key (plain SHA-256)"
-                 : std::string("its MAC is not ") +
-                       (mode == seal::Mode::hmac ? "the key's" : "the SHA-256 of its columns")) +
-            ": not written by auditpipe (it asks the next start to seal these rows late, "
-            "which auditpipe refuses)";
-        // With a wrong key every find fails as every seal does: held back.
-        if (no_seal_verifies) {
-          unexplained.push_back(line);
-        } else {
-          findings.tampered(line);
-        }
+    for (auto& r : read_finds(*db, finds_table)) {
+      const std::string sid = r[0].value_or(""), after = r[1].value_or("");
+      const std::string runs = r[2].value_or(""), mac = r[3].value_or("");
+      const std::string what = finds_table + ": source_id " + sid + " seq " + shown(runs) +
+                               " (after seal " + after + ")";
+      const std::string message = seal::unsealed_find_message(finds_table, sid, after, runs);
+      if (seal::seal_digest(mode, key, message) == mac) {
+        findings.unsealed("kept by a start: " + what +
+                          ": rows it found stored and covered by no seal; the next start seals "
+                          "late those no seal covers yet");
+        continue;
+      }
+      const bool keyless =
+          mode == seal::Mode::hmac && seal::seal_digest(seal::Mode::hash, {}, message) == mac;
+      const std::string line =
+          "forged find: " + what + ": " +
+          (keyless ? "its MAC was computed without the key (plain SHA-256)"
+                   : std::string("its MAC is not ") +
+                         (mode == seal::Mode::hmac ? "the key's" : "the SHA-256 of its columns")) +
+          ": not written by auditpipe, and no start acts on it";
+      // With a wrong key every find fails as every seal does: held back.
+      if (no_seal_verifies) {
+        unexplained.push_back(line);
+      } else {
+        findings.tampered(line);
       }
     }
 

@@ -16,6 +16,7 @@
 #include "auditpipe/sink/url.h"
 #include "eventually.h"
 #include "mysql_probe.h"
+#include "verify_run.h"
 
 namespace {
 
@@ -339,5 +340,64 @@ TEST(MysqlConfiguration, AUserWhoMayNotInsertIsRefusedAtStartOnEveryPath) {
       EXPECT_EQ(what.find("Read0nly-Pw"), std::string::npos) << path << ": " << what;
     }
   }
+  admin.exec("DROP USER " + account);
+}
+
+// verify by an account granted SELECT on the table and its seals but not on
+// <table>_unsealed (where a start keeps what it found unsealed, and where a
+// forged find is tampering): it said "verified" (exit 0) over a forged
+// find it could not see. It now says it cannot read that table (exit 4),
+// without the password; granted, it reads it and names the forged find.
+TEST(MysqlConfiguration, VerifyByAnAccountThatCannotReadTheFindsSaysSo) {
+  MysqlAdmin admin;
+  MysqlProbe probe;
+  for (const char* t : {"audit_log", "audit_log_seals", "audit_log_unsealed"}) {
+    probe.exec(std::string("DROP TABLE IF EXISTS ") + t);
+  }
+  {
+    auditpipe::Logger<AuditRow> logger(auditpipe::mysql::open(mysql_url_with("seal=hash")));
+    for (int i = 0; i < 10; ++i) {
+      auto r = logger.acquire();
+      ASSERT_TRUE(r);
+      r->message_id = i;
+      ASSERT_EQ(r.commit(), Status::ok);
+    }
+    ASSERT_TRUE(logger.close().drained);
+  }
+  const auto u = auditpipe::parse_url(testing_support::mysql_test_url());
+  const std::string account = "'ap_verifier'@'127.0.0.1'";
+  admin.exec("DROP USER IF EXISTS " + account);
+  admin.exec("CREATE USER " + account + " IDENTIFIED BY 'Verif1er-Pw'");
+  for (const char* t : {"audit_log", "audit_log_seals"}) {
+    admin.exec("GRANT SELECT ON `" + u.path + "`." + t + " TO " + account);
+  }
+  const std::string url =
+      "mysql://ap_verifier:Verif1er-Pw@127.0.0.1:" + std::to_string(*u.hosts[0].port) + "/" +
+      u.path;
+  probe.exec(
+      "INSERT INTO audit_log_unsealed (source_id, after_no, runs, mac) VALUES (7, 1, '0-9', "
+      "'forged')");
+  auto v = testing_support::run_verify(url, "audit_log");
+  EXPECT_EQ(v.status, 4) << v.out;
+  EXPECT_NE(v.out.find("cannot read audit_log_unsealed"), std::string::npos) << v.out;
+  EXPECT_EQ(v.out.find("Verif1er-Pw"), std::string::npos) << v.out;
+  admin.exec("GRANT SELECT ON `" + u.path + "`.audit_log_unsealed TO " + account);
+  v = testing_support::run_verify(url, "audit_log");
+  EXPECT_EQ(v.status, 1) << v.out;
+  EXPECT_NE(v.out.find("forged find: audit_log_unsealed: source_id 7 seq 0-9"), std::string::npos)
+      << v.out;
+  probe.exec("DELETE FROM audit_log_unsealed");
+  v = testing_support::run_verify(url, "audit_log");
+  EXPECT_EQ(v.status, 0) << v.out;
+  // A table sealed before finds were kept has none: nothing to read.
+  probe.exec("DROP TABLE audit_log_unsealed");
+  v = testing_support::run_verify(testing_support::mysql_test_url(), "audit_log");
+  EXPECT_EQ(v.status, 0) << v.out;
+  // --accept-late names a seal the table has, or later late seals would
+  // be accepted unseen.
+  v = testing_support::run_verify(testing_support::mysql_test_url(), "audit_log",
+                                  "--accept-late 1000000");
+  EXPECT_EQ(v.status, 2) << v.out;
+  EXPECT_NE(v.out.find("the newest seal is"), std::string::npos) << v.out;
   admin.exec("DROP USER " + account);
 }

@@ -1,5 +1,7 @@
 #include "unsealed_finds.h"
 
+#include <charconv>
+#include <cstdint>
 #include <exception>
 #include <string>
 #include <utility>
@@ -21,6 +23,11 @@ std::string format_runs(const std::vector<seal::SeqRun>& runs) {
     if (run.hi != run.lo) out += '-' + std::to_string(run.hi);
   }
   return out;
+}
+
+bool to_int64(const std::string& text, std::int64_t& out) {
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && end == text.data() + text.size();
 }
 
 }  // namespace
@@ -86,10 +93,19 @@ std::vector<UnsealedFinds::Find> UnsealedFinds::load(SqlConnection& c, std::size
       ++forged;
       continue;
     }
+    // A find whose columns do not parse (the table altered by hand) is
+    // counted as forged too: one such row must not hide the others.
     Find f;
-    f.source_id = std::stoll(*row[0]);
-    f.after_no = std::stoll(*row[1]);
-    f.runs = seal::parse_runs(*row[2]);
+    if (!to_int64(*row[0], f.source_id) || !to_int64(*row[1], f.after_no)) {
+      ++forged;
+      continue;
+    }
+    try {
+      f.runs = seal::parse_runs(*row[2]);
+    } catch (const std::exception&) {
+      ++forged;
+      continue;
+    }
     f.mac = *row[3];
     finds.push_back(std::move(f));
   }
