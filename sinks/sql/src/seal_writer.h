@@ -36,6 +36,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <thread>
@@ -186,6 +187,10 @@ class SealWriter {
   /// Removes `finds` from finds_ (their rows are sealed); a failure is
   /// only a debug line: the next start finds them sealed, and removes them.
   void forget_finds(SqlConnection& c, const std::vector<UnsealedFinds::Find>& finds) const;
+  /// Those of `sources` that no seal in `seals` (the seals table, quoted)
+  /// mentions, late seals included.
+  std::set<std::int64_t> sealed_nowhere(SqlConnection& c, const std::string& seals,
+                                        std::set<std::int64_t> sources) const;
   /// The keys of `source_id` that seals stored after seal `after` hold.
   std::vector<seal::SeqRun> sealed_since(SqlConnection& c, std::int64_t source_id,
                                          std::int64_t after) const;
