@@ -18,7 +18,8 @@ bool starts_with(const std::string& s, const std::string& prefix) {
   return s.compare(0, prefix.size(), prefix) == 0;
 }
 
-RowCount count_sqlite_rows(const std::string& url, const std::string& table) {
+RowCount count_sqlite_rows(const std::string& url, const std::string& table,
+                           const std::string& of_run) {
   RowCount count;
   std::string path = url.substr(std::string("sqlite://").size());
   path = auditpipe::percent_decode(path.substr(0, path.find('?')));
@@ -37,16 +38,17 @@ RowCount count_sqlite_rows(const std::string& url, const std::string& table) {
     sqlite3_finalize(st);
     return v;
   };
-  count.rows = scalar("SELECT COUNT(*) FROM \"" + table + "\"");
-  count.distinct_keys =
-      scalar("SELECT COUNT(*) FROM (SELECT DISTINCT source_id, seq FROM \"" + table + "\")");
+  count.rows = scalar("SELECT COUNT(*) FROM \"" + table + "\" WHERE " + of_run);
+  count.distinct_keys = scalar("SELECT COUNT(*) FROM (SELECT DISTINCT source_id, seq FROM \"" +
+                               table + "\" WHERE " + of_run + ")");
   sqlite3_close(db);
   return count;
 }
 
 #ifdef MESSAGE_PLATFORM_HAS_MYSQL
 // Counts with the MySQL C API on the URL's first reachable host.
-RowCount count_mysql_rows(const std::string& url, const std::string& table) {
+RowCount count_mysql_rows(const std::string& url, const std::string& table,
+                          const std::string& of_run) {
   RowCount count;
   const auditpipe::Url u = auditpipe::parse_url(url);
   for (const auto& h : u.hosts) {
@@ -68,8 +70,9 @@ RowCount count_mysql_rows(const std::string& url, const std::string& table) {
       }
       return v;
     };
-    count.rows = scalar("SELECT COUNT(*) FROM `" + table + "`");
-    count.distinct_keys = scalar("SELECT COUNT(DISTINCT source_id, seq) FROM `" + table + "`");
+    count.rows = scalar("SELECT COUNT(*) FROM `" + table + "` WHERE " + of_run);
+    count.distinct_keys =
+        scalar("SELECT COUNT(DISTINCT source_id, seq) FROM `" + table + "` WHERE " + of_run);
     mysql_close(m);
     break;
   }
@@ -78,7 +81,8 @@ RowCount count_mysql_rows(const std::string& url, const std::string& table) {
 #endif
 
 #ifdef MESSAGE_PLATFORM_HAS_POSTGRESQL
-RowCount count_postgres_rows(const std::string& url, const std::string& table) {
+RowCount count_postgres_rows(const std::string& url, const std::string& table,
+                             const std::string& of_run) {
   RowCount count;
   const auditpipe::Url u = auditpipe::parse_url(url);
   const auto& h = u.hosts.at(0);
@@ -95,9 +99,9 @@ RowCount count_postgres_rows(const std::string& url, const std::string& table) {
     return v;
   };
   if (PQstatus(c) == CONNECTION_OK) {
-    count.rows = scalar("SELECT COUNT(*) FROM \"" + table + "\"");
-    count.distinct_keys =
-        scalar("SELECT COUNT(*) FROM (SELECT DISTINCT source_id, seq FROM \"" + table + "\") d");
+    count.rows = scalar("SELECT COUNT(*) FROM \"" + table + "\" WHERE " + of_run);
+    count.distinct_keys = scalar("SELECT COUNT(*) FROM (SELECT DISTINCT source_id, seq FROM \"" +
+                                 table + "\" WHERE " + of_run + ") d");
   }
   PQfinish(c);
   return count;
@@ -106,17 +110,19 @@ RowCount count_postgres_rows(const std::string& url, const std::string& table) {
 
 }  // namespace
 
-RowCount count_rows(const std::string& url, const std::string& table) {
+RowCount count_rows(const std::string& url, const std::string& table, std::int64_t base) {
+  const std::string of_run =
+      "source_id BETWEEN " + std::to_string(base) + " AND " + std::to_string(base + 0xffff);
 #ifdef MESSAGE_PLATFORM_HAS_MYSQL
   if (starts_with(url, "mysql://") || starts_with(url, "mariadb://"))
-    return count_mysql_rows(url, table);
+    return count_mysql_rows(url, table, of_run);
 #endif
 #ifdef MESSAGE_PLATFORM_HAS_POSTGRESQL
   if (starts_with(url, "postgresql://") || starts_with(url, "postgres://")) {
-    return count_postgres_rows(url, table);
+    return count_postgres_rows(url, table, of_run);
   }
 #endif
-  if (starts_with(url, "sqlite://")) return count_sqlite_rows(url, table);
+  if (starts_with(url, "sqlite://")) return count_sqlite_rows(url, table, of_run);
   return {};
 }
 
