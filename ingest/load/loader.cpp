@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -82,6 +84,28 @@ bool starts_like(std::string_view prefix, const Checkpoint& c) {
   return starts_like(prefix, c, c.grown_bytes, c.grown_id);
 }
 
+// The whole records at the start of the file `path`, up to byte `size`:
+// where they end, the lines before there, and how many records they are.
+struct WholeRecords {
+  std::uint64_t bytes = 0;
+  std::uint64_t lines = 0;
+  std::uint64_t records = 0;
+};
+
+WholeRecords whole_records(const std::string& path, Format format, std::size_t max_record_bytes,
+                           std::uint64_t size) {
+  WholeRecords whole;
+  auto source = open_byte_source(path);
+  RecordReader reader(*source, format, max_record_bytes);
+  RawRecord raw;
+  while (reader.next(raw) && raw.kind != RawRecord::Kind::incomplete && raw.end_offset <= size) {
+    whole.bytes = reader.offset();
+    whole.lines = reader.line() - 1;
+    if (raw.kind == RawRecord::Kind::record) ++whole.records;
+  }
+  return whole;
+}
+
 // How far one input is handled, published by its reader for the checkpoint
 // thread. Guarded by InputState::mutex.
 struct Position {
@@ -124,7 +148,7 @@ class Load {
   // more to wait for (the end without follow, a stop, an error).
   bool pass(InputState& input, const std::string& open_path, RowMapper& mapper,
             std::uint64_t& source_id);
-  Checkpoint identify(InputState& input, const std::string& prefix,
+  Checkpoint identify(InputState& input, const std::string& open_path, const std::string& prefix,
                       std::optional<std::uint64_t> size, std::int64_t not_this);
   DynamicLogger::Record acquire();
   void reject(InputState& input, const RawRecord& raw, std::string_view reason);
@@ -138,8 +162,15 @@ class Load {
   const LoadConfig& config_;
   const std::atomic<bool>& stop_;
   std::unique_ptr<Database> db_;
-  std::mutex db_mutex_;  ///< one thread at a time on db_ and store_
+  std::mutex db_mutex_;  ///< one thread at a time on db_, store_ and claims_
   std::unique_ptr<CheckpointStore> store_;
+  /// The inputs of this command that identify() gave each checkpoint, with
+  /// the first bytes (up to identity_prefix_bytes) each was identified by.
+  struct Claim {
+    const InputState* input;
+    std::string prefix;
+  };
+  std::map<std::int64_t, std::vector<Claim>> claims_;
   std::string store_table_;  ///< the target table the checkpoints are of
   std::optional<Schema> schema_;
   std::vector<std::pair<std::string, std::string>> maps_;
@@ -316,8 +347,9 @@ void Load::fail(InputState& input, const std::string& message) {
   errors_.push_back(input.path + ": " + message);
 }
 
-Checkpoint Load::identify(InputState& input, const std::string& prefix,
-                          std::optional<std::uint64_t> size, std::int64_t not_this) {
+Checkpoint Load::identify(InputState& input, const std::string& open_path,
+                          const std::string& prefix, std::optional<std::uint64_t> size,
+                          std::int64_t not_this) {
   const std::string_view id_prefix =
       std::string_view(prefix).substr(0, std::min(prefix.size(), identity_prefix_bytes));
   Checkpoint c;
@@ -331,9 +363,26 @@ Checkpoint Load::identify(InputState& input, const std::string& prefix,
   // and moved since), and is at least as long as it was loaded. Not
   // `not_this`: the file a rotation just replaced, whose successor may
   // start with the same bytes.
+  // Nor one another input of this command holds whose first bytes differ
+  // from these: two files that began alike (logs seen holding only the same
+  // CSV header, a log and its successor seen so) have gone their own ways,
+  // and under one id the rows at the same offsets would be taken for each
+  // other's and skipped. The same file given twice, or through a link, has
+  // the same bytes and keeps sharing its id (its rows are skipped by key).
+  const std::string_view own = id_prefix;
+  auto claimed_by_another = [&](const Checkpoint& known) {
+    const auto it = claims_.find(known.source_id);
+    if (it == claims_.end()) return false;
+    for (const Claim& claim : it->second) {
+      if (claim.input == &input) continue;
+      const std::size_t common = std::min(claim.prefix.size(), own.size());
+      if (std::string_view(claim.prefix).substr(0, common) != own.substr(0, common)) return true;
+    }
+    return false;
+  };
   auto same_input = [&](const Checkpoint& known) {
     return known.source_id != not_this && starts_like(prefix, known) &&
-           (!size || *size >= known.bytes_done);
+           (!size || *size >= known.bytes_done) && !claimed_by_another(known);
   };
   // Of several that match (short inputs that began alike, and the one
   // identified by these very bytes), the one matched over the most bytes;
@@ -343,21 +392,58 @@ Checkpoint Load::identify(InputState& input, const std::string& prefix,
     const std::uint64_t grown = k.grown_bytes <= prefix.size() ? k.grown_bytes : 0;
     return std::max(k.prefix_bytes, grown);
   };
+  // One that matches over the whole identity prefix but is shorter than it
+  // was loaded: the same file cut short (a crash lost its unsynced tail, a
+  // `head` of it), not a new input whose rows are all to be stored again.
+  std::optional<Checkpoint> cut_short;
   auto consider = [&](Checkpoint& known) {
-    if (same_input(known) && (!best || matched(known) > matched(*best))) best = std::move(known);
+    if (same_input(known)) {
+      if (!best || matched(known) > matched(*best)) best = std::move(known);
+    } else if (size && *size < known.bytes_done && own.size() == identity_prefix_bytes &&
+               matched(known) == identity_prefix_bytes && known.source_id != not_this &&
+               starts_like(prefix, known) && !claimed_by_another(known) &&
+               (!cut_short || known.bytes_done > cut_short->bytes_done)) {
+      cut_short = std::move(known);
+    }
   };
   for (Checkpoint& known : store_->candidates(input.name)) consider(known);
   if (auto known = store_->find(c.source_id)) consider(*known);
-  if (best) return *best;
+  // (A file cut short is matched over more bytes than an input identified
+  // by fewer than the whole prefix, which it also starts with.)
+  if (best && cut_short && matched(*cut_short) > matched(*best)) best.reset();
+  if (best) {
+    claims_[best->source_id].push_back({&input, std::string(own)});
+    return *best;
+  }
   // A new input. Its first bytes may be those of another one (a rotated
   // log's successor, a copy cut short): salted until its id is its own.
   while (store_->find(c.source_id)) {
     c.salt = c.source_id;
     c.source_id = source_id_of(id_prefix, c.salt);
   }
+  if (cut_short) {
+    // Its rows were stored under the old id: what it holds in whole records
+    // is not read again. What is appended from here on lies at offsets the
+    // old id's lost tail had, so it goes under this new (salted) id, whose
+    // keys nothing holds yet.
+    const WholeRecords whole =
+        whole_records(open_path, input.format, config_.max_record_bytes, *size);
+    c.bytes_done = whole.bytes;
+    c.lines_done = whole.lines;
+    c.records_done = whole.records;
+    std::fprintf(stderr,
+                 "\nauditpipe ingest: %s is shorter than when it was loaded (%llu of %llu bytes) "
+                 "and begins with the same 4 KiB: taken for that file cut short; its %llu "
+                 "records are not loaded again, and what is appended to it is loaded as an "
+                 "input of its own\n",
+                 input.path.c_str(), static_cast<unsigned long long>(*size),
+                 static_cast<unsigned long long>(cut_short->bytes_done),
+                 static_cast<unsigned long long>(whole.records));
+  }
   // Recorded before any of its records is sent, so that a crash before the
   // first checkpoint still finds this identity again.
   store_->save(c);
+  claims_[c.source_id].push_back({&input, std::string(own)});
   return c;
 }
 
@@ -491,7 +577,8 @@ bool Load::pass(InputState& input, const std::string& open_path, RowMapper& mapp
       // The size bounds what was loaded only where it counts the same bytes
       // as offsets do: not for compressed input.
       const auto size = source->compressed() ? std::nullopt : source->input_size();
-      Checkpoint c = identify(input, prefix, size, not_this);  // a round trip: not under the lock
+      Checkpoint c =
+          identify(input, open_path, prefix, size, not_this);  // a round trip: not under the lock
       lock.lock();
       input.saved = c;
       input.identified = true;

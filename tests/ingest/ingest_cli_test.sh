@@ -145,6 +145,38 @@ case $case in
     out=$(ingest "$url" copy.jsonl 2>&1) || fail "load of the copy exited $?: $out"
     grep -q 'skipped   20,500' <<<"$out" || fail "the copy was not taken for the log: $out"
     expect_eq "$(count)" 20501 "after the copy"
+    # Two logs first seen holding only the same CSV header, then given rows
+    # of their own (of the same lengths, so at the same offsets), loaded in
+    # one command: two inputs. Before, both took the header's checkpoint and
+    # the second's rows were skipped as the first's.
+    csv 0 > a.csv
+    csv 0 > b.csv
+    ingest --quiet "$url" a.csv b.csv || fail "load of the header-only files exited $?"
+    csv 300 | tail -n +2 >> a.csv
+    csv 300 | tail -n +2 | sed 's/user/USER/' >> b.csv
+    out=$(ingest "$url" a.csv b.csv 2>&1) || fail "load of the grown CSV files exited $?: $out"
+    expect_eq "$(count)" 21101 "after two CSV files that began alike"
+    no_duplicates
+    out=$(ingest "$url" b.csv a.csv 2>&1) || fail "rerun of the CSV files exited $?: $out"
+    grep -q 'written   0 rows' <<<"$out" || fail "the rerun of the CSV files wrote rows: $out"
+    expect_eq "$(count)" 21101 "after the rerun of the two CSV files"
+    # The log cut short (a crash lost its tail; here a head of it): the same
+    # file, its rows not stored again (before, all of them were, under a new
+    # id). What is appended to it then lies at offsets the lost tail's rows
+    # hold, and is loaded under an id of its own.
+    head -n 10000 big.jsonl > cut.jsonl
+    out=$(ingest "$url" cut.jsonl 2>&1) || fail "load of the file cut short exited $?: $out"
+    grep -q 'written   0 rows' <<<"$out" || fail "the file cut short was stored again: $out"
+    grep -q 'skipped   10,000' <<<"$out" || fail "the file cut short was not taken for the log: $out"
+    grep -q 'taken for that file cut short' <<<"$out" || fail "nothing said the file was cut short: $out"
+    expect_eq "$(count)" 21101 "after the file cut short"
+    jsonl 50 30000 >> cut.jsonl
+    out=$(ingest "$url" cut.jsonl 2>&1) || fail "load of the file cut short and grown exited $?: $out"
+    grep -q 'written   50 rows' <<<"$out" || fail "what the cut file gained was not loaded: $out"
+    expect_eq "$(count)" 21151 "after the file cut short gained 50 lines"
+    out=$(ingest "$url" cut.jsonl 2>&1) || fail "rerun of the cut file exited $?: $out"
+    grep -q 'written   0 rows' <<<"$out" || fail "the rerun of the cut file wrote rows: $out"
+    no_duplicates
     # A checkpoint table from before the salt and grown_* columns: given them.
     old=${table}_old_checkpoints
     q "DROP TABLE IF EXISTS $old" >/dev/null
