@@ -89,8 +89,7 @@ EXAMPLES
   auditpipe ingest --schema audit.schema.json sqlite:///var/lib/audit.db audit.jsonl
   auditpipe ingest --table audit_log --set host=web1 \
       mysql://loader@db1/audit audit-2026-11.jsonl.zst
-  tail -F app.log | auditpipe ingest --table audit_log --source-name app.log \
-      postgresql://loader@db/audit -
+  auditpipe ingest --table audit_log --follow postgresql://loader@db/audit app.log
 )";
 
 // A usage error: the message, and exit status 2 as for the parser's own.
@@ -135,8 +134,10 @@ IngestCommand::IngestCommand(CLI::App& app) {
   command_->add_flag("--follow,-F", config_.follow, "keep reading the files as they grow");
   command_->add_flag("--quiet,-q", config_.quiet,
                      "no progress line, and no summary unless something is not stored");
-  command_->add_option("--source-name", config_.source_name,
-                       "the name checkpoints keep for the (one) input; needed to resume stdin");
+  command_->add_option(
+      "--source-name", config_.source_name,
+      "the name the (one) input's checkpoint is kept under (default: its path, \"-\" for "
+      "stdin); an input, stdin too, is found again by its first 4 KiB either way");
   command_->add_option("--checkpoint-table", config_.checkpoint_table,
                        "the table of checkpoints (default auditpipe_ingest_checkpoints)");
   command_->add_flag("!--no-checkpoint", config_.checkpoints,
