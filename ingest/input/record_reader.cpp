@@ -37,8 +37,10 @@ struct RecordReader::State {
   std::uint64_t base;  // stream offset of buf[0]
   std::size_t start = 0, end = 0, scan = 0;
   Csv csv = Csv::field_start;
-  std::uint64_t newlines = 0;  // inside quotes, in the current record
-  bool eof_in_quotes = false;  // the last record returned ended at the stream's end in quotes
+  std::uint64_t newlines = 0;    // inside quotes, in the current record
+  bool eof_in_quotes = false;    // the last record returned ended at the stream's end in quotes
+  bool stray_in_record = false;  // the current record: see RecordReader::stray_quote()
+  bool stray_quote = false;      // the last record returned: the same
   std::uint64_t line;
   bool bom_pending;
   bool skipping = false;  // inside a too-long record
@@ -117,8 +119,12 @@ struct RecordReader::State {
             csv = Csv::field_start;
           else if (c == '\n')
             return done(i);
-          else
+          else {
+            // Text after a closing quote. On one line a quirk, read as it
+            // is; after line ends, a stray quote that took them in.
+            if (c != '\r' && newlines > 0) stray_in_record = true;
             csv = Csv::unquoted;
+          }
           break;
       }
     }
@@ -132,6 +138,8 @@ struct RecordReader::State {
 
   // Starts the next record after the newline at `nl`.
   void advance(std::size_t nl) {
+    stray_quote = stray_in_record;
+    stray_in_record = false;
     line += 1 + newlines;
     newlines = 0;
     csv = Csv::field_start;
@@ -140,6 +148,7 @@ struct RecordReader::State {
 
   bool next(RawRecord& out) {
     eof_in_quotes = false;
+    stray_quote = false;
     if (bom_pending && !settle_bom(out)) return out.kind == RawRecord::Kind::incomplete;
     for (;;) {
       const std::size_t nl = find_end();
@@ -256,6 +265,10 @@ std::uint64_t RecordReader::offset() const noexcept {
 
 std::uint64_t RecordReader::line() const noexcept {
   return s_->line;
+}
+
+bool RecordReader::stray_quote() const noexcept {
+  return s_->stray_quote;
 }
 
 bool RecordReader::ended_in_quotes() const noexcept {

@@ -78,6 +78,10 @@ class RecordReader {
   /// inside a quoted field (a quote never closed), so everything after the
   /// quote went into it.
   bool ended_in_quotes() const noexcept;
+  /// CSV/TSV: the record just returned has a quoted field that ran over
+  /// line ends and was closed by a quote with text after it (`"a` ... `b"c`):
+  /// a stray quote took the lines after it in, not a quoted field.
+  bool stray_quote() const noexcept;
 
  private:
   struct State;

@@ -153,7 +153,7 @@ class Load {
   DynamicLogger::Record acquire();
   void reject(InputState& input, const RawRecord& raw, std::string_view reason);
   void reject_unclosed_quote(InputState& input, const std::string& open_path, const RawRecord& raw,
-                             Position& pos);
+                             Position& pos, std::string_view reason);
   void checkpoint_loop();
   void checkpoint_now();
   void fail(InputState& input, const std::string& message);
@@ -463,7 +463,7 @@ void Load::reject(InputState& input, const RawRecord& raw, std::string_view reas
 }
 
 void Load::reject_unclosed_quote(InputState& input, const std::string& open_path,
-                                 const RawRecord& raw, Position& pos) {
+                                 const RawRecord& raw, Position& pos, std::string_view reason) {
   // The record's first line, read again: the reader kept only its start.
   auto source = open_byte_source(open_path);
   std::string first;
@@ -483,9 +483,7 @@ void Load::reject_unclosed_quote(InputState& input, const std::string& open_path
   if (!first.empty() && first.back() == '\r') first.pop_back();
   RawRecord line = raw;
   line.text = first;
-  reject(input, line,
-         "a quoted field opened on this line is never closed (the input ends first); the lines "
-         "after it are read again as records");
+  reject(input, line, reason);
   ++pos.rejects;
   pos.bytes_done = next;
   pos.lines_done = raw.line;
@@ -649,7 +647,18 @@ bool Load::pass(InputState& input, const std::string& open_path, RowMapper& mapp
     if (!config_.follow && reader.ended_in_quotes()) {
       // A quote never closed took the rest of the input into one field: the
       // line it opened on is rejected, and the lines after it are read again.
-      reject_unclosed_quote(input, open_path, raw, pos);
+      reject_unclosed_quote(input, open_path, raw, pos,
+                            "a quoted field opened on this line is never closed (the input ends "
+                            "first); the lines after it are read again as records");
+      input.reframe = true;
+      break;
+    }
+    if (reader.stray_quote()) {
+      // The same for a quote that another one lines further on closed.
+      reject_unclosed_quote(input, open_path, raw, pos,
+                            "a quote on this line opens a field that a quote on a later line "
+                            "closes with text after it (a stray quote, not a quoted field); the "
+                            "lines after it are read again as records");
       input.reframe = true;
       break;
     }

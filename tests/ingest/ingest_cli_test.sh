@@ -320,6 +320,17 @@ case $case in
     expect_eq "$(q "SELECT COUNT(*) FROM $table WHERE user_name IN ('u6', 'u7')")" 2 "the lines after the unclosed quote"
     jq -se 'any(.[]; .file == "bad.csv" and .line == 2 and (.reason | test("never closed")))' rejects.jsonl >/dev/null ||
       fail "the unclosed quote's line is not rejected: $(cat rejects.jsonl)"
+    # A stray quote that a quote two lines further on closes with text after
+    # it: its line is rejected, the lines after it load (before, the three
+    # lines were stored as one row, exit 0).
+    printf '%s\n2026-11-30 12:00:00,u8,8,,t,"stray\n2026-11-30 12:00:01,u9,9,,t,taken in\n2026-11-30 12:00:02,u10,10,,t,curl "quoted" text\n' "$h" > stray.csv
+    touch -d '1 minute ago' stray.csv
+    set +e; ingest --quiet "$url" stray.csv; rc=$?; set -e
+    expect_eq "$rc" 3 "exit status with a stray quote"
+    expect_eq "$(q "SELECT COUNT(*) FROM $table WHERE user_name IN ('u9', 'u10')")" 2 "the lines after the stray quote"
+    expect_eq "$(q "SELECT COUNT(*) FROM $table WHERE user_name = 'u8'")" 0 "the stray quote's line"
+    jq -se 'any(.[]; .file == "stray.csv" and .line == 2 and (.reason | test("stray quote")))' rejects.jsonl >/dev/null ||
+      fail "the stray quote's line is not rejected: $(cat rejects.jsonl)"
     ;;
 
   max_rejects)

@@ -158,6 +158,28 @@ TEST(RecordReader, CsvQuotedFieldsSpanLines) {
   for (std::size_t chunk : chunks) EXPECT_EQ(read_string(data, Format::csv, chunk), want) << chunk;
 }
 
+// A quote that opens a field on one line and one on a later line that
+// closes it with text after it: the record is flagged, so that the loader
+// rejects its first line and reads the others again. Text after a closing
+// quote on one line, and a field that spans lines properly, are not.
+TEST(RecordReader, CsvStrayQuoteAcrossLinesIsFlagged) {
+  const std::string data =
+      "1,\"stray\n"
+      "2,taken in\n"
+      "3,curl \"closes\" it\n"
+      "4,\"two\nlines\",x\n"
+      "5,\"a\"b on one line\n";
+  for (std::size_t chunk : chunks) {
+    auto src = memory_byte_source(data);
+    RecordReader reader(*src, Format::csv, 1 << 20, 1, chunk);
+    RawRecord raw;
+    std::vector<std::pair<std::uint64_t, bool>> seen;  // (line, stray)
+    while (reader.next(raw)) seen.emplace_back(raw.line, reader.stray_quote());
+    const std::vector<std::pair<std::uint64_t, bool>> want = {{1, true}, {4, false}, {6, false}};
+    EXPECT_EQ(seen, want) << chunk;
+  }
+}
+
 TEST(RecordReader, TsvUsesTabsAndTheSameQuotes) {
   const std::string data = "a\tb\n\"x\ty\"\t\"multi\nline\"\n";
   for (std::size_t chunk : chunks) {
