@@ -136,4 +136,13 @@ void CheckpointStore::save(const Checkpoint& c) {
                         std::to_string(c.grown_bytes), std::to_string(c.grown_id), now_text()});
 }
 
+std::size_t CheckpointStore::forget_all() {
+  const auto n = select("1 = 1", {target_table_}).size();
+  if (n > 0) {
+    db_.execute("DELETE FROM " + db_.quote(checkpoint_table_) + " WHERE target_table = ?",
+                {target_table_});
+  }
+  return n;
+}
+
 }  // namespace auditpipe::ingest

@@ -55,6 +55,8 @@ class CheckpointStore {
   std::optional<Checkpoint> find(std::int64_t source_id);
   /// Inserts or replaces the checkpoint of c.source_id.
   void save(const Checkpoint& c);
+  /// Removes every checkpoint of the target table; how many there were.
+  std::size_t forget_all();
 
   /// The checkpoint table's name, for messages.
   const std::string& table() const noexcept { return checkpoint_table_; }

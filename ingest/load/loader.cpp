@@ -225,8 +225,20 @@ LoadSummary Load::run() {
   }
 
   store_table_ = table;
-  if (config_.checkpoints)
+  if (config_.checkpoints) {
     store_ = std::make_unique<CheckpointStore>(*db_, table, config_.checkpoint_table);
+    // Checkpoints of a table that is not there (dropped since, or another
+    // database's file copied here) say rows are stored that are not: the
+    // rerun would skip them all and report success.
+    if (config_.schema_file && !db_->read_schema(table, config_.unbounded_text_bytes)) {
+      if (const std::size_t stale = store_->forget_all(); stale > 0) {
+        std::fprintf(stderr,
+                     "auditpipe ingest: %zu checkpoints in %s are of a table %s that does not "
+                     "exist (dropped since?): removed; every input is loaded from its start\n",
+                     stale, store_->table().c_str(), table.c_str());
+      }
+    }
+  }
 
   rejects_ = std::make_unique<RejectFile>(config_.reject_file.empty() ? table + ".rejects.jsonl"
                                                                       : config_.reject_file);

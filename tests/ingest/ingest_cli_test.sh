@@ -129,6 +129,12 @@ case $case in
     expect_eq "$(count)" 20000 "after the rerun"
     grep -q 'written   0 rows' <<<"$out" || fail "the rerun wrote rows: $out"
     grep -q 'skipped   20,000' <<<"$out" || fail "the rerun did not skip the done prefix: $out"
+    # The table dropped to be loaded again: its checkpoints are removed, and
+    # everything is loaded (before, all of it was skipped: exit 0, no rows).
+    q "DROP TABLE $table" >/dev/null
+    out=$(ingest "$url" big.jsonl 2>&1) || fail "load after the table was dropped exited $?: $out"
+    grep -q 'does not exist (dropped since?)' <<<"$out" || fail "nothing said the checkpoints were stale: $out"
+    expect_eq "$(count)" 20000 "after the table was dropped and loaded again"
     # The file grows (an append-only log): only the new lines are sent.
     jsonl 500 20000 >> big.jsonl
     out=$(ingest "$url" big.jsonl 2>&1) || fail "load of the grown file exited $?: $out"
