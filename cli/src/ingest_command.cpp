@@ -80,7 +80,8 @@ EXIT STATUS
   0    every record stored, none rejected
   3    every good record stored, some lines rejected (see the reject file)
   1    something is not stored: an input failed, the database refused or
-       could not take rows, or --max-rejects was exceeded
+       could not take rows, --max-rejects was exceeded, or --give-up-after
+       ran out
   2    a usage error
   130  interrupted (not --follow): run the same command again to continue
 
@@ -132,6 +133,11 @@ IngestCommand::IngestCommand(CLI::App& app) {
                        "where rejected lines go (default TABLE.rejects.jsonl)");
   command_->add_option("--max-rejects", max_rejects_, "stop after more than N rejected lines");
   command_->add_flag("--follow,-F", config_.follow, "keep reading the files as they grow");
+  command_
+      ->add_option("--give-up-after", give_up_after_,
+                   "stop (exit 1) once the database has stored no row for SECONDS while its writes "
+                   "fail (an outage, a full disk); a rerun continues. Default: wait for it")
+      ->check(CLI::PositiveNumber);
   command_->add_flag("--quiet,-q", config_.quiet,
                      "no progress line, and no summary unless something is not stored");
   command_->add_option(
@@ -161,6 +167,8 @@ IngestCommand::IngestCommand(CLI::App& app) {
 int IngestCommand::run() {
   if (!command_->parsed()) return 0;
   if (max_rejects_ > 0 || command_->count("--max-rejects") > 0) config_.max_rejects = max_rejects_;
+  if (command_->count("--give-up-after") > 0)
+    config_.give_up_after = std::chrono::seconds(give_up_after_);
   for (const auto& [text, out] :
        {std::pair{&maps_, &config_.maps}, std::pair{&sets_, &config_.sets}})
     for (const std::string& m : *text) {

@@ -31,6 +31,7 @@ class IngestCommand {
   bool infer_ = false;
   std::size_t infer_lines_ = 1000;
   std::size_t max_rejects_ = 0;
+  std::uint64_t give_up_after_ = 0;  ///< seconds
 };
 
 }  // namespace auditpipe::cli

@@ -155,6 +155,7 @@ class Load {
   void reject_unclosed_quote(InputState& input, const std::string& open_path, const RawRecord& raw,
                              Position& pos, std::string_view reason);
   void checkpoint_loop();
+  void give_up_loop();
   void checkpoint_now();
   void fail(InputState& input, const std::string& message);
   bool stopping() const { return stop_.load(std::memory_order_relaxed) || aborted_.load(); }
@@ -180,6 +181,8 @@ class Load {
   std::vector<std::unique_ptr<InputState>> inputs_;
   std::atomic<std::size_t> next_input_{0};
   std::atomic<bool> aborted_{false};
+  std::atomic<bool> gave_up_{false};     ///< --give-up-after ran out
+  std::atomic<bool> watch_done_{false};  ///< give_up_loop() ends
   std::atomic<std::uint64_t> records_{0};
   std::atomic<std::uint64_t> rejected_{0};
   std::atomic<std::uint64_t> empty_lines_{0};
@@ -299,7 +302,15 @@ LoadSummary Load::run() {
   });
 
   std::thread checkpointer([this] { checkpoint_loop(); });
+  std::thread give_up_watch;
+  if (config_.give_up_after) give_up_watch = std::thread([this] { give_up_loop(); });
   read_inputs();
+  // --give-up-after covers the drain as well: the checkpoint thread keeps
+  // watching the database until what was read is stored, or gives up.
+  if (config_.give_up_after) {
+    while (!aborted_.load() && !stop_.load() && logger_->stats().pool_in_use > 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
   {
     std::lock_guard lock(checkpoint_mutex_);
     readers_done_ = true;
@@ -307,7 +318,11 @@ LoadSummary Load::run() {
   checkpoint_wake_.notify_all();
   checkpointer.join();
 
-  const CloseReport report = logger_->close();
+  watch_done_.store(true);
+  if (give_up_watch.joinable()) give_up_watch.join();
+  // Given up: what is not stored is not waited for again (a rerun sends it).
+  const CloseReport report =
+      gave_up_.load() ? logger_->close(std::chrono::milliseconds(1000)) : logger_->close();
   if (report.drained) checkpoint_now();  // everything committed is stored: the final positions
   progress.stop();
 
@@ -326,7 +341,8 @@ LoadSummary Load::run() {
   s.inputs = inputs_.size();
   s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   s.interrupted = stop_.load() && !config_.follow;
-  s.aborted = aborted_.load();
+  s.aborted = aborted_.load() && !gave_up_.load();  // --max-rejects
+  s.gave_up = gave_up_.load();
   s.errors = errors_;
   s.reject_file = rejects_->path();
   // The pipeline's dead-letter file, made at start: gone again when the
@@ -740,7 +756,11 @@ void Load::checkpoint_now() {
   // Rejected lines are on disk, and every record before the positions taken
   // above is stored, before a checkpoint says so.
   rejects_->sync();
-  if (!logger_->flush(std::chrono::seconds(30))) return;
+  // Up to 30 s, in slices: --give-up-after ends the wait.
+  const auto flush_until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!logger_->flush(std::chrono::milliseconds(200))) {
+    if (gave_up_.load() || std::chrono::steady_clock::now() >= flush_until) return;
+  }
   std::lock_guard db_lock(db_mutex_);
   if (checkpoint_broken_) {
     // The connection died with the server: a new one, or wait for the next turn.
@@ -767,6 +787,37 @@ void Load::checkpoint_now() {
     }
     std::lock_guard lock(p.input->mutex);
     if (p.input->saved.source_id == p.c.source_id) p.input->saved = p.c;
+  }
+}
+
+void Load::give_up_loop() {
+  // Since when the database has stored nothing while its writes fail. On a
+  // thread of its own: a checkpoint write waits for the same database.
+  std::uint64_t written = 0;
+  bool failing = false;
+  std::chrono::steady_clock::time_point failing_since{};
+  while (!watch_done_.load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const Stats st = logger_->stats();
+    const auto now = std::chrono::steady_clock::now();
+    if (st.health == Health::ok || st.written != written) {
+      failing = false;
+    } else if (!failing) {
+      failing = true;
+      failing_since = now;
+    } else if (now - failing_since >= *config_.give_up_after) {
+      {
+        std::lock_guard errors(errors_mutex_);
+        errors_.push_back("the database stored no row for " +
+                          std::to_string(config_.give_up_after->count()) +
+                          " s (--give-up-after): " + st.health_reason +
+                          "; stopped: run the same command again to continue");
+      }
+      gave_up_.store(true);
+      aborted_.store(true);
+      return;
+    }
+    written = st.written;
   }
 }
 
@@ -800,7 +851,10 @@ std::string format_summary(const LoadSummary& s) {
       rate, sizeof rate, "%.1f s, %s rows/s", s.seconds,
       with_commas(static_cast<std::uint64_t>(s.written / std::max(s.seconds, 1e-3))).c_str());
   out += "auditpipe ingest: ";
-  out += s.aborted ? "aborted" : s.interrupted ? "interrupted" : "done";
+  out += s.aborted       ? "aborted"
+         : s.gave_up     ? "stopped (--give-up-after)"
+         : s.interrupted ? "interrupted"
+                         : "done";
   out += " in " + std::string(rate) + "\n";
   out += "  inputs    " + with_commas(s.inputs) + " (" + human_bytes(s.input_bytes) + " read)\n";
   out += "  read      " + with_commas(s.records + s.rejects) + " records\n";

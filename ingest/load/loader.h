@@ -61,6 +61,9 @@ struct LoadConfig {
   std::size_t max_record_bytes = 1 << 20;
   std::chrono::milliseconds checkpoint_interval{1000};
   std::chrono::milliseconds follow_poll{200};
+  /// Stop (exit 1) once the database has stored no row for this long while
+  /// its writes fail (an outage, a full disk); unset: wait for it.
+  std::optional<std::chrono::seconds> give_up_after;
 };
 
 /// What load() did.
@@ -80,6 +83,7 @@ struct LoadSummary {
   double seconds = 0;
   bool interrupted = false;
   bool aborted = false;             ///< max_rejects exceeded
+  bool gave_up = false;             ///< give_up_after ran out
   std::vector<std::string> errors;  ///< inputs that could not be loaded, and why
   std::string reject_file;
   /// 0: everything stored; 3: everything stored but some lines rejected
