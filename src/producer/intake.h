@@ -204,8 +204,12 @@ class Intake {
     const std::int64_t seq = p->next_seq->load(std::memory_order_relaxed);
     s->source_id = p->source_id;
     s->seq = seq;
-    s->state.store(static_cast<std::uint32_t>(SlotState::committed), std::memory_order_release);
+    // The counter moves first: with a durable pool both live in its file,
+    // and a kill between the two must not leave a committed slot whose seq
+    // the restart hands out again (the idempotent insert would then drop
+    // one of the two records as a duplicate). The release orders them.
     p->next_seq->store(seq + 1, std::memory_order_relaxed);
+    s->state.store(static_cast<std::uint32_t>(SlotState::committed), std::memory_order_release);
     if (!queue_.enqueue(p->token, s)) [[unlikely]] {
       // Only when the queue needs a new block and the allocation fails.
       p->next_seq->store(seq, std::memory_order_relaxed);
