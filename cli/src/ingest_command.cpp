@@ -178,6 +178,8 @@ int IngestCommand::run() {
     }
   if (infer_) return infer();
   if (arguments_.size() < 2) return usage("give a database URL and at least one input");
+  if (config_.table.empty() && !config_.schema_file)
+    return usage("give --table (or --schema FILE)");
   config_.url = arguments_.front();
   config_.files.assign(arguments_.begin() + 1, arguments_.end());
   if (config_.follow)

@@ -288,6 +288,13 @@ case $case in
     expect_eq "$rc" 1 "exit status for a bad identifier"
     grep -q 'user name' <<<"$out" || fail "the message does not name the column: $out"
     grep -qi 'identifier' <<<"$out" || fail "the message does not say what is wrong: $out"
+    # Neither a table nor a schema file: a usage error (exit 2), as --help
+    # says, not a failed load.
+    set +e
+    out=$("$bin" ingest "$url" a.jsonl 2>&1); rc=$?
+    set -e
+    expect_eq "$rc" 2 "exit status without --table or --schema"
+    grep -q 'give --table' <<<"$out" || fail "the message does not say what to give: $out"
     ;;
 
   infer)
