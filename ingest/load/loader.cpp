@@ -305,8 +305,8 @@ LoadSummary Load::run() {
   std::thread give_up_watch;
   if (config_.give_up_after) give_up_watch = std::thread([this] { give_up_loop(); });
   read_inputs();
-  // --give-up-after covers the drain as well: the checkpoint thread keeps
-  // watching the database until what was read is stored, or gives up.
+  // --give-up-after covers the drain as well: give_up_loop() keeps watching
+  // the database until what was read is stored, or gives up.
   if (config_.give_up_after) {
     while (!aborted_.load() && !stop_.load() && logger_->stats().pool_in_use > 0)
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -408,9 +408,11 @@ Checkpoint Load::identify(InputState& input, const std::string& open_path,
     }
     return false;
   };
+  auto begins_as = [&](const Checkpoint& known) {
+    return known.source_id != not_this && starts_like(prefix, known) && !claimed_by_another(known);
+  };
   auto same_input = [&](const Checkpoint& known) {
-    return known.source_id != not_this && starts_like(prefix, known) &&
-           (!size || *size >= known.bytes_done) && !claimed_by_another(known);
+    return begins_as(known) && (!size || *size >= known.bytes_done);
   };
   // Of several that match (short inputs that began alike, and the one
   // identified by these very bytes), the one matched over the most bytes;
@@ -427,9 +429,8 @@ Checkpoint Load::identify(InputState& input, const std::string& open_path,
   auto consider = [&](Checkpoint& known) {
     if (same_input(known)) {
       if (!best || matched(known) > matched(*best)) best = std::move(known);
-    } else if (size && *size < known.bytes_done && own.size() == identity_prefix_bytes &&
-               matched(known) == identity_prefix_bytes && known.source_id != not_this &&
-               starts_like(prefix, known) && !claimed_by_another(known) &&
+    } else if (size && own.size() == identity_prefix_bytes &&
+               matched(known) == identity_prefix_bytes && begins_as(known) &&
                (!cut_short || known.bytes_done > cut_short->bytes_done)) {
       cut_short = std::move(known);
     }
@@ -672,21 +673,18 @@ bool Load::pass(InputState& input, const std::string& open_path, RowMapper& mapp
       held_back_.fetch_add(1, std::memory_order_relaxed);
       break;
     }
-    if (!config_.follow && reader.ended_in_quotes()) {
-      // A quote never closed took the rest of the input into one field: the
-      // line it opened on is rejected, and the lines after it are read again.
-      reject_unclosed_quote(input, open_path, raw, pos,
-                            "a quoted field opened on this line is never closed (the input ends "
-                            "first); the lines after it are read again as records");
-      input.reframe = true;
-      break;
-    }
-    if (reader.stray_quote()) {
-      // The same for a quote that another one lines further on closed.
-      reject_unclosed_quote(input, open_path, raw, pos,
-                            "a quote on this line opens a field that a quote on a later line "
-                            "closes with text after it (a stray quote, not a quoted field); the "
-                            "lines after it are read again as records");
+    // A quote never closed took the rest of the input into one field, or a
+    // stray one took the lines up to another quote: the line it opened on
+    // is rejected, and the lines after it are read again.
+    const bool unclosed = !config_.follow && reader.ended_in_quotes();
+    if (unclosed || reader.stray_quote()) {
+      reject_unclosed_quote(
+          input, open_path, raw, pos,
+          unclosed ? "a quoted field opened on this line is never closed (the input ends first); "
+                     "the lines after it are read again as records"
+                   : "a quote on this line opens a field that a quote on a later line closes "
+                     "with text after it (a stray quote, not a quoted field); the lines after it "
+                     "are read again as records");
       input.reframe = true;
       break;
     }
