@@ -49,6 +49,9 @@ COLUMNS
   nested JSON field (user.name) or another CSV header; --set column=value puts
   a constant. A field that is missing or null becomes NULL if the column is
   nullable, else the column's default, else the line is rejected.
+  A column the database fills (identity, AUTO_INCREMENT, serial, a default
+  like now()) is left to it unless --map/--set names it or an input's first
+  64 KiB have its field; a later line with a value for it is rejected.
 
 VALUES
   timestamps: ISO 8601 (2026-11-30T12:34:56.123456Z, +02:00 offsets, a space

@@ -48,6 +48,11 @@ struct AUDITPIPE_EXPORT ColumnSpec {
   /// column, as text in the input's own notation (a catalog's column
   /// default, a schema file's "default"); the pipeline itself never reads it.
   std::optional<std::string> default_value = std::nullopt;
+  /// Set by Database::read_schema: an insert that leaves the column out gets
+  /// a value the database computes (now(), a sequence, IDENTITY,
+  /// AUTO_INCREMENT, SQLite's rowid), which no loader can put in itself; a
+  /// loader may leave such a column to the database. Nothing else reads it.
+  bool filled_by_database = false;
 };
 
 /// A table described at run time: validated names, a record layout and the

@@ -46,8 +46,9 @@ bool iequal(std::string_view a, std::string_view b) noexcept {
 struct PathNode {
   struct Entry {
     std::string key;
-    int column = -1;  // a leaf
-    int child = -1;   // a nested object's node
+    int column = -1;    // a leaf
+    int child = -1;     // a nested object's node
+    int left_out = -1;  // a field of a column left to the database (left_out_names)
   };
   std::vector<Entry> entries;
   const Entry* find(std::string_view key) const noexcept {
@@ -87,6 +88,17 @@ struct RowMapper::Impl {
   std::vector<std::string_view> fields;
   std::vector<std::uint8_t> field_quoted;
   std::uint64_t repaired = 0;
+  std::vector<std::string> left_out_names;  // MappingOptions::left_to_database
+  std::vector<int> left_out_fields;         // CSV: their header indexes
+
+  // A record that gives a value to a column this load leaves to the database.
+  bool left_out(std::size_t k, std::string& reason) const {
+    const std::string& name = left_out_names[k];
+    reason = "field \"" + name + "\" has a value, but this load leaves column " + name +
+             " to the database's default (the inputs' first lines have no \"" + name +
+             "\"): load such lines on their own";
+    return false;
+  }
 
   // Fails with a message naming the column.
   bool bad(std::size_t c, std::string_view what, std::string& reason) const {
@@ -161,12 +173,17 @@ struct RowMapper::Impl {
       out = p.fixed;
       return true;
     }
-    if (csv_text_empty && p.spec.type == ColumnType::text) {
+    // (Not '' for a column whose default is the database's.)
+    if (csv_text_empty && p.spec.type == ColumnType::text && !p.spec.filled_by_database) {
       out.kind = FieldValue::Kind::text;
       out.text = {};
       return true;
     }
     reason = "missing field \"" + p.path + "\"";
+    if (p.spec.filled_by_database)
+      reason += " (the database fills column " + p.spec.name +
+                " only in a load that leaves it out of every row, and this load's inputs begin "
+                "with the field: load such lines on their own)";
     return false;
   }
 
@@ -329,6 +346,10 @@ struct RowMapper::Impl {
     for (const auto field : obj) {
       const PathNode::Entry* entry = pn.find(field.key);
       if (entry == nullptr) continue;
+      if (entry->left_out >= 0) {
+        if (field.value.is_null()) continue;
+        return left_out(static_cast<std::size_t>(entry->left_out), reason);
+      }
       if (entry->child >= 0) {
         simdjson::dom::object inner;
         if (field.value.get_object().get(inner)) continue;  // not an object: its leaves are missing
@@ -415,6 +436,9 @@ struct RowMapper::Impl {
                std::to_string(header_fields) + " (line " + std::to_string(r.line) + ")";
       return false;
     }
+    for (std::size_t k = 0; k < left_out_fields.size(); ++k)
+      if (left_out_fields[k] >= 0 && !fields[static_cast<std::size_t>(left_out_fields[k])].empty())
+        return left_out(k, reason);
     for (std::size_t c = 0; c < plans.size(); ++c) {
       const Plan& p = plans[c];
       if (p.constant) continue;
@@ -444,6 +468,7 @@ RowMapper::RowMapper(const std::vector<ColumnSpec>& columns, Format format, Mapp
   Impl& m = *impl_;
   m.format = format;
   m.specs = columns;
+  m.left_out_names = std::move(options.left_to_database);
   m.plans.resize(columns.size());
   for (std::size_t c = 0; c < columns.size(); ++c) {
     m.plans[c].spec = columns[c];
@@ -508,6 +533,10 @@ RowMapper::RowMapper(const std::vector<ColumnSpec>& columns, Format format, Mapp
         rest = rest.substr(dot + 1);
       }
     }
+    // A field no column reads (another column may read it by --map).
+    for (std::size_t k = 0; k < m.left_out_names.size(); ++k)
+      if (m.nodes[0].find(m.left_out_names[k]) == nullptr)
+        m.nodes[0].entries.push_back({m.left_out_names[k], -1, -1, static_cast<int>(k)});
   }
   m.seen.assign(columns.size(), 0);
   values_.resize(columns.size());
@@ -534,6 +563,14 @@ RowMapper::~RowMapper() = default;
 
 bool RowMapper::needs_header() const noexcept {
   return impl_->format != Format::jsonl && !impl_->header_set;
+}
+
+std::vector<std::string> RowMapper::header_names(const RawRecord& header, Format format) {
+  Impl m;
+  std::string_view text = header.text;
+  if (text.size() >= 3 && text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
+  m.split(text, delimiter_of(format));
+  return {m.fields.begin(), m.fields.end()};
 }
 
 void RowMapper::set_header(const RawRecord& header) {
@@ -566,9 +603,23 @@ void RowMapper::set_header(const RawRecord& header) {
       for (std::size_t f = 0; f < names.size() && p.field < 0; ++f)
         if (iequal(names[f], p.spec.name)) p.field = static_cast<int>(f);
     if (p.field < 0 && !p.spec.nullable && !p.has_default)
-      throw auditpipe::error("ingest: no header field \"" + p.path + "\" for column " +
-                             p.spec.name + ", which has no default and is not nullable (--map " +
-                             p.spec.name + "=FIELD or --set " + p.spec.name + "=VALUE)");
+      throw auditpipe::error(
+          "ingest: no header field \"" + p.path + "\" for column " + p.spec.name +
+          (p.spec.filled_by_database
+               ? ", whose default is the database's: this load reads the column from its inputs "
+                 "because another input begins with the field (load this file on its own)"
+               : ", which has no default and is not nullable (--map " + p.spec.name +
+                     "=FIELD or --set " + p.spec.name + "=VALUE)"));
+  }
+  m.left_out_fields.assign(m.left_out_names.size(), -1);
+  for (std::size_t k = 0; k < m.left_out_names.size(); ++k) {
+    for (std::size_t f = 0; f < names.size(); ++f) {
+      const bool read = std::any_of(m.plans.begin(), m.plans.end(), [&](const Impl::Plan& p) {
+        return p.field == static_cast<int>(f);
+      });
+      if (!read && iequal(names[f], m.left_out_names[k]))
+        m.left_out_fields[k] = static_cast<int>(f);
+    }
   }
   m.header_set = true;
 }

@@ -15,7 +15,12 @@
 //     for a nullable column, else the column's default_value (converted once
 //     at construction), else, for CSV text, the empty string, else the record
 //     is rejected: missing field "x";
-//   - JSON keys no column reads are ignored; a repeated key: the first wins;
+//   - a column the database fills (ColumnSpec::filled_by_database) and the
+//     inputs carry is read like any other, and a record without it is
+//     rejected (the database gives its default to a load's every row or none);
+//   - JSON keys no column reads are ignored, but a value for a column left to
+//     the database (MappingOptions::left_to_database) rejects the record;
+//     a repeated key: the first wins;
 //   - a text column takes a JSON number, boolean, object or array as JSON
 //     text (see Cost); CSV fields are unquoted ("" is one ").
 // A JSON line that is not valid UTF-8 (simdjson refuses it) is repaired
@@ -57,6 +62,11 @@ struct MappingOptions {
   std::vector<std::pair<std::string, std::string>> maps;
   /// column = constant, in the input's notation (converted at construction).
   std::vector<std::pair<std::string, std::string>> sets;
+  /// Columns the load leaves to the database's default (not among
+  /// `columns`): a record that has a non-null value in the field of that
+  /// name (JSON: a top-level key no column reads; CSV: a header field) is
+  /// rejected rather than its value dropped.
+  std::vector<std::string> left_to_database = {};
 };
 
 /// One column's value for the current record, as RowMapper converted it.
@@ -80,6 +90,9 @@ class RowMapper {
   ~RowMapper();
   RowMapper(const RowMapper&) = delete;
   RowMapper& operator=(const RowMapper&) = delete;
+
+  /// A CSV/TSV header record's field names, unquoted (a UTF-8 BOM dropped).
+  static std::vector<std::string> header_names(const RawRecord& header, Format format);
 
   /// CSV/TSV: whether set_header() is still needed.
   bool needs_header() const noexcept;

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "auditpipe/database.h"
@@ -23,6 +24,7 @@
 #include "auditpipe/status.h"
 #include "checkpoint_store.h"
 #include "input/byte_source.h"
+#include "input/field_survey.h"
 #include "input/record_reader.h"
 #include "input/row_mapper.h"
 #include "input/schema_file.h"
@@ -58,6 +60,13 @@ namespace {
 // How long after its last write a file's unterminated last line is taken
 // as complete.
 constexpr auto settle_time = std::chrono::seconds(10);
+
+std::string lower_ascii(std::string_view s) {
+  std::string out(s);
+  for (char& ch : out)
+    if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
+  return out;
+}
 
 bool recently_written(const std::string& path) {
   struct stat st {};
@@ -133,6 +142,9 @@ struct InputState {
   Position position;  ///< guarded by mutex
   std::atomic<std::uint64_t> input_bytes{0};
   std::optional<std::uint64_t> input_size;  ///< set before the readers start
+  /// Opened (and its first bytes read) before the readers start, for an
+  /// input that cannot be opened twice (stdin, a pipe); the first pass takes it.
+  std::unique_ptr<ByteSource> opened;
 };
 
 class Load {
@@ -142,6 +154,7 @@ class Load {
   LoadSummary run();
 
  private:
+  void leave_columns_to_database();
   void read_inputs();
   void read_input(InputState& input);
   // One pass over the input from its position: false when there is nothing
@@ -175,6 +188,7 @@ class Load {
   std::string store_table_;  ///< the target table the checkpoints are of
   std::optional<Schema> schema_;
   std::vector<std::pair<std::string, std::string>> maps_;
+  std::vector<std::string> left_to_database_;  ///< columns the load leaves out
   std::unique_ptr<DynamicLogger> logger_;
   std::unique_ptr<RejectFile> rejects_;
   std::string options_dead_letter_;  ///< the pipeline's dead-letter file
@@ -264,6 +278,7 @@ LoadSummary Load::run() {
     }
     inputs_.push_back(std::move(in));
   }
+  if (!config_.schema_file) leave_columns_to_database();
 
   Options options;
   const std::size_t record = schema_->descriptor().record_size;
@@ -520,6 +535,55 @@ void Load::reject_unclosed_quote(InputState& input, const std::string& open_path
   input.position = pos;
 }
 
+// A column the database fills (now(), a sequence, identity) keeps the
+// database's default only if the load leaves it out of every row: an insert
+// cannot give some rows a value and others the default. It is left out
+// unless a --map or --set names it or an input's first records (the bytes
+// looked ahead, which a pass reads anyway) carry its field; a record that
+// carries it later is rejected, not its value dropped (RowMapper).
+void Load::leave_columns_to_database() {
+  std::vector<ColumnSpec> columns = schema_->columns();
+  auto named = [&](const std::string& column) {
+    auto is = [&](const auto& entry) { return lower_ascii(entry.first) == lower_ascii(column); };
+    return std::any_of(maps_.begin(), maps_.end(), is) ||
+           std::any_of(config_.sets.begin(), config_.sets.end(), is);
+  };
+  if (std::none_of(columns.begin(), columns.end(),
+                   [&](const ColumnSpec& c) { return c.filled_by_database && !named(c.name); }))
+    return;
+  std::set<std::string> fields;  // lower-cased: a CSV header matches either case
+  for (auto& in : inputs_) {
+    try {
+      struct stat st {};
+      const bool reopenable =
+          in->path != "-" && ::stat(in->path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+      auto source = std::make_unique<ReplaySource>(open_byte_source(in->path), lookahead_bytes);
+      for (const std::string& f :
+           surveyed_fields(source->prefix(), in->format, config_.max_record_bytes))
+        fields.insert(lower_ascii(f));
+      if (!reopenable) in->opened = std::move(source);
+    } catch (const std::exception&) {
+      // Not readable now: its reader says why, when it tries.
+    }
+  }
+  std::vector<ColumnSpec> kept;
+  for (ColumnSpec& c : columns) {
+    if (!c.filled_by_database || named(c.name) || fields.count(lower_ascii(c.name)) > 0) {
+      kept.push_back(std::move(c));
+      continue;
+    }
+    std::fprintf(stderr,
+                 "auditpipe ingest: column %s is left to the database's default (no input "
+                 "begins with a field \"%s\")\n",
+                 c.name.c_str(), c.name.c_str());
+    left_to_database_.push_back(c.name);
+  }
+  if (kept.empty())
+    throw error("auditpipe ingest: every column of " + std::string(schema_->table()) +
+                " is filled by the database, and the inputs carry none of them");
+  schema_.emplace(std::string(schema_->table()), std::move(kept));
+}
+
 void Load::read_input(InputState& input) {
   // follow: the file is kept open by descriptor, so that a rotated (renamed)
   // file can still be read to its end through /proc/self/fd.
@@ -537,7 +601,8 @@ void Load::read_input(InputState& input) {
   // A new input from its start (the first, or the file after a rotation).
   auto restart = [&] {
     if (mapper) repaired_lines_.fetch_add(mapper->repaired_lines());
-    mapper.emplace(schema_->columns(), input.format, MappingOptions{maps_, config_.sets});
+    mapper.emplace(schema_->columns(), input.format,
+                   MappingOptions{maps_, config_.sets, left_to_database_});
     std::lock_guard lock(input.mutex);
     if (input.identified) input.not_this = input.saved.source_id;
     input.identified = false;
@@ -583,7 +648,8 @@ void Load::read_input(InputState& input) {
 
 bool Load::pass(InputState& input, const std::string& open_path, RowMapper& mapper,
                 std::uint64_t& source_id) {
-  auto source = std::make_unique<ReplaySource>(open_byte_source(open_path), lookahead_bytes);
+  auto source = std::make_unique<ReplaySource>(
+      input.opened ? std::move(input.opened) : open_byte_source(open_path), lookahead_bytes);
   const std::string& prefix = source->prefix();
   if (prefix.empty()) return true;  // nothing yet: follow waits, anything else is done
 

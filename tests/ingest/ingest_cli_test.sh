@@ -6,7 +6,7 @@
 #   ingest_cli_test.sh <auditpipe binary> <sqlite|mysql|postgresql> <scratch dir> <case>
 #
 # Cases: formats, hostile, rerun, kill9, interrupt, follow, copytruncate,
-# schema_from_table, bad_schema, infer, partial, max_rejects, terminal. Exits 77 (skipped)
+# schema_from_table, database_defaults, bad_schema, infer, partial, max_rejects, terminal. Exits 77 (skipped)
 # when the database's server is not configured (AUDITPIPE_TEST_MYSQL_URL,
 # AUDITPIPE_TEST_POSTGRES_URL).
 set -euo pipefail
@@ -277,6 +277,59 @@ case $case in
     set -e
     expect_eq "$rc" 1 "exit status for a missing table"
     grep -q 'no table no_such_table' <<<"$out" || fail "unclear message: $out"
+    ;;
+
+  database_defaults)
+    # A table whose columns the database fills: an identity/auto-increment
+    # key, a creation time DEFAULT now(), a generated column. A load leaves
+    # such a column out (the database's default) unless its inputs begin
+    # with the field, and rejects, never drops, a value it would not store.
+    case $backend in
+      sqlite) q "CREATE TABLE $table (id INTEGER PRIMARY KEY, source_id INTEGER NOT NULL,
+                 seq INTEGER NOT NULL, user TEXT NOT NULL, n INTEGER NOT NULL,
+                 ts TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP,
+                 g INTEGER GENERATED ALWAYS AS (n * 2) STORED, UNIQUE (source_id, seq)) STRICT" ;;
+      mysql) q "CREATE TABLE $table (id BIGINT AUTO_INCREMENT PRIMARY KEY,
+                source_id BIGINT NOT NULL, seq BIGINT NOT NULL, user VARCHAR(20) NOT NULL,
+                n INT NOT NULL, ts DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+                g INT AS (n * 2) VIRTUAL, UNIQUE (source_id, seq))" ;;
+      postgresql) q "CREATE TABLE $table (id bigint GENERATED ALWAYS AS IDENTITY,
+                     s bigserial, source_id bigint NOT NULL, seq bigint NOT NULL,
+                     \"user\" text NOT NULL, n int NOT NULL,
+                     ts timestamp(6) with time zone NOT NULL DEFAULT now(),
+                     g int GENERATED ALWAYS AS (n * 2) STORED, UNIQUE (source_id, seq))" ;;
+    esac
+    u=user
+    [ "$backend" = postgresql ] && u='"user"'
+    # Lines without ts (more than the 64 KiB looked ahead), then 3 with it.
+    awk 'BEGIN { for (i = 0; i < 4000; i++) printf "{\"user\":\"a%d\",\"n\":%d}\n", i, i
+                 for (i = 0; i < 3; i++) printf "{\"user\":\"b%d\",\"n\":%d,\"ts\":\"2026-02-01T00:00:00Z\"}\n", i, i }' > late.jsonl
+    set +e
+    out=$("$bin" ingest --quiet --table $table --reject-file rejects.jsonl "$url" late.jsonl 2>&1); rc=$?
+    set -e
+    expect_eq "$rc" 3 "exit status with rejected lines"
+    grep -q 'column ts is left to the database' <<<"$out" || fail "no message for ts: $out"
+    expect_eq "$(count)" 4000 "rows stored"
+    expect_eq "$(q "SELECT COUNT(DISTINCT id) FROM $table")" 4000 "ids the database gave"
+    expect_eq "$(q "SELECT SUM(g) FROM $table")" 15996000 "generated values"
+    expect_eq "$(q "SELECT COUNT(*) FROM $table WHERE ts IS NULL OR ts < '2026-02-02'")" 0 "creation times"
+    expect_eq "$(wc -l < rejects.jsonl)" 3 "lines with a value for ts rejected"
+    grep -q 'field \\"ts\\" has a value, but this load leaves column ts' rejects.jsonl ||
+      fail "reason: $(head -1 rejects.jsonl)"
+    # Those lines on their own: ts is read from them.
+    sed -n 's/.*"text":"\(.*\)"}$/\1/p' rejects.jsonl | sed 's/\\"/"/g' > b.jsonl
+    "$bin" ingest --quiet --table $table --reject-file rejects2.jsonl "$url" b.jsonl ||
+      fail "loading the lines with ts exited $?"
+    expect_eq "$(q "SELECT COUNT(*) FROM $table WHERE $u LIKE 'b%' AND ts < '2026-02-02'")" 3 \
+      "rows with their own ts"
+    # A CSV header with ts: read; a row with it empty is rejected, saying why.
+    printf 'user,n,ts\nc1,1,2026-03-01T00:00:00Z\nc2,2,\n' > c.csv
+    set +e
+    "$bin" ingest --quiet --table $table --reject-file rejects3.jsonl "$url" c.csv 2>/dev/null; rc=$?
+    set -e
+    expect_eq "$rc" 3 "exit status for the CSV row without ts"
+    grep -q "the database fills column ts only" rejects3.jsonl || fail "reason: $(cat rejects3.jsonl)"
+    expect_eq "$(count)" 4004 "rows after the CSV"
     ;;
 
   bad_schema)

@@ -12,6 +12,7 @@
 
 namespace {
 
+using auditpipe::sql_default_is_computed;
 using auditpipe::sql_literal_value;
 using auditpipe::sql_placeholders;
 using Offsets = std::vector<std::size_t>;
@@ -57,6 +58,17 @@ TEST(SqlLiteralValue, LiteralsOnly) {
        {"NULL", "NULL::character varying", "now()", "CURRENT_TIMESTAMP", "current_timestamp(6)",
         "nextval('t_id_seq'::regclass)", "'a' || 'b'", "1 + 1", "uuid()", "", "'unterminated"}) {
     EXPECT_EQ(sql_literal_value(e, false), std::nullopt) << e;
+  }
+}
+
+TEST(SqlDefaultIsComputed, ExpressionsButNotLiteralsOrNull) {
+  for (const char* e : {"now()", "CURRENT_TIMESTAMP", "current_timestamp(6)",
+                        "nextval('t_id_seq'::regclass)", "'a' || 'b'", "1 + 1", "(uuid())"}) {
+    EXPECT_TRUE(sql_default_is_computed(e, false)) << e;
+  }
+  for (const char* e : {"NULL", "null", "NULL::character varying", "(NULL)", "'x'", "42",
+                        "'2024-01-01'::date", "(-1)"}) {
+    EXPECT_FALSE(sql_default_is_computed(e, false)) << e;
   }
 }
 

@@ -20,6 +20,8 @@ std::string text_type(std::uint32_t max_length) {
 // The row of schema_query: COLUMN_NAME, DATA_TYPE, COLUMN_TYPE,
 // CHARACTER_MAXIMUM_LENGTH, CHARACTER_OCTET_LENGTH, DATETIME_PRECISION,
 // IS_NULLABLE, COLUMN_DEFAULT, EXTRA, whether the server is MariaDB.
+// Generated columns are left out; AUTO_INCREMENT and computed defaults are
+// filled_by_database.
 // Types map to what accepted_types takes for a ColumnType whose values
 // the column holds: TINYINT(1) (what BOOLEAN is) to boolean, the integers
 // by width and sign, DOUBLE, DATETIME(6), VARCHAR(n) to n bytes and the
@@ -31,6 +33,12 @@ CatalogColumn schema_column(const std::vector<std::optional<std::string>>& row,
   c.name = at(0);
   const std::string type = at(1), column_type = at(2);
   c.declared = column_type;
+  // EXTRA: "virtual generated" / "stored generated" (MySQL 8 marks an
+  // expression default "default_generated", which is not one).
+  if (at(8).find(" generated") != std::string::npos) {
+    c.generated = true;
+    return c;
+  }
   const bool is_unsigned = column_type.find("unsigned") != std::string::npos;
   ColumnSpec spec;
   spec.name = c.name;
@@ -111,11 +119,15 @@ CatalogColumn schema_column(const std::vector<std::optional<std::string>>& row,
     const std::string& d = *row[7];
     if (at(9) == "1") {
       spec.default_value = sql_literal_value(d, true);
+      spec.filled_by_database = sql_default_is_computed(d, true);
     } else if (at(8).find("default_generated") == std::string::npos &&
                d.rfind("CURRENT_TIMESTAMP", 0) != 0 && d.rfind("current_timestamp", 0) != 0) {
       spec.default_value = d;
+    } else {
+      spec.filled_by_database = true;
     }
   }
+  if (at(8).find("auto_increment") != std::string::npos) spec.filled_by_database = true;
   c.spec = std::move(spec);
   return c;
 }

@@ -13,7 +13,9 @@ namespace {
 
 // The row of schema_query: column_name, data_type, character_maximum_length,
 // datetime_precision, is_nullable, column_default, the type as declared
-// (format_type). Types map to what accepted_types takes for a ColumnType
+// (format_type), is_identity, is_generated. Generated columns are left out;
+// identity columns and computed defaults (nextval, now()) are
+// filled_by_database. Types map to what accepted_types takes for a ColumnType
 // whose values the column holds: boolean, smallint/integer/bigint to
 // int16/int32/int64, double precision, timestamps with 6 fractional digits
 // (with or without time zone), varchar(n) to n bytes, text and varchar
@@ -24,6 +26,10 @@ CatalogColumn schema_column(const std::vector<std::optional<std::string>>& row,
   CatalogColumn c;
   c.name = at(0);
   c.declared = at(6).empty() ? at(1) : at(6);
+  if (at(8) == "ALWAYS") {
+    c.generated = true;
+    return c;
+  }
   const std::string type = at(1);
   ColumnSpec spec;
   spec.name = c.name;
@@ -74,7 +80,11 @@ CatalogColumn schema_column(const std::vector<std::optional<std::string>>& row,
   // column_default is an expression: kept only when it is a literal, its
   // casts stripped ('x'::character varying is x, (-1)::integer -1);
   // nextval(...), now() and other expressions are left out.
-  if (row.size() > 5 && row[5]) spec.default_value = sql_literal_value(*row[5], false);
+  if (row.size() > 5 && row[5]) {
+    spec.default_value = sql_literal_value(*row[5], false);
+    spec.filled_by_database = sql_default_is_computed(*row[5], false);
+  }
+  if (at(7) == "YES") spec.filled_by_database = true;  // an identity column
   c.spec = std::move(spec);
   return c;
 }
@@ -124,7 +134,8 @@ const SqlDialect postgresql_dialect{
     // Found as the table check finds it (current_schema()).
     .schema_query =
         "SELECT c.column_name, c.data_type, c.character_maximum_length, c.datetime_precision, "
-        "c.is_nullable, c.column_default, format_type(a.atttypid, a.atttypmod) "
+        "c.is_nullable, c.column_default, format_type(a.atttypid, a.atttypmod), "
+        "c.is_identity, c.is_generated "
         "FROM information_schema.columns c JOIN pg_attribute a ON a.attrelid = "
         "(quote_ident(c.table_schema) || '.' || quote_ident(c.table_name))::regclass "
         "AND a.attname = c.column_name "

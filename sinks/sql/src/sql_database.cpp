@@ -48,6 +48,7 @@ std::optional<Schema> read_table_schema(SqlConnection& c, const SqlDialect& d,
   bool has_source_id = false, has_seq = false;
   for (const auto& row : rows) {
     CatalogColumn column = d.schema_column(row, unbounded_text_bytes);
+    if (column.generated) continue;
     const std::string key = lower(column.name);
     if (key == source_id_column || key == seq_column) {
       (key == source_id_column ? has_source_id : has_seq) = true;

@@ -212,6 +212,18 @@ std::optional<std::string> sql_literal_value(std::string_view e, bool backslash_
   return std::nullopt;  // NULL, now(), nextval('s'::regclass), CURRENT_TIMESTAMP, ...
 }
 
+bool sql_default_is_computed(std::string_view e, bool backslash_escapes) {
+  if (sql_literal_value(e, backslash_escapes)) return false;
+  // NULL as PostgreSQL and MariaDB report it: NULL, NULL::text, (NULL).
+  if (const std::size_t cast = e.find("::"); cast != std::string_view::npos) e = e.substr(0, cast);
+  std::string word;
+  for (char ch : e) {
+    if (ch == ' ' || ch == '\t' || ch == '\n' || ch == '(' || ch == ')') continue;
+    word += static_cast<char>(ch >= 'a' && ch <= 'z' ? ch - 'a' + 'A' : ch);
+  }
+  return word != "NULL";
+}
+
 SqlTableText sql_table_text(const SqlDialect& d, const TableDescriptor& table) {
   const std::string source_id = d.quote(source_id_column), seq = d.quote(seq_column);
   SqlTableText t;

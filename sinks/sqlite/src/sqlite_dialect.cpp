@@ -11,7 +11,9 @@ namespace auditpipe::sqlite {
 namespace {
 
 // The row of schema_query: name, declared type, notnull, dflt_value, whether
-// the table is STRICT. By the affinity SQLite gives the declared type (as
+// the table is STRICT, whether it is the rowid (an INTEGER PRIMARY KEY
+// alone, which SQLite fills in). Generated columns are not in
+// pragma_table_info. By the affinity SQLite gives the declared type (as
 // the columns query decides it): INTEGER to int64 (SQLite stores any 64-bit
 // integer whatever the declared width, so nothing narrower holds what may
 // be there), REAL to float64, TEXT to text of `unbounded` bytes (SQLite
@@ -51,7 +53,11 @@ CatalogColumn schema_column(const std::vector<std::optional<std::string>>& row,
     return c;
   }
   // dflt_value is the default's SQL text: kept only when it is a literal.
-  if (row.size() > 3 && row[3]) spec.default_value = sql_literal_value(*row[3], false);
+  if (row.size() > 3 && row[3]) {
+    spec.default_value = sql_literal_value(*row[3], false);
+    spec.filled_by_database = sql_default_is_computed(*row[3], false);
+  }
+  if (at(5) == "1") spec.filled_by_database = true;  // the rowid
   c.spec = std::move(spec);
   return c;
 }
@@ -104,7 +110,9 @@ const SqlDialect sqlite_dialect{
         "pragma_index_info(i.name) c WHERE i.\"unique\" = 1 AND c.name IS NOT NULL",
     .name = "sqlite",
     .schema_query =
-        "SELECT c.name, c.type, c.\"notnull\", c.dflt_value, l.strict "
+        "SELECT c.name, c.type, c.\"notnull\", c.dflt_value, l.strict, "
+        "CASE WHEN c.pk = 1 AND upper(c.type) = 'INTEGER' AND (SELECT count(*) FROM "
+        "pragma_table_info(m.name) k WHERE k.pk > 0) = 1 THEN '1' ELSE '0' END "
         "FROM sqlite_master m JOIN pragma_table_info(m.name) c "
         "JOIN pragma_table_list l ON l.name = m.name AND l.schema = 'main' "
         "WHERE m.type = 'table' AND m.name = ? ORDER BY c.cid",

@@ -48,6 +48,9 @@ struct AUDITPIPE_EXPORT CatalogColumn {
   std::string declared;            ///< its type as the table declares it, for messages
   std::optional<ColumnSpec> spec;  ///< unset: no ColumnType holds it, and `why` says why
   std::string why;                 ///< why no ColumnType holds it
+  /// A generated column (computed from the row's other columns): no insert
+  /// may give it a value, so read_schema leaves it out.
+  bool generated = false;
 };
 
 /// Every field has the standard SQL default; a dialect sets what differs.
@@ -184,6 +187,11 @@ AUDITPIPE_EXPORT std::vector<std::size_t> sql_placeholders(std::string_view sql,
 /// an expression): what a loader could not put in as the same value.
 AUDITPIPE_EXPORT std::optional<std::string> sql_literal_value(std::string_view expression,
                                                               bool backslash_escapes);
+
+/// Whether a catalog's column default is computed by the database (now(),
+/// nextval(...), CURRENT_TIMESTAMP, any expression): neither a literal
+/// (sql_literal_value) nor NULL.
+AUDITPIPE_EXPORT bool sql_default_is_computed(std::string_view expression, bool backslash_escapes);
 
 /// A table's statement pieces in one dialect.
 struct AUDITPIPE_EXPORT SqlTableText {
