@@ -117,8 +117,9 @@ IngestCommand::IngestCommand(CLI::App& app) {
   command_->add_option("URL FILE", arguments_, "the database URL, then the inputs (- is stdin)")
       ->required();
   command_->add_option("--table,-t", config_.table, "the table to load into");
-  command_->add_option("--schema", config_.schema_file,
-                       "the columns, from a schema file (see COLUMNS)");
+  command_
+      ->add_option("--schema", config_.schema_file, "the columns, from a schema file (see COLUMNS)")
+      ->check(CLI::ExistingFile);
   command_->add_flag("--infer", infer_,
                      "print a schema file guessed from the inputs' first lines, and stop "
                      "(no URL then)");
@@ -134,7 +135,13 @@ IngestCommand::IngestCommand(CLI::App& app) {
       ->allow_extra_args(false);
   command_->add_option("--reject-file", config_.reject_file,
                        "where rejected lines go (default TABLE.rejects.jsonl)");
-  command_->add_option("--max-rejects", max_rejects_, "stop after more than N rejected lines");
+  command_->add_option("--max-rejects", max_rejects_, "stop after more than N rejected lines")
+      ->check(CLI::Validator(
+          [](std::string& value) {
+            return value.find('-') == std::string::npos ? std::string()
+                                                        : "a count of lines, not " + value;
+          },
+          "N"));
   command_->add_flag("--follow,-F", config_.follow, "keep reading the files as they grow");
   command_
       ->add_option("--give-up-after", give_up_after_,
@@ -153,11 +160,14 @@ IngestCommand::IngestCommand(CLI::App& app) {
                      "keep no checkpoints (a rerun reads everything again; keys still "
                      "prevent duplicates)");
   command_->add_option("--parallel,-j", config_.parallel, "inputs read at once (default up to 4)");
-  command_->add_option("--writers", config_.writers,
-                       "database writer threads (default: the sink's)");
-  command_->add_option(
-      "--batch-size", config_.batch_size,
-      "rows per statement, as given (default: the sink's, adapting to how long writes take)");
+  command_
+      ->add_option("--writers", config_.writers, "database writer threads (default: the sink's)")
+      ->check(CLI::Range(1u, 256u));
+  command_
+      ->add_option(
+          "--batch-size", config_.batch_size,
+          "rows per statement, as given (default: the sink's, adapting to how long writes take)")
+      ->check(CLI::Range(1u, 65536u));
   command_
       ->add_option("--text-bytes", config_.unbounded_text_bytes,
                    "bytes kept of columns the table declares without a length (TEXT)")

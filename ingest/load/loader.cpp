@@ -289,6 +289,8 @@ LoadSummary Load::run() {
     // "Rows per statement", as asked: not shrunk towards a write latency,
     // which protects application threads' waits, not a file's reader.
     options.batch_size = config_.batch_size;
+    // A pool holds a whole batch at least, whatever the memory target says.
+    options.capacity = std::max(options.capacity, config_.batch_size);
     options.write_latency_target = std::chrono::milliseconds(0);
   }
   options.overflow = Overflow::block;
@@ -572,10 +574,11 @@ void Load::leave_columns_to_database() {
       kept.push_back(std::move(c));
       continue;
     }
-    std::fprintf(stderr,
-                 "auditpipe ingest: column %s is left to the database's default (no input "
-                 "begins with a field \"%s\")\n",
-                 c.name.c_str(), c.name.c_str());
+    if (!config_.quiet)
+      std::fprintf(stderr,
+                   "auditpipe ingest: column %s is left to the database's default (no input "
+                   "begins with a field \"%s\")\n",
+                   c.name.c_str(), c.name.c_str());
     left_to_database_.push_back(c.name);
   }
   if (kept.empty())

@@ -305,7 +305,7 @@ case $case in
     awk 'BEGIN { for (i = 0; i < 4000; i++) printf "{\"user\":\"a%d\",\"n\":%d}\n", i, i
                  for (i = 0; i < 3; i++) printf "{\"user\":\"b%d\",\"n\":%d,\"ts\":\"2026-02-01T00:00:00Z\"}\n", i, i }' > late.jsonl
     set +e
-    out=$("$bin" ingest --quiet --table $table --reject-file rejects.jsonl "$url" late.jsonl 2>&1); rc=$?
+    out=$("$bin" ingest --table $table --reject-file rejects.jsonl "$url" late.jsonl 2>&1); rc=$?
     set -e
     expect_eq "$rc" 3 "exit status with rejected lines"
     grep -q 'column ts is left to the database' <<<"$out" || fail "no message for ts: $out"
@@ -348,6 +348,15 @@ case $case in
     set -e
     expect_eq "$rc" 2 "exit status without --table or --schema"
     grep -q 'give --table' <<<"$out" || fail "the message does not say what to give: $out"
+    # Values no load can use are usage errors too, named, before anything is read.
+    for bad in "--writers 500" "--batch-size 0" "--batch-size 70000" "--max-rejects=-1" \
+               "--schema no_such_schema.json"; do
+      set +e
+      out=$("$bin" ingest --table $table $bad "$url" a.jsonl 2>&1); rc=$?
+      set -e
+      expect_eq "$rc" 2 "exit status for $bad"
+      grep -q -- "${bad%%[ =]*}" <<<"$out" || fail "the message does not name ${bad%%[ =]*}: $out"
+    done
     ;;
 
   infer)
