@@ -3,7 +3,9 @@
 // with a durable pool, spill segments damaged, connections killed while a
 // batch is in flight. Each test prints what it saw ("[ fault ] ...").
 #include <gtest/gtest.h>
+#include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -273,6 +275,102 @@ TEST(Fault, TheApplicationKilledWithADurablePoolLosesNothing) {
   EXPECT_EQ(run.missing, 0);
   EXPECT_EQ(t.rows, t.distinct);
   EXPECT_EQ(static_cast<long long>(run.in_table.size()), t.rows);
+}
+
+// A durable pool whose overflow spills, its process killed -9 again and
+// again while the table is locked (so every record past the pool spills),
+// each run on the same pool file and spill directory. A kill between a
+// spilled record's append and the pool file's sequence counter once handed
+// the same (source_id, seq) to two records after the restart, and the
+// idempotent insert then dropped one of them: an acknowledged record lost.
+// The kill moments are random (seeded, and printed).
+TEST(Fault, TheApplicationKilledRepeatedlyWhileSpillingLosesNothing) {
+  drop_table();
+  TempDir dir;
+  const std::string pool_file = (dir.path() / "pool.dat").string();
+  const std::string spill_dir = (dir.path() / "spill").string();
+  { auditpipe::Logger<AuditRow> create_table(auditpipe::mysql::open(mysql_url_with(""))); }
+  MysqlProbe locker;
+  locker.exec("LOCK TABLES audit_log WRITE");
+  const unsigned seed =
+      static_cast<unsigned>(std::chrono::steady_clock::now().time_since_epoch().count());
+  std::srand(seed);
+  std::printf("[ fault ] kill moments seeded with %u\n", seed);
+  std::set<std::int64_t> reported;
+  constexpr int runs = 6;
+  constexpr std::int64_t per_run = 200000;  // then the child idles: the spill stays small
+  const std::string url = testing_support::mysql_test_url();
+  for (int k = 0; k < runs; ++k) {
+    int fds[2];
+    ASSERT_EQ(::pipe(fds), 0);
+    const std::string child = std::string(AUDITPIPE_BINARY_DIR) + "/durable_child";
+    const std::string fd = std::to_string(fds[1]);
+    const std::string records = std::to_string(per_run);
+    const std::string first = std::to_string(k * per_run);
+    char* args[] = {const_cast<char*>(child.c_str()),     const_cast<char*>(url.c_str()),
+                    const_cast<char*>(pool_file.c_str()), const_cast<char*>(fd.c_str()),
+                    const_cast<char*>(records.c_str()),   const_cast<char*>(spill_dir.c_str()),
+                    const_cast<char*>(first.c_str()),     nullptr};
+    pid_t pid = 0;
+    ASSERT_EQ(posix_spawn(&pid, child.c_str(), nullptr, nullptr, args, environ), 0);
+    ::close(fds[1]);
+    std::atomic<std::size_t> commits{0};
+    std::thread reader([&] {
+      std::int64_t id;
+      while (::read(fds[0], &id, sizeof id) == sizeof id) {
+        reported.insert(id);
+        commits.fetch_add(1, std::memory_order_relaxed);
+      }
+    });
+    // Once it commits (its start, recovery and replay attempt done), a
+    // random moment within the next 0.1-0.5 s: mostly while it spills.
+    for (const auto give_up = Clock::now() + 60s;
+         commits.load(std::memory_order_relaxed) == 0 && Clock::now() < give_up;)
+      std::this_thread::sleep_for(5ms);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100 + std::rand() % 400));
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    reader.join();
+    ::close(fds[0]);
+    EXPECT_TRUE(WIFSIGNALED(status)) << "run " << k << " ended by itself";
+  }
+  // The children's sessions wait on the lock: end them before it is lifted.
+  for (const auto& row : locker.rows("SELECT ID FROM information_schema.PROCESSLIST WHERE ID <> "
+                                     "CONNECTION_ID() AND DB = DATABASE()"))
+    try {
+      locker.exec("KILL " + *row[0]);
+    } catch (const std::exception&) {
+      // Gone by itself meanwhile.
+    }
+  locker.exec("UNLOCK TABLES");
+  Options o;
+  o.capacity = 4096;
+  o.durable_path = pool_file;
+  o.overflow = Overflow::spill;
+  o.spill_path = spill_dir;
+  o.spill_segment_bytes = 1 << 20;
+  std::uint64_t recovered = 0;
+  {
+    auditpipe::Logger<AuditRow> logger(auditpipe::mysql::open(url), o);
+    const auto report = logger.close(300s);
+    recovered = report.stats.recovered;
+    EXPECT_TRUE(report.drained);
+  }
+  std::set<std::int64_t> in_table;
+  for (const auto& row : MysqlProbe().rows("SELECT message_id FROM audit_log"))
+    in_table.insert(std::stoll(*row[0]));
+  long long missing = 0;
+  for (std::int64_t id : reported) missing += in_table.count(id) == 0;
+  const TableCheck t = check_table();
+  std::printf(
+      "[ fault ] %d kills while spilling: commits reported %zu, recovered from the pool %llu, "
+      "rows %lld, lost %lld\n",
+      runs, reported.size(), static_cast<unsigned long long>(recovered), t.rows, missing);
+  EXPECT_GT(reported.size(), static_cast<std::size_t>(runs) * 4096)
+      << "the runs did not spill: the test proves nothing";
+  EXPECT_EQ(missing, 0);
+  EXPECT_EQ(t.rows, t.distinct);
 }
 
 // Options whose overflow spills into `dir`/spill, in small segments.
