@@ -1,6 +1,8 @@
 // See reject_file.h.
 #include "reject_file.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -67,10 +69,63 @@ void append_json_escaped(std::string& out, std::string_view text) {
 RejectFile::RejectFile(std::string path, std::size_t max_text_bytes)
     : path_(std::move(path)), max_text_bytes_(max_text_bytes) {
   created_ = ::access(path_.c_str(), F_OK) != 0;
-  file_ = std::fopen(path_.c_str(), "a");
-  if (file_ == nullptr)
-    throw error("auditpipe ingest: cannot open the reject file " + path_ + ": " +
-                std::strerror(errno));
+  const int fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  auto fail = [&](const char* what) {
+    const int e = errno;
+    if (fd >= 0) ::close(fd);
+    throw error("auditpipe ingest: cannot " + std::string(what) + " the reject file " + path_ +
+                ": " + std::strerror(e));
+  };
+  if (fd < 0) fail("open");
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) fail("read");
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  if (size > 0 && S_ISREG(st.st_mode)) {
+    constexpr std::uint64_t window = 16u << 20;
+    const std::uint64_t from = size > window ? size - window : 0;
+    std::string tail(size - from, '\0');
+    std::size_t got = 0;
+    while (got < tail.size()) {
+      const ssize_t n =
+          ::pread(fd, tail.data() + got, tail.size() - got, static_cast<off_t>(from + got));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) fail("read");
+      got += static_cast<std::size_t>(n);
+    }
+    // A last line without its end: cut off by a crash. The rerun rejects
+    // its record again, whole.
+    const std::size_t last_end = tail.rfind('\n');
+    const std::uint64_t whole = last_end == std::string::npos ? from : from + last_end + 1;
+    if (whole < size && (last_end != std::string::npos || from == 0)) {
+      if (::ftruncate(fd, static_cast<off_t>(whole)) != 0) fail("repair");
+      std::fprintf(stderr,
+                   "auditpipe ingest: the reject file %s ended in a line cut off (a crash?): "
+                   "removed; its record is rejected again if it is read again\n",
+                   path_.c_str());
+    }
+    // Keys of the whole lines: {"file":"F","line":N,"offset":O,...
+    std::size_t at = from == 0 ? 0 : tail.find('\n') + 1;
+    const std::size_t end = last_end == std::string::npos ? 0 : last_end + 1;
+    static constexpr std::string_view head = "{\"file\":\"";
+    static constexpr std::string_view offset_field = ",\"offset\":";
+    while (at < end) {
+      const std::size_t eol = tail.find('\n', at);
+      const std::string_view line(tail.data() + at, eol - at);
+      at = eol + 1;
+      if (!line.starts_with(head)) continue;
+      const std::size_t file_end = line.find("\",\"line\":", head.size());
+      const std::size_t off = line.find(offset_field);
+      if (file_end == std::string_view::npos || off == std::string_view::npos) continue;
+      std::string key(line.substr(head.size(), file_end - head.size()));
+      key += '\n';
+      for (std::size_t i = off + offset_field.size();
+           i < line.size() && line[i] >= '0' && line[i] <= '9'; ++i)
+        key += line[i];
+      held_.insert(std::move(key));
+    }
+  }
+  file_ = ::fdopen(fd, "a");
+  if (file_ == nullptr) fail("open");
 }
 
 RejectFile::~RejectFile() {
@@ -83,9 +138,16 @@ void RejectFile::add(std::string_view file, std::uint64_t line, std::uint64_t of
   const bool cut = text.size() > max_text_bytes_;
   if (cut) text = text.substr(0, utf8_prefix_length(text, max_text_bytes_));
   std::lock_guard lock(mutex_);
+  ++count_;
   line_.clear();
   line_ += "{\"file\":\"";
   append_json_escaped(line_, file);
+  if (!held_.empty()) {
+    key_.assign(line_, 9);  // after {"file":"
+    key_ += '\n';
+    key_ += std::to_string(offset);
+    if (held_.count(key_) > 0) return;  // written by a run that was killed
+  }
   line_ += "\",\"line\":";
   line_ += std::to_string(line);
   line_ += ",\"offset\":";
@@ -98,7 +160,6 @@ void RejectFile::add(std::string_view file, std::uint64_t line, std::uint64_t of
   if (std::fwrite(line_.data(), 1, line_.size(), file_) != line_.size())
     throw error("auditpipe ingest: cannot write the reject file " + path_ + ": " +
                 std::strerror(errno));
-  ++count_;
 }
 
 void RejectFile::sync() {

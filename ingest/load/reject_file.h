@@ -3,6 +3,13 @@
 // "reason": ..., "text": ...} (text cut to max_text_bytes, invalid UTF-8
 // escaped as \u00XX so the file itself is valid JSON lines).
 //
+// A load killed (kill -9, a crash) leaves what it rejected after its last
+// checkpoint in the file, and often a last line cut off mid-way (stdio
+// writes whole buffers); the rerun reads those lines again. So opening an
+// existing file removes a cut-off last line, and add() does not write again
+// a record whose (file, offset) the file's last 16 MiB hold: a checkpoint
+// comes at least every few seconds, so that covers what a rerun repeats.
+//
 // Who may call: the loader's reader threads (add), its checkpoint thread
 // (sync, before a checkpoint covers the rejected lines).
 //
@@ -12,6 +19,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -19,7 +27,8 @@ namespace auditpipe::ingest {
 
 class RejectFile {
  public:
-  /// Opens `path` for appending (created if missing). Throws auditpipe::error.
+  /// Opens `path` for appending (created if missing); see the file's comment
+  /// for what it reads of an existing one. Throws auditpipe::error.
   explicit RejectFile(std::string path, std::size_t max_text_bytes = 4096);
   /// Closes it; a file this object created and never wrote to is removed
   /// (a clean load leaves no empty reject file behind).
@@ -27,7 +36,7 @@ class RejectFile {
   RejectFile(const RejectFile&) = delete;
   RejectFile& operator=(const RejectFile&) = delete;
 
-  /// Appends one rejected record.
+  /// Appends one rejected record, unless the file has it already (above).
   void add(std::string_view file, std::uint64_t line, std::uint64_t offset, std::string_view reason,
            std::string_view text);
   /// Everything added so far is on disk (fflush + fsync). Throws auditpipe::error.
@@ -45,6 +54,9 @@ class RejectFile {
   bool created_ = false;  ///< the file did not exist before
   std::uint64_t count_ = 0;
   std::string line_;  ///< reused: no allocation per reject in steady state
+  /// (file as escaped, '\n', offset) of the records the file held at open
+  std::set<std::string> held_;
+  std::string key_;  ///< reused
 };
 
 /// `text` as a JSON string's contents (no quotes), appended to `out`:

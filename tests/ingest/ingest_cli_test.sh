@@ -199,7 +199,8 @@ case $case in
     ;;
 
   kill9|interrupt)
-    jsonl 600000 > big.jsonl
+    # Every 1000th line is not JSON: the stopped run has rejected some.
+    jsonl 600000 | awk 'NR % 1000 == 0 { print "not json " NR; next } { print }' > big.jsonl
     # The command itself in the background (not a function's subshell), so
     # that the signal reaches it.
     "$bin" ingest "${common[@]}" --quiet --batch-size 500 "$url" big.jsonl & pid=$!
@@ -213,10 +214,16 @@ case $case in
     set +e; wait $pid; rc=$?; set -e
     [ "$case" = interrupt ] && expect_eq "$rc" 130 "exit status after Ctrl-C"
     partial=$(count)
-    [ "$partial" -lt 600000 ] || fail "the load finished before it was stopped ($partial rows)"
-    ingest --quiet "$url" big.jsonl || fail "rerun exited $?"
-    expect_eq "$(count)" 600000 "rows after the rerun"
+    [ "$partial" -lt 599400 ] || fail "the load finished before it was stopped ($partial rows)"
+    set +e; ingest --quiet "$url" big.jsonl; rc=$?; set -e
+    expect_eq "$rc" 3 "rerun's exit status (lines rejected)"
+    expect_eq "$(count)" 599400 "rows after the rerun"
     no_duplicates
+    # The reject file: each bad line once, every line whole, whatever the
+    # stopped run had written of it.
+    expect_eq "$(wc -l < rejects.jsonl)" 600 "lines in the reject file"
+    expect_eq "$(grep -c '^{"file":.*"}$' rejects.jsonl)" 600 "whole lines in the reject file"
+    expect_eq "$(grep -o '"offset":[0-9]*' rejects.jsonl | sort -u | wc -l)" 600 "distinct rejected offsets"
     ;;
 
   follow|copytruncate)
