@@ -77,7 +77,8 @@ EXACTLY ONCE
 FOLLOW
   --follow keeps reading a plain file as it grows. A rotated file (renamed
   away, or truncated in place) is read to its end and the new file loaded from
-  its start. Ctrl-C or SIGTERM drains, checkpoints and exits 0.
+  its start; the end of a file truncated in place is read from its copy
+  (the newest app.log.1, app.log-DATE, ... that begins as it did). Ctrl-C or SIGTERM drains, checkpoints and exits 0.
 
 EXIT STATUS
   0    every record stored, none rejected

@@ -155,6 +155,8 @@ class Load {
 
  private:
   void leave_columns_to_database();
+  bool still_starts_like(int fd, InputState& input);
+  void read_rotated_copy(InputState& input, RowMapper& mapper, std::uint64_t& source_id);
   void read_inputs();
   void read_input(InputState& input);
   // One pass over the input from its position: false when there is nothing
@@ -587,6 +589,67 @@ void Load::leave_columns_to_database() {
   schema_.emplace(std::string(schema_->table()), std::move(kept));
 }
 
+// Whether the followed file (open as `fd`) still begins with the bytes it
+// was identified by.
+bool Load::still_starts_like(int fd, InputState& input) {
+  std::string prefix(identity_prefix_bytes, '\0');
+  const ssize_t n = ::pread(fd, prefix.data(), prefix.size(), 0);
+  if (n < 0) return true;  // unreadable now: the next pass says why
+  prefix.resize(static_cast<std::size_t>(n));
+  std::lock_guard lock(input.mutex);
+  return !input.identified || starts_like(prefix, input.saved, input.grown.bytes, input.grown.id);
+}
+
+// copytruncate copies the log, then empties it: the lines written after the
+// last pass are only in the copy (app.log.1, app.log-20261204, app.log.1.gz,
+// ...). It is the file beside the log whose name begins with the log's,
+// whose first bytes are the log's identity and which is longer than what
+// was read: read from there to its end under the same key. Lines written
+// between the copy and the truncation are lost to every reader.
+void Load::read_rotated_copy(InputState& input, RowMapper& mapper, std::uint64_t& source_id) {
+  namespace fs = std::filesystem;
+  const fs::path log(input.path);
+  const std::string base = log.filename().string();
+  std::vector<std::pair<fs::file_time_type, fs::path>> candidates;
+  std::error_code ec;
+  for (const auto& entry :
+       fs::directory_iterator(log.has_parent_path() ? log.parent_path() : fs::path("."), ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() <= base.size() || name.compare(0, base.size(), base) != 0) continue;
+    std::error_code e;
+    if (!entry.is_regular_file(e)) continue;
+    candidates.emplace_back(entry.last_write_time(e), entry.path());
+  }
+  // The newest first: the copy was made just now.
+  std::sort(candidates.begin(), candidates.end(), std::greater<>());
+  if (candidates.size() > 8) candidates.resize(8);
+  std::uint64_t done;
+  {
+    std::lock_guard lock(input.mutex);
+    if (!input.identified) return;
+    done = input.position.bytes_done;
+  }
+  for (const auto& candidate : candidates) {
+    const std::string path = candidate.second.string();
+    try {
+      ReplaySource copy(open_byte_source(path), identity_prefix_bytes);
+      const auto size = copy.compressed() ? std::nullopt : copy.input_size();
+      if (size && *size <= done) continue;  // nothing beyond what was read
+      {
+        std::lock_guard lock(input.mutex);
+        if (!starts_like(copy.prefix(), input.saved, input.grown.bytes, input.grown.id)) continue;
+      }
+      if (!config_.quiet)
+        std::fprintf(stderr, "auditpipe ingest: %s was truncated; its rest is read from %s\n",
+                     input.path.c_str(), path.c_str());
+      pass(input, path, mapper, source_id);
+      return;
+    } catch (const std::exception&) {
+      // Not readable (being written, compressed meanwhile): the next one.
+    }
+  }
+}
+
 void Load::read_input(InputState& input) {
   // follow: the file is kept open by descriptor, so that a rotated (renamed)
   // file can still be read to its end through /proc/self/fd.
@@ -638,8 +701,12 @@ void Load::read_input(InputState& input) {
         keep_fd = fd;
         open_path = "/proc/self/fd/" + std::to_string(keep_fd);
         restart();
-      } else if (!renamed && static_cast<std::uint64_t>(kept.st_size) < done) {
-        restart();  // truncated in place (copytruncate): a new input from its start
+      } else if (!renamed && (static_cast<std::uint64_t>(kept.st_size) < done ||
+                              !still_starts_like(keep_fd, input))) {
+        // Truncated in place (copytruncate), perhaps written again past
+        // where it was read: what was not read yet is in the copy.
+        read_rotated_copy(input, *mapper, source_id);
+        restart();  // a new input from its start
       }
     }
   } catch (const std::exception& e) {
