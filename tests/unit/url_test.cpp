@@ -60,8 +60,11 @@ TEST(Url, MalformedUrlsNameTheProblemAndHideThePassword) {
   EXPECT_NE(error_of("mysql://u:secret@h1,,h2/db").find("empty entry"), std::string::npos);
   EXPECT_NE(error_of("mysql://u:secret@host/db?%zz=1").find("percent-escape"), std::string::npos);
   EXPECT_NE(error_of("mysql://u:secret@[::1/db").find("'['"), std::string::npos);
+  EXPECT_NE(error_of("mysql://u:secret@host/db?pool_size=2&tls=required&pool_size=8")
+                .find("option 'pool_size' is given twice"),
+            std::string::npos);
   for (const char* bad : {"mysql://u:secret@host:99999/db", "mysql://u:secret@host/db?%zz=1",
-                          "mysql://u:secret@h1,,h2/db"}) {
+                          "mysql://u:secret@h1,,h2/db", "mysql://u:secret@h/db?tls=x&tls=y"}) {
     const std::string message = error_of(bad);
     EXPECT_FALSE(message.empty()) << bad;
     EXPECT_EQ(message.find("secret"), std::string::npos) << message;
@@ -72,6 +75,29 @@ TEST(Url, MalformedUrlsNameTheProblemAndHideThePassword) {
 TEST(Url, RedactedNeverShowsThePassword) {
   const auto u = parse_url("postgresql://app:hunter2@localhost:5432/audit?sslmode=require");
   EXPECT_EQ(u.redacted(), "postgresql://app:***@localhost:5432/audit?sslmode=require");
+}
+
+// The pool options of `text`, checked together.
+std::string pool_error_of(const char* text) {
+  const auto u = parse_url(text);
+  auditpipe::ConnectionPoolOptions pool;
+  std::optional<std::size_t> pool_size;
+  for (const auto& [key, value] : u.query)
+    auditpipe::apply_pool_option(u, key, value, pool, pool_size);
+  try {
+    auditpipe::check_pool_options(u, pool, pool_size);
+  } catch (const auditpipe::error& e) {
+    return e.what();
+  }
+  return {};
+}
+
+TEST(Url, MinIdleAbovePoolSizeIsRefused) {
+  const std::string m = pool_error_of("mysql://u:secret@h/db?pool_size=2&min_idle=5");
+  EXPECT_NE(m.find("min_idle=5 is more than pool_size=2"), std::string::npos) << m;
+  EXPECT_EQ(m.find("secret"), std::string::npos) << m;
+  EXPECT_EQ(pool_error_of("mysql://u:secret@h/db?pool_size=5&min_idle=5"), "");
+  EXPECT_EQ(pool_error_of("mysql://u:secret@h/db?min_idle=5"), "");  // the sink sizes the pool
 }
 
 TEST(Url, UnknownOptionsAreRefusedByName) {

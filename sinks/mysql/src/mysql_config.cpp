@@ -105,6 +105,7 @@ MysqlConfig parse_mysql_url(std::string_view text) {
       apply_pool_option(url, key, value, c.sink.pool, c.sink.pool_size);
     }
   }
+  check_pool_options(url, c.sink.pool, c.sink.pool_size);
   if ((c.tls == TlsMode::verify_ca || c.tls == TlsMode::verify_identity) && c.tls_ca.empty()) {
     bad(url,
         "tls=" + std::string(tls_mode_names[static_cast<int>(c.tls)]) + " needs tls_ca=<file>");

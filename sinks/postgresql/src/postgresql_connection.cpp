@@ -130,6 +130,7 @@ PostgresqlConfig parse_postgresql_url(std::string_view text) {
       apply_pool_option(url, key, value, c.sink.pool, c.sink.pool_size);
     }
   }
+  check_pool_options(url, c.sink.pool, c.sink.pool_size);
   set("connect_timeout", connect_timeout);
   set("target_session_attrs", target_session_attrs);
   set("application_name", application_name);

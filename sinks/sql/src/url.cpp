@@ -263,9 +263,13 @@ std::vector<std::pair<std::string, std::string>> parse_query(std::string_view te
     if (!item.empty()) {
       const auto eq = item.find('=');
       if (eq == 0) throw error("query option without a name");
-      out.emplace_back(
-          percent_decode(item.substr(0, eq)),
-          eq == std::string_view::npos ? std::string() : percent_decode(item.substr(eq + 1)));
+      std::string key = percent_decode(item.substr(0, eq));
+      // Which of two values was meant is a guess: refused, not the last taken.
+      for (const auto& earlier : out)
+        if (earlier.first == key) throw error("option '" + key + "' is given twice");
+      out.emplace_back(std::move(key), eq == std::string_view::npos
+                                           ? std::string()
+                                           : percent_decode(item.substr(eq + 1)));
     }
     begin = end + 1;
   }
@@ -402,6 +406,15 @@ bool apply_pool_option(const Url& url, std::string_view key, std::string_view va
   else
     return false;
   return true;
+}
+
+void check_pool_options(const Url& url, const ConnectionPoolOptions& pool,
+                        std::optional<std::size_t> pool_size) {
+  if (pool_size && pool.min_idle && *pool.min_idle > *pool_size) {
+    throw error(url.masked(
+        "auditpipe: bad URL '" + url.redacted() + "': min_idle=" + std::to_string(*pool.min_idle) +
+        " is more than pool_size=" + std::to_string(*pool_size) + ", the most the pool opens"));
+  }
 }
 
 void require_known_options(const Url& url, std::initializer_list<std::string_view> known,

@@ -44,7 +44,7 @@ struct AUDITPIPE_EXPORT Url {
   std::string path;                                        ///< without the leading '/'
   std::vector<std::pair<std::string, std::string>> query;  ///< in the order given
 
-  /// The value of a query option, if given (the last one wins).
+  /// The value of a query option, if given (parse_url refuses one given twice).
   std::optional<std::string> option(std::string_view key) const;
   /// The URL as text with the password and secret options (`password=`,
   /// `token=`...) replaced by "***", and so every other place where they
@@ -97,6 +97,7 @@ AUDITPIPE_EXPORT std::string redact_url(std::string_view text);
 AUDITPIPE_EXPORT std::string hide_secret(std::string text, std::string_view secret);
 
 /// Parses `key=value&key2=value2` (percent-decoded), as in a URL's query.
+/// Throws auditpipe::error for an option without a name or given twice.
 AUDITPIPE_EXPORT std::vector<std::pair<std::string, std::string>> parse_query(
     std::string_view text);
 
@@ -137,5 +138,11 @@ inline constexpr std::string_view migrate_names[] = {"none", "add_columns"};
 AUDITPIPE_EXPORT bool apply_pool_option(const Url& url, std::string_view key,
                                         std::string_view value, ConnectionPoolOptions& pool,
                                         std::optional<std::size_t>& pool_size);
+
+/// After every option is applied: throws auditpipe::error for pool options
+/// that contradict each other (min_idle above pool_size, which the pool
+/// would otherwise lower without a word).
+AUDITPIPE_EXPORT void check_pool_options(const Url& url, const ConnectionPoolOptions& pool,
+                                         std::optional<std::size_t> pool_size);
 
 }  // namespace auditpipe
