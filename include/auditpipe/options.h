@@ -64,7 +64,8 @@ struct AUDITPIPE_EXPORT Options {
   /// The cap of that backoff.
   std::chrono::milliseconds retry_backoff_max{5000};
   /// Base of the source ids this logger stamps (one source per producer
-  /// thread). Unset: random, so restarts and other processes do not collide.
+  /// thread): from 0 to 2^63 - 2^32 - 1. Unset: random, so restarts and other
+  /// processes do not collide.
   /// A durable pool's file is made with it (random if unset) and keeps it:
   /// a restart on an existing file continues that file's sources, and a
   /// different value here is warned of and not used.

@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -62,6 +63,16 @@ Options resolve(const TableDescriptor& table, const Sink* sink, Options o) {
   }
   if (o.overflow == Overflow::spill && o.spill_path.empty()) {
     fail("overflow = spill needs a spill_path (a directory for the records that do not fit)");
+  }
+  // Source ids are base + the thread's index: room for 2^32 threads, and no
+  // negative id (a seal's ranges write "source:first-last").
+  constexpr std::int64_t source_room = std::int64_t{1} << 32;
+  if (o.source_id_base &&
+      (*o.source_id_base < 0 ||
+       *o.source_id_base > std::numeric_limits<std::int64_t>::max() - source_room)) {
+    fail("source_id_base (" + std::to_string(*o.source_id_base) +
+         ") must be from 0 to 2^63 - 2^32 - 1 " +
+         "(ids are the base plus each producer thread's index)");
   }
   if (o.summary_interval.count() < 0) fail("summary_interval must not be negative");
   if (o.health_down_after.count() <= 0) fail("health_down_after must be positive");

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <set>
 #include <thread>
@@ -500,6 +501,17 @@ TEST(Logger, InvalidOptionsAreRefusedWithAReason) {
     EXPECT_NE(std::string(e.what()).find("batch_size"), std::string::npos) << e.what();
   }
   EXPECT_THROW(auditpipe::Logger<AuditRow>(nullptr), auditpipe::error);
+  // A base whose ids would overflow, or be negative.
+  for (const std::int64_t base : {std::numeric_limits<std::int64_t>::max() - 5, std::int64_t{-1}}) {
+    Options b;
+    b.source_id_base = base;
+    try {
+      auditpipe::Logger<AuditRow> logger(std::make_shared<CollectingSink>(), b);
+      FAIL() << "expected auditpipe::error for " << base;
+    } catch (const auditpipe::error& e) {
+      EXPECT_NE(std::string(e.what()).find("source_id_base"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(Logger, ASinkThatCannotOpenFailsConstruction) {
