@@ -62,6 +62,16 @@ bool Spill::open_next_segment() {
     if (segments.empty()) return false;
   }
   reader_path_ = segments.front();
+  // Shorter than its header: a crash as the segment was made, before any
+  // record (records follow the header). Nothing to replay, nothing damaged.
+  if (std::error_code ec;
+      std::filesystem::file_size(reader_path_, ec) < segment_header_size && !ec) {
+    diagnostics()->info(
+        "auditpipe: spill segment {} holds no record (a crash as it was made): removed",
+        reader_path_.string());
+    writer_.remove(reader_path_);
+    return true;
+  }
   try {
     reader_ = std::make_unique<SpillReader>(reader_path_, writer_.codec());
   } catch (const std::exception& e) {

@@ -4,12 +4,14 @@
 // left by an older auditpipe is replayed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <vector>
 
 #include "durable/spill.h"
+#include "durable/spill_format.h"
 #include "spill_test_rows.h"
 #include "temp_dir.h"
 
@@ -137,6 +139,37 @@ TEST(Spill, DamageLeavesTheCountWhenItsSegmentIsDone) {
   EXPECT_EQ(seqs.size(), 9u);
   EXPECT_EQ(f.spill.records(), 0u);
   EXPECT_EQ(f.counters.spill_damaged_regions.load(), 1u);
+}
+
+// A segment a crash left shorter than its header (made, nothing written
+// yet) holds no record: removed without a word of damage.
+TEST(Spill, ASegmentShorterThanItsHeaderIsRemovedNotSetAside) {
+  TempDir dir;
+  {
+    Fixture f(dir.path() / "spill");
+    for (std::int64_t i = 0; i < 10; ++i) {
+      WideRow r = spill_test::typical_wide_row(i);
+      ASSERT_TRUE(f.spill.append_overflow(1, i, reinterpret_cast<std::byte*>(&r)));
+    }
+  }
+  std::uint64_t newest = 0;
+  for (const auto& e : fs::directory_iterator(dir.path() / "spill")) {
+    const std::string name = e.path().filename().string();  // spill-<16 digits>.seg
+    if (name.size() == 26)
+      newest = std::max<std::uint64_t>(newest, std::stoull(name.substr(6, 16)));
+  }
+  for (const std::uint64_t extra : {newest + 1, newest + 2}) {
+    std::ofstream(dir.path() / "spill" / auditpipe::internal::segment_name(extra), std::ios::binary)
+        << std::string(extra == newest + 1 ? 0 : 20, 'x');
+  }
+  Fixture f(dir.path() / "spill");
+  const auto seqs = replay_all(f.spill);
+  EXPECT_EQ(seqs.size(), 10u);
+  EXPECT_EQ(f.counters.spill_bad_segments.load(), 0u);
+  for (const auto& e : fs::directory_iterator(dir.path() / "spill"))
+    EXPECT_EQ(e.path().extension(), ".seg") << e.path() << " was set aside";
+  EXPECT_FALSE(fs::exists(dir.path() / "spill" / auditpipe::internal::segment_name(newest + 1)));
+  EXPECT_FALSE(fs::exists(dir.path() / "spill" / auditpipe::internal::segment_name(newest + 2)));
 }
 
 }  // namespace
