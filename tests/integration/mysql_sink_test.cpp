@@ -16,7 +16,10 @@
 #include <vector>
 
 #include "audit_row.h"
+#include "auditpipe/dynamic_logger.h"
 #include "auditpipe/logger.h"
+#include "auditpipe/schema.h"
+#include "captured_warnings.h"
 #include "mysql_probe.h"
 
 namespace {
@@ -459,6 +462,34 @@ TEST(MysqlSink, AnExistingColumnOfTheWrongTypeIsRefusedAtStart) {
   EXPECT_NE(e.find("at is datetime"), std::string::npos) << e;
   make_table("BIGINT", "DATETIME(6)");
   EXPECT_EQ(open_error(mysql_url_with("")), "");
+}
+
+// A text column narrower than the records' text is warned of at start, in
+// the column's own unit: MySQL's TEXT types hold bytes (TINYTEXT 255),
+// VARCHAR(n) characters.
+TEST(MysqlSink, ANarrowTextColumnIsWarnedOfInItsOwnUnit) {
+  MysqlProbe probe;
+  probe.exec("DROP TABLE IF EXISTS narrow_text");
+  probe.exec(
+      "CREATE TABLE narrow_text (source_id BIGINT NOT NULL, seq BIGINT NOT NULL, "
+      "note TINYTEXT NOT NULL, tag VARCHAR(100) NOT NULL, PRIMARY KEY (source_id, seq)) "
+      "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4");
+  testing_support::CapturedWarnings warnings;
+  {
+    auditpipe::Schema schema(
+        "narrow_text", {{.name = "note", .max_length = 1000}, {.name = "tag", .max_length = 400}});
+    auditpipe::DynamicLogger logger(schema, auditpipe::mysql::open(mysql_url_with("")));
+  }
+  const std::string w = warnings.text();
+  EXPECT_NE(
+      w.find("narrow_text.note (tinytext) holds 255 bytes but records carry up to 1000 bytes"),
+      std::string::npos)
+      << w;
+  EXPECT_NE(w.find("narrow_text.tag (varchar(100)) holds 100 characters but records carry up to "
+                   "400 bytes"),
+            std::string::npos)
+      << w;
+  probe.exec("DROP TABLE narrow_text");
 }
 
 }  // namespace

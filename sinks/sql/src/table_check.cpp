@@ -194,12 +194,16 @@ void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const Sq
                 "members not nullable");
   }
   for (const Column& col : table.columns) {
-    const std::uint64_t length = present[name_key(col.name)].characters;
+    const Present& p = present[name_key(col.name)];
+    const std::uint64_t length = p.characters;
     if (col.type == ColumnType::text && length != 0 && length < col.max_length) {
+      // MySQL's TEXT types are sized in bytes (TINYTEXT: 255), VARCHAR(n)
+      // and the others' character types in characters.
+      const bool bytes = p.type.find("text") != std::string::npos;
       diagnostics()->warn(
-          "auditpipe: column {}.{} holds {} characters but records carry up to {} "
+          "auditpipe: column {}.{} ({}) holds {} {} but records carry up to {} "
           "bytes; longer values will be refused by the server",
-          name, col.name, length, col.max_length);
+          name, col.name, p.declared, length, bytes ? "bytes" : "characters", col.max_length);
     }
   }
 
