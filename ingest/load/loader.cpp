@@ -555,7 +555,9 @@ void Load::leave_columns_to_database() {
   if (std::none_of(columns.begin(), columns.end(),
                    [&](const ColumnSpec& c) { return c.filled_by_database && !named(c.name); }))
     return;
-  std::set<std::string> fields;  // lower-cased: a CSV header matches either case
+  // JSON keys match a column's name exactly, CSV header names in either case
+  // (as RowMapper reads them).
+  std::set<std::string> json_keys, csv_names;
   for (auto& in : inputs_) {
     try {
       struct stat st {};
@@ -564,7 +566,8 @@ void Load::leave_columns_to_database() {
       auto source = std::make_unique<ReplaySource>(open_byte_source(in->path), lookahead_bytes);
       for (const std::string& f :
            surveyed_fields(source->prefix(), in->format, config_.max_record_bytes))
-        fields.insert(lower_ascii(f));
+        (in->format == Format::jsonl ? json_keys : csv_names)
+            .insert(in->format == Format::jsonl ? f : lower_ascii(f));
       if (!reopenable) in->opened = std::move(source);
     } catch (const std::exception&) {
       // Not readable now: its reader says why, when it tries.
@@ -572,7 +575,8 @@ void Load::leave_columns_to_database() {
   }
   std::vector<ColumnSpec> kept;
   for (ColumnSpec& c : columns) {
-    if (!c.filled_by_database || named(c.name) || fields.count(lower_ascii(c.name)) > 0) {
+    if (!c.filled_by_database || named(c.name) || json_keys.count(c.name) > 0 ||
+        csv_names.count(lower_ascii(c.name)) > 0) {
       kept.push_back(std::move(c));
       continue;
     }
