@@ -466,18 +466,20 @@ TEST(MysqlSink, AnExistingColumnOfTheWrongTypeIsRefusedAtStart) {
 
 // A text column narrower than the records' text is warned of at start, in
 // the column's own unit: MySQL's TEXT types hold bytes (TINYTEXT 255),
-// VARCHAR(n) characters.
-TEST(MysqlSink, ANarrowTextColumnIsWarnedOfInItsOwnUnit) {
+// VARCHAR(n) characters; and so is one in a character set other than utf8mb4.
+TEST(MysqlSink, ANarrowOrLatin1TextColumnIsWarnedOf) {
   MysqlProbe probe;
   probe.exec("DROP TABLE IF EXISTS narrow_text");
   probe.exec(
       "CREATE TABLE narrow_text (source_id BIGINT NOT NULL, seq BIGINT NOT NULL, "
-      "note TINYTEXT NOT NULL, tag VARCHAR(100) NOT NULL, PRIMARY KEY (source_id, seq)) "
+      "note TINYTEXT NOT NULL, tag VARCHAR(100) NOT NULL, legacy VARCHAR(500) CHARACTER SET "
+      "latin1 NOT NULL, PRIMARY KEY (source_id, seq)) "
       "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4");
   testing_support::CapturedWarnings warnings;
   {
-    auditpipe::Schema schema(
-        "narrow_text", {{.name = "note", .max_length = 1000}, {.name = "tag", .max_length = 400}});
+    auditpipe::Schema schema("narrow_text", {{.name = "note", .max_length = 1000},
+                                             {.name = "tag", .max_length = 400},
+                                             {.name = "legacy", .max_length = 100}});
     auditpipe::DynamicLogger logger(schema, auditpipe::mysql::open(mysql_url_with("")));
   }
   const std::string w = warnings.text();
@@ -489,6 +491,8 @@ TEST(MysqlSink, ANarrowTextColumnIsWarnedOfInItsOwnUnit) {
                    "400 bytes"),
             std::string::npos)
       << w;
+  EXPECT_NE(w.find("narrow_text.legacy is in character set latin1"), std::string::npos) << w;
+  EXPECT_EQ(w.find("narrow_text.note is in character set"), std::string::npos) << w;
   probe.exec("DROP TABLE narrow_text");
 }
 

@@ -167,7 +167,8 @@ const SqlDialect mysql_dialect{
         "IF(COLUMN_TYPE LIKE '%unsigned%', ' unsigned', ''), IF(DATA_TYPE IN ('datetime', "
         "'timestamp', 'time'), CONCAT('(', DATETIME_PRECISION, ')'), '')), COLUMN_TYPE, "
         "IF(IS_NULLABLE = 'YES', '1', '0'), IF(IS_NULLABLE = 'NO' AND COLUMN_DEFAULT IS NULL AND "
-        "EXTRA NOT LIKE '%auto_increment%' AND IS_GENERATED = 'NEVER', '1', '0') "
+        "EXTRA NOT LIKE '%auto_increment%' AND IS_GENERATED = 'NEVER', '1', '0'), "
+        "COALESCE(CHARACTER_SET_NAME, '') "
         "FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?",
     .unique_keys_query =
         "SELECT INDEX_NAME, LOWER(COLUMN_NAME) FROM information_schema.STATISTICS "

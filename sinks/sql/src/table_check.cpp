@@ -85,14 +85,15 @@ void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const Sq
     std::string declared;          // as the table declares it
     bool takes_null = true;        // no NOT NULL
     bool needs_value = false;      // an insert that leaves it out fails
+    std::string charset;           // where the catalog says (MySQL), else empty
   };
   std::map<std::string, Present> present;  // by name_key
   auto read_present = [&] {
     present.clear();
     for (const auto& row : existing) {
-      present[row.at(0)] = {std::stoull(row.at(1)), row.size() > 2 ? row[2] : "",
-                            row.size() > 3 ? row[3] : "", row.size() <= 4 || row[4] != "0",
-                            row.size() > 5 && row[5] == "1"};
+      present[row.at(0)] = {std::stoull(row.at(1)),          row.size() > 2 ? row[2] : "",
+                            row.size() > 3 ? row[3] : "",    row.size() <= 4 || row[4] != "0",
+                            row.size() > 5 && row[5] == "1", row.size() > 6 ? row[6] : ""};
     }
   };
   read_present();
@@ -204,6 +205,15 @@ void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const Sq
           "auditpipe: column {}.{} ({}) holds {} {} but records carry up to {} "
           "bytes; longer values will be refused by the server",
           name, col.name, p.declared, length, bytes ? "bytes" : "characters", col.max_length);
+    }
+    // Text arrives as UTF-8; a column of another character set cannot hold
+    // all of it (utf8mb3: no four-byte characters such as emoji).
+    if (col.type == ColumnType::text && !p.charset.empty() && p.charset != "utf8mb4") {
+      diagnostics()->warn(
+          "auditpipe: column {}.{} is in character set {}: text it cannot hold is refused by "
+          "the server in strict mode (the record goes to the dead letters) or stored as '?' "
+          "otherwise; utf8mb4 holds every character",
+          name, col.name, p.charset);
     }
   }
 

@@ -122,7 +122,8 @@ struct AUDITPIPE_EXPORT SqlDialect {
   /// (name, lower-cased unless exact_column_names; characters a text column holds or 0, type as
   /// accepted_types names it, type as declared, "1" if it takes NULL else
   /// "0", "1" if an insert that leaves it out fails, i.e. NOT NULL without a
-  /// default, an identity, auto-increment or generated value, else "0") per
+  /// default, an identity, auto-increment or generated value, else "0"; and,
+  /// optionally, the column's character set, empty where none applies) per
   /// column, none if there is no such table.
   std::string_view catalog_parameter = "?";
   /// The schema the table is looked for in (an SQL expression).
