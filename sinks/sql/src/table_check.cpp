@@ -211,8 +211,8 @@ void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const Sq
     if (col.type == ColumnType::text && !p.charset.empty() && p.charset != "utf8mb4") {
       diagnostics()->warn(
           "auditpipe: column {}.{} is in character set {}: text it cannot hold is refused by "
-          "the server in strict mode (the record goes to the dead letters) or stored as '?' "
-          "otherwise; utf8mb4 holds every character",
+          "the server (the record goes to the dead letters) or, where a server's mode allows, "
+          "stored converted; utf8mb4 holds every character",
           name, col.name, p.charset);
     }
   }
