@@ -16,7 +16,9 @@ std::set<std::string> surveyed_fields(std::string_view prefix, Format format,
   RecordReader reader(*source, format, max_record_bytes);
   RawRecord raw;
   simdjson::dom::parser parser;
-  while (reader.next(raw)) {
+  // An incomplete record is the prefix's cut-off end (returned again on
+  // every call): the survey stops there.
+  while (reader.next(raw) && raw.kind != RawRecord::Kind::incomplete) {
     if (raw.kind != RawRecord::Kind::record) continue;
     if (format != Format::jsonl) {
       for (std::string& name : RowMapper::header_names(raw, format)) names.insert(std::move(name));

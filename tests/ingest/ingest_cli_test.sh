@@ -300,7 +300,7 @@ case $case in
                  ts TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP,
                  g INTEGER GENERATED ALWAYS AS (n * 2) STORED, UNIQUE (source_id, seq)) STRICT" ;;
       mysql) q "CREATE TABLE $table (id BIGINT AUTO_INCREMENT PRIMARY KEY,
-                source_id BIGINT NOT NULL, seq BIGINT NOT NULL, user VARCHAR(20) NOT NULL,
+                source_id BIGINT NOT NULL, seq BIGINT NOT NULL, user VARCHAR(100) NOT NULL,
                 n INT NOT NULL, ts DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
                 g INT AS (n * 2) VIRTUAL, UNIQUE (source_id, seq))" ;;
       postgresql) q "CREATE TABLE $table (id bigint GENERATED ALWAYS AS IDENTITY,
@@ -312,7 +312,8 @@ case $case in
     u=user
     [ "$backend" = postgresql ] && u='"user"'
     # Lines without ts (more than the 64 KiB looked ahead), then 3 with it.
-    awk 'BEGIN { for (i = 0; i < 4000; i++) printf "{\"user\":\"a%d\",\"n\":%d}\n", i, i
+    # (Lines of uneven length: the look-ahead ends inside one.)
+    awk 'BEGIN { for (i = 0; i < 4000; i++) printf "{\"user\":\"a%d %s\",\"n\":%d}\n", i, substr("xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", 1, i % 61), i
                  for (i = 0; i < 3; i++) printf "{\"user\":\"b%d\",\"n\":%d,\"ts\":\"2026-02-01T00:00:00Z\"}\n", i, i }' > late.jsonl
     set +e
     out=$("$bin" ingest --table $table --reject-file rejects.jsonl "$url" late.jsonl 2>&1); rc=$?
