@@ -301,23 +301,16 @@ TEST(Fault, TheApplicationKilledRepeatedlyWhileSpillingLosesNothing) {
   constexpr std::int64_t per_run = 200000;  // then the child idles: the spill stays small
   const std::string url = testing_support::mysql_test_url();
   for (int k = 0; k < runs; ++k) {
-    int fds[2];
-    ASSERT_EQ(::pipe(fds), 0);
-    const std::string child = std::string(AUDITPIPE_BINARY_DIR) + "/durable_child";
-    const std::string fd = std::to_string(fds[1]);
-    const std::string records = std::to_string(per_run);
-    const std::string first = std::to_string(k * per_run);
-    char* args[] = {const_cast<char*>(child.c_str()),     const_cast<char*>(url.c_str()),
-                    const_cast<char*>(pool_file.c_str()), const_cast<char*>(fd.c_str()),
-                    const_cast<char*>(records.c_str()),   const_cast<char*>(spill_dir.c_str()),
-                    const_cast<char*>(first.c_str()),     nullptr};
-    pid_t pid = 0;
-    ASSERT_EQ(posix_spawn(&pid, child.c_str(), nullptr, nullptr, args, environ), 0);
-    ::close(fds[1]);
+    // (Not a structured binding: clang 14 cannot capture one.)
+    const auto started = testing_support::start_durable_child(
+        url, pool_file, {std::to_string(per_run), spill_dir, std::to_string(k * per_run)});
+    const pid_t pid = started.first;
+    const int report = started.second;
+    ASSERT_NE(pid, 0);
     std::atomic<std::size_t> commits{0};
     std::thread reader([&] {
       std::int64_t id;
-      while (::read(fds[0], &id, sizeof id) == sizeof id) {
+      while (::read(report, &id, sizeof id) == sizeof id) {
         reported.insert(id);
         commits.fetch_add(1, std::memory_order_relaxed);
       }
@@ -332,7 +325,7 @@ TEST(Fault, TheApplicationKilledRepeatedlyWhileSpillingLosesNothing) {
     int status = 0;
     ::waitpid(pid, &status, 0);
     reader.join();
-    ::close(fds[0]);
+    ::close(report);
     EXPECT_TRUE(WIFSIGNALED(status)) << "run " << k << " ended by itself";
   }
   // The children's sessions wait on the lock: end them before it is lifted.

@@ -31,6 +31,8 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "audit_row.h"
 #include "auditpipe/diagnostics.h"
@@ -67,6 +69,34 @@ struct ChildPlan {
   bool restart = true;
 };
 
+// durable_child started with `url`, `pool_file`, then `more` (its
+// arguments after the report descriptor): its pid and the read end of its
+// report pipe, or pid 0 (with a failure added) if it could not start.
+inline std::pair<pid_t, int> start_durable_child(const std::string& url,
+                                                 const std::string& pool_file,
+                                                 const std::vector<std::string>& more) {
+  int fds[2];
+  if (::pipe(fds) != 0) {
+    ADD_FAILURE() << "pipe: " << std::strerror(errno);
+    return {0, -1};
+  }
+  const std::string child = std::string(AUDITPIPE_BINARY_DIR) + "/durable_child";
+  std::vector<std::string> words{child, url, pool_file, std::to_string(fds[1])};
+  words.insert(words.end(), more.begin(), more.end());
+  std::vector<char*> args;
+  for (std::string& w : words) args.push_back(w.data());
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  if (posix_spawn(&pid, child.c_str(), nullptr, nullptr, args.data(), environ) != 0) {
+    ADD_FAILURE() << "cannot start " << child;
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return {0, -1};
+  }
+  ::close(fds[1]);
+  return {pid, fds[0]};
+}
+
 // `Probe`: the test's own client of the server (exec, scalar, rows);
 // `open`: the sink for a URL.
 template <class Probe, class Open>
@@ -79,29 +109,15 @@ KilledRun kill_durable_child(const std::string& url, const std::string& pool_fil
   KilledRun run;
   Probe locker;
   if (lock_at == LockAt::start) locker.exec(lock);
-  int fds[2];
-  if (::pipe(fds) != 0) {
-    ADD_FAILURE() << "pipe: " << std::strerror(errno);
-    return run;
-  }
-  const std::string child = std::string(AUDITPIPE_BINARY_DIR) + "/durable_child";
-  const std::string fd = std::to_string(fds[1]);
-  const std::string records = std::to_string(plan.records);
-  char* args[] = {const_cast<char*>(child.c_str()),     const_cast<char*>(url.c_str()),
-                  const_cast<char*>(pool_file.c_str()), const_cast<char*>(fd.c_str()),
-                  const_cast<char*>(records.c_str()),   nullptr};
-  pid_t pid = 0;
-  if (posix_spawn(&pid, child.c_str(), nullptr, nullptr, args, environ) != 0) {
-    ADD_FAILURE() << "cannot start " << child;
-    ::close(fds[0]);
-    ::close(fds[1]);
-    return run;
-  }
-  ::close(fds[1]);
+  // (Not a structured binding: clang 14 cannot capture one.)
+  const auto child = start_durable_child(url, pool_file, {std::to_string(plan.records)});
+  const pid_t pid = child.first;
+  const int reports = child.second;
+  if (pid == 0) return run;
   std::atomic<std::size_t> commits{0};
   std::thread reader([&] {
     std::int64_t id;
-    while (::read(fds[0], &id, sizeof id) == sizeof id) {
+    while (::read(reports, &id, sizeof id) == sizeof id) {
       run.reported.insert(id);
       commits.fetch_add(1, std::memory_order_relaxed);
     }
@@ -125,7 +141,7 @@ KilledRun kill_durable_child(const std::string& url, const std::string& pool_fil
   ::kill(pid, SIGKILL);
   ::waitpid(pid, &run.status, 0);
   reader.join();
-  ::close(fds[0]);
+  ::close(reports);
   if (end_sessions) end_sessions(locker);
   locker.exec(unlock);
   // (Not while the lock is held: a read of a locked table may wait for it.)
