@@ -78,6 +78,9 @@ struct Seal {
   std::int64_t sealed_at = 0;
   // What the rows read back give.
   std::optional<seal::RowsDigest> hash;
+  // With a key: the digest a seal recomputed without it (seal=hash) has, to
+  // name such a seal "forged" rather than merely not verifying.
+  std::optional<seal::RowsDigest> plain;
   std::int64_t rows = 0;
   std::vector<std::pair<std::int64_t, std::string>> gaps;  ///< (source_id, "a-b") missing
   std::string row_hashes;  ///< each key's fingerprint, 8 hex digits, in key order
@@ -284,6 +287,10 @@ int VerifyCommand::run() {
     if (anchor_.empty()) anchor_ = in_url.anchor_file;
     const seal::Mode mode = key_file.empty() ? seal::Mode::hash : seal::Mode::hmac;
     const std::string key = key_file.empty() ? std::string() : seal::read_key_file(key_file);
+    const std::string rows_key = key.empty() ? std::string() : seal::rows_key(key);
+    const auto rows_digest = [&] {
+      return rows_key.empty() ? seal::RowsDigest() : seal::RowsDigest(rows_key);
+    };
     const bool has_since = !since_.empty();
     const std::int64_t since_us = has_since ? parse_since(since_) : 0;
     // The anchor, before anything is read: a seal_anchor_file or SEALNO:DIGEST.
@@ -512,8 +519,12 @@ int VerifyCommand::run() {
             s.gaps.push_back({sid, std::to_string(r.last + 1) + "-" + std::to_string(seq - 1)});
           }
           r.last = seq;
-          if (!s.hash) s.hash.emplace();
+          if (!s.hash) s.hash.emplace(rows_digest());
           s.hash->add(enc.bytes());
+          if (mode == seal::Mode::hmac) {
+            if (!s.plain) s.plain.emplace();
+            s.plain->add(enc.bytes());
+          }
           ++s.rows;
         }
         ++rows_read;
@@ -628,9 +639,9 @@ int VerifyCommand::run() {
         expected_no = s.no + 1;
         continue;
       }
-      const std::string rows_digest = s.hash ? s.hash->final_hex() : seal::RowsDigest().final_hex();
       const std::string message =
-          seal::seal_message(s.prev, s.no, s.sealed_at, s.ranges, s.row_count, rows_digest);
+          seal::seal_message(s.prev, s.no, s.sealed_at, s.ranges, s.row_count,
+                             s.hash ? s.hash->final_hex() : rows_digest().final_hex());
       if (s.rows < s.row_count) {
         std::string keys;
         for (std::size_t i = 0; i < s.gaps.size() && i < 10; ++i) {
@@ -655,7 +666,11 @@ int VerifyCommand::run() {
                           " rows more than sealed inside the ranges of " + where);
       } else if (seal::seal_digest(mode, key, message) != s.digest) {
         if (mode == seal::Mode::hmac &&
-            seal::seal_digest(seal::Mode::hash, {}, message) == s.digest) {
+            seal::seal_digest(seal::Mode::hash, {},
+                              seal::seal_message(s.prev, s.no, s.sealed_at, s.ranges, s.row_count,
+                                                 s.plain ? s.plain->final_hex()
+                                                         : seal::RowsDigest().final_hex())) ==
+                s.digest) {
           findings.tampered("forged seal: " + where +
                             " was recomputed without the key (plain SHA-256)");
           ++forged;

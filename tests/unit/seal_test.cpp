@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "auditpipe/status.h"
 
@@ -59,7 +61,7 @@ TEST(Seal, CanonicalBytesAreFixed) {
   EXPECT_EQ(e.bytes(), std::string("\1\0\0\0\0\0\0\0\0", 9));
   // The message commits to every field, in order.
   EXPECT_EQ(seal_message("p", 3, 1764504000000001, "1:0-9", 10, "d"),
-            "auditpipe-seal-v3\np\n3\n1764504000000001\n1:0-9\n10\nd");
+            "auditpipe-seal-v4\np\n3\n1764504000000001\n1:0-9\n10\nd");
   EXPECT_EQ(genesis_digest("t").size(), 64u);
   EXPECT_NE(genesis_digest("t"), genesis_digest("u"));
 }
@@ -75,6 +77,58 @@ TEST(Seal, RowsDigestHashesTheRowsBytesInOrder) {
   swapped.add("ab");
   EXPECT_NE(swapped.final_hex(),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+TEST(Seal, AKeyedRowsDigestIsPoly1305UnderTheDerivedKey) {
+  // RFC 8439, section 2.5.2: Poly1305's test vector.
+  const std::string key(
+      "\x85\xd6\xbe\x78\x57\x55\x6d\x33\x7f\x44\x52\xfe\x42\xd5\x06\xa8"
+      "\x01\x03\x80\x8a\xfb\x0d\xb2\xfd\x4a\xbf\xf6\xaf\x41\x49\xf5\x1b",
+      32);
+  RowsDigest d(key);
+  d.add("Cryptographic Forum ");
+  d.add("Research Group");
+  EXPECT_EQ(d.final_hex(), "a8061dc1305136c6c22b8baf0c0127a9");
+  // HMAC-SHA-256(seal key, "auditpipe-seal-rows-key"), as `openssl dgst
+  // -sha256 -hmac Jefe` gives it.
+  EXPECT_EQ(to_hex(rows_key("Jefe")),
+            "382815498e9a46822299eccfd15e1c30e9177b88891590adb98ee35dc6058e06");
+  EXPECT_THROW(RowsDigest("short"), auditpipe::error);
+}
+
+TEST(Seal, ARowsDigestIsOfTheBytesWhateverTheCalls) {
+  // The writer hashes 64 KiB of rows per call, verify one row per call: both
+  // must give one digest. Rows of uneven length, past several 64 KiB chunks.
+  std::string rows;
+  std::vector<std::size_t> ends;
+  for (int i = 0; i < 3000; ++i) {
+    rows.append(static_cast<std::size_t>(1 + (i * 37) % 251), static_cast<char>('a' + i % 26));
+    ends.push_back(rows.size());
+  }
+  for (const std::string& key : {std::string(), rows_key("k")}) {
+    const auto make = [&] { return key.empty() ? RowsDigest() : RowsDigest(key); };
+    RowsDigest whole = make();
+    whole.add(rows);
+    RowsDigest by_row = make();
+    std::size_t at = 0;
+    for (std::size_t end : ends) {
+      by_row.add(std::string_view(rows).substr(at, end - at));
+      at = end;
+    }
+    RowsDigest by_chunk = make();
+    for (std::size_t i = 0; i < rows.size(); i += 65536) {
+      by_chunk.add(std::string_view(rows).substr(i, 65536));
+    }
+    const std::string expected = whole.final_hex();
+    EXPECT_EQ(by_row.final_hex(), expected) << (key.empty() ? "SHA-256" : "Poly1305");
+    EXPECT_EQ(by_chunk.final_hex(), expected) << (key.empty() ? "SHA-256" : "Poly1305");
+  }
+  // Another key, or none, gives another digest.
+  RowsDigest k1(rows_key("k")), k2(rows_key("l")), plain;
+  for (RowsDigest* d : {&k1, &k2, &plain}) d->add(rows);
+  const std::string a = k1.final_hex(), b = k2.final_hex(), c = plain.final_hex();
+  EXPECT_NE(a, b);
+  EXPECT_NE(a, c.substr(0, a.size()));
 }
 
 TEST(Seal, FingerprintIsCrc32cAsHex) {

@@ -3,6 +3,7 @@
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/params.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "auditpipe/status.h"
@@ -116,6 +118,23 @@ const EVP_MD* sha256() {
   return md;
 }
 
+// Fetched once, as sha256() above.
+EVP_MAC* poly1305() {
+  static EVP_MAC* mac = EVP_MAC_fetch(nullptr, "POLY1305", nullptr);
+  return mac;
+}
+
+std::string hmac_sha256_raw(std::string_view key, std::string_view message) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  if (HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+           reinterpret_cast<const unsigned char*>(message.data()), message.size(), md,
+           &n) == nullptr) {
+    throw error("auditpipe: HMAC-SHA-256 failed (libcrypto)");
+  }
+  return {reinterpret_cast<const char*>(md), n};
+}
+
 }  // namespace
 
 struct Sha256::Impl {
@@ -159,7 +178,7 @@ std::string genesis_digest(std::string_view table) {
 std::string seal_message(std::string_view prev_digest, std::int64_t seal_no, std::int64_t sealed_at,
                          std::string_view ranges, std::int64_t row_count,
                          std::string_view rows_digest_hex) {
-  std::string m = "auditpipe-seal-v3\n";
+  std::string m = "auditpipe-seal-v4\n";
   m += prev_digest;
   m += '\n';
   m += std::to_string(seal_no);
@@ -175,19 +194,57 @@ std::string seal_message(std::string_view prev_digest, std::int64_t seal_no, std
 }
 
 std::string seal_digest(Mode mode, std::string_view key, std::string_view message) {
-  if (mode == Mode::hmac) {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int n = 0;
-    if (HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
-             reinterpret_cast<const unsigned char*>(message.data()), message.size(), md,
-             &n) == nullptr) {
-      throw error("auditpipe: HMAC-SHA-256 failed (libcrypto)");
-    }
-    return to_hex({reinterpret_cast<const char*>(md), n});
-  }
+  if (mode == Mode::hmac) return to_hex(hmac_sha256_raw(key, message));
   Sha256 h;
   h.update(message);
   return h.final_hex();
+}
+
+std::string rows_key(std::string_view seal_key) {
+  return hmac_sha256_raw(seal_key, "auditpipe-seal-rows-key");
+}
+
+struct RowsDigest::Impl {
+  std::optional<Sha256> sha;
+  EVP_MAC_CTX* mac = nullptr;
+  ~Impl() {
+    if (mac != nullptr) EVP_MAC_CTX_free(mac);
+  }
+};
+
+RowsDigest::RowsDigest() : impl_(std::make_unique<Impl>()) {
+  impl_->sha.emplace();
+}
+
+RowsDigest::RowsDigest(std::string_view rows_key) : impl_(std::make_unique<Impl>()) {
+  if (rows_key.size() != 32) throw error("auditpipe: a rows key is 32 bytes (seal::rows_key)");
+  impl_->mac = poly1305() != nullptr ? EVP_MAC_CTX_new(poly1305()) : nullptr;
+  if (impl_->mac == nullptr ||
+      EVP_MAC_init(impl_->mac, reinterpret_cast<const unsigned char*>(rows_key.data()),
+                   rows_key.size(), nullptr) != 1) {
+    throw error("auditpipe: Poly1305 unavailable (libcrypto)");
+  }
+}
+
+RowsDigest::~RowsDigest() = default;
+RowsDigest::RowsDigest(RowsDigest&&) noexcept = default;
+RowsDigest& RowsDigest::operator=(RowsDigest&&) noexcept = default;
+
+void RowsDigest::add(std::string_view row_bytes) {
+  if (impl_->mac != nullptr) {
+    EVP_MAC_update(impl_->mac, reinterpret_cast<const unsigned char*>(row_bytes.data()),
+                   row_bytes.size());
+  } else {
+    impl_->sha->update(row_bytes);
+  }
+}
+
+std::string RowsDigest::final_hex() {
+  if (impl_->mac == nullptr) return impl_->sha->final_hex();
+  unsigned char tag[16];
+  std::size_t n = 0;
+  EVP_MAC_final(impl_->mac, tag, &n, sizeof tag);
+  return to_hex({reinterpret_cast<const char*>(tag), n});
 }
 
 std::uint32_t fingerprint(std::string_view row_bytes) noexcept {

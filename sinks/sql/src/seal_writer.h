@@ -105,6 +105,8 @@ class SealWriter {
   /// stay put (the skeleton runs it beside the batch's statement). Throws
   /// auditpipe::error if libcrypto fails.
   BatchSeal digest(const Batch& batch) const;
+  /// A seal's rows digest of the table's mode: keyed with seal=hmac.
+  seal::RowsDigest rows_digest() const;
 
   /// Queues the seal of a batch `c` just stored. Without a storer thread,
   /// also stores the seals pending, on `c`. Returns its place in the
@@ -225,6 +227,7 @@ class SealWriter {
   /// expect_recovered()'s keys as (source_id, seq), until check_tail() used them.
   std::vector<std::pair<std::int64_t, std::int64_t>> recovered_;
   std::string key_;
+  std::string rows_key_;  ///< seal::rows_key(key_) with seal=hmac, else empty
   /// Where a start keeps its finds until it has sealed them late.
   const UnsealedFinds finds_;
   std::string insert_, read_back_, newest_query_;
