@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
+
 #include <string>
 #include <vector>
 
@@ -142,16 +144,23 @@ TEST(Open, PostgresqlTakesTargetSessionAttrs) {
 #endif
 
 #if defined(AUDITPIPE_TEST_HAVE_MYSQL) && defined(AUDITPIPE_TEST_HAVE_POSTGRESQL)
-// A password that is a word of the accepted form (or a letter of it) is
-// masked in the form too.
+// A password that is a word of the accepted form is masked in the form too;
+// one that is a letter of it ("o") is masked where it stands alone, and
+// the words it is part of are left whole (masking every "o" made the
+// message unreadable, and showed what the password was).
 TEST(Open, TheAcceptedFormNeverShowsThePassword) {
+  const auto is_word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
   for (const char* url :
        {"mariadb://audit:user@db/audit?colour=blue", "postgresql://audit:o@db/audit?colour=blue",
         "postgresql://audit:host@db/audit?port=1"}) {
     const std::string m = open_error(url);
     const std::string password = auditpipe::parse_url(url).password.value();
     EXPECT_NE(m.find("auditpipe: "), std::string::npos) << m;  // refused
-    EXPECT_EQ(m.find(password), std::string::npos) << url << " -> " << m;
+    for (auto at = m.find(password); at != std::string::npos; at = m.find(password, at + 1)) {
+      const std::size_t end = at + password.size();
+      EXPECT_TRUE((at > 0 && is_word(m[at - 1])) || (end < m.size() && is_word(m[end])))
+          << url << " -> " << m;
+    }
   }
 }
 #endif

@@ -72,6 +72,26 @@ TEST(Url, MalformedUrlsNameTheProblemAndHideThePassword) {
   }
 }
 
+// A short password, or one that is a word of the message too, is masked
+// where it stands alone, not inside other words: a password "p" had every
+// "p" of the message masked ("audit***i***e: unknown o***tion"), which also
+// told the reader what it was.
+TEST(Url, AShortPasswordIsMaskedWhereItStandsAloneOnly) {
+  EXPECT_EQ(auditpipe::hide_secret("user p at auditpipe: 'p', p", "p"),
+            "user *** at auditpipe: '***', ***");
+  EXPECT_EQ(auditpipe::hide_secret("postgresql://postgres:postgres@h/db", "postgres"),
+            "postgresql://***:***@h/db");
+  // Where a secret begins (or ends) with other than a letter or digit, what
+  // comes before (or after) it does not matter.
+  EXPECT_EQ(auditpipe::hide_secret("x/S3/x", "/S3/"), "x***x");
+  EXPECT_EQ(auditpipe::hide_secret("xS3/x", "S3/"), "xS3/x");
+  EXPECT_EQ(auditpipe::hide_secret("a/b", "a/b"), "***");
+  const std::string message = error_of("postgresql://u:p@127.0.0.1:x/db");
+  EXPECT_NE(message.find("postgresql://u:***@127.0.0.1:x/db"), std::string::npos) << message;
+  EXPECT_NE(message.find("port 'x'"), std::string::npos) << message;
+  EXPECT_EQ(message.find(":p@"), std::string::npos) << message;
+}
+
 TEST(Url, RedactedNeverShowsThePassword) {
   const auto u = parse_url("postgresql://app:hunter2@localhost:5432/audit?sslmode=require");
   EXPECT_EQ(u.redacted(), "postgresql://app:***@localhost:5432/audit?sslmode=require");

@@ -178,9 +178,21 @@ std::string hide_secret(std::string text, std::string_view secret) {
   // masking it would grow every earlier mask (threefold for "*", again at
   // each message that quotes another), without end.
   if (secret.find_first_not_of('*') == std::string_view::npos) return text;
-  for (auto at = text.find(secret); at != std::string::npos;
-       at = text.find(secret, at + mask.size())) {
+  // Only where it stands on its own: a password "p" (or "postgres") left
+  // every "p" of "auditpipe" (or of "postgresql://") masked, the message
+  // unreadable and the password plain to see from what was missing. A
+  // secret is quoted or delimited wherever a message shows it.
+  const auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  for (auto at = text.find(secret); at != std::string::npos;) {
+    const std::size_t end = at + secret.size();
+    const bool alone = (at == 0 || !word(text[at - 1]) || !word(secret.front())) &&
+                       (end == text.size() || !word(text[end]) || !word(secret.back()));
+    if (!alone) {
+      at = text.find(secret, at + 1);
+      continue;
+    }
     text.replace(at, secret.size(), mask);
+    at = text.find(secret, at + mask.size());
   }
   return text;
 }

@@ -92,8 +92,10 @@ Url with_accepted_form(std::string_view text, Parse parse, std::string_view form
 /// occurrence of those values, raw and percent-decoded.
 AUDITPIPE_EXPORT std::string redact_url(std::string_view text);
 
-/// `text` with every occurrence of `secret` replaced by "***"; a secret that is
-/// empty or only '*' (which the masks themselves spell) is left alone.
+/// `text` with every occurrence of `secret` replaced by "***", where it stands
+/// on its own: not where letters or digits go on from its own first or last
+/// one (a password "p" leaves "auditpipe" whole). A secret that is empty or
+/// only '*' (which the masks themselves spell) is left alone.
 AUDITPIPE_EXPORT std::string hide_secret(std::string text, std::string_view secret);
 
 /// Parses `key=value&key2=value2` (percent-decoded), as in a URL's query.
