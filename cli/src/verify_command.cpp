@@ -639,9 +639,26 @@ int VerifyCommand::run() {
         expected_no = s.no + 1;
         continue;
       }
+      const std::string rows_hex = s.hash ? s.hash->final_hex() : rows_digest().final_hex();
       const std::string message =
-          seal::seal_message(s.prev, s.no, s.sealed_at, s.ranges, s.row_count,
-                             s.hash ? s.hash->final_hex() : rows_digest().final_hex());
+          seal::seal_message(s.prev, s.no, s.sealed_at, s.ranges, s.row_count, rows_hex);
+      // SHA-256 over the rows: seal=hash's rows digest, and every seal's of
+      // the v3 form (made before seal=hmac hashed with Poly1305).
+      std::optional<std::string> plain_hex;
+      const auto plain = [&]() -> const std::string& {
+        if (!plain_hex) {
+          plain_hex = mode == seal::Mode::hash ? rows_hex
+                      : s.plain                ? s.plain->final_hex()
+                                               : seal::RowsDigest().final_hex();
+        }
+        return *plain_hex;
+      };
+      const auto verifies = [&] {
+        return seal::seal_digest(mode, key, message) == s.digest ||
+               seal::seal_digest(mode, key,
+                                 seal::seal_message(s.prev, s.no, s.sealed_at, s.ranges,
+                                                    s.row_count, plain(), 3)) == s.digest;
+      };
       if (s.rows < s.row_count) {
         std::string keys;
         for (std::size_t i = 0; i < s.gaps.size() && i < 10; ++i) {
@@ -664,13 +681,11 @@ int VerifyCommand::run() {
       } else if (s.rows > s.row_count) {
         findings.tampered("inserted: " + std::to_string(s.rows - s.row_count) +
                           " rows more than sealed inside the ranges of " + where);
-      } else if (seal::seal_digest(mode, key, message) != s.digest) {
+      } else if (!verifies()) {
         if (mode == seal::Mode::hmac &&
             seal::seal_digest(seal::Mode::hash, {},
                               seal::seal_message(s.prev, s.no, s.sealed_at, s.ranges, s.row_count,
-                                                 s.plain ? s.plain->final_hex()
-                                                         : seal::RowsDigest().final_hex())) ==
-                s.digest) {
+                                                 plain())) == s.digest) {
           findings.tampered("forged seal: " + where +
                             " was recomputed without the key (plain SHA-256)");
           ++forged;

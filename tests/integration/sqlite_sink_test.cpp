@@ -533,6 +533,44 @@ std::string rows_digest(auditpipe::Database& db, const std::string& ranges) {
 
 }  // namespace
 
+// Seals of the v3 form (before seal=hmac's rows digest became Poly1305: a
+// SHA-256 over the rows, message "auditpipe-seal-v3") still verify, and a
+// row changed under them is still caught. The table's seals are rewritten
+// here into what the earlier form made of the same rows.
+TEST(SqliteSink, SealsOfTheEarlierV3FormStillVerify) {
+  if (std::string(AUDITPIPE_CLI) == "false") GTEST_SKIP() << "built without the tool";
+  TempDir dir;
+  const std::string path = dir.file("v3.db");
+  const std::string key_file = dir.file("seal.key");
+  { std::ofstream(key_file) << "v3 form key"; }
+  ::chmod(key_file.c_str(), 0600);
+  const std::string url = "sqlite://" + path + "?seal=hmac&seal_key_file=" + key_file;
+  write_batches(url, 0, 6);
+  ASSERT_EQ(testing_support::run_verify(url, "audit_log").status, 0);
+  {
+    auto db = auditpipe::Database::connect("sqlite://" + path);
+    std::string prev = auditpipe::seal::genesis_digest("audit_log");
+    const std::vector<StoredSeal> seals = stored_seals(*db, 1);
+    ASSERT_GE(seals.size(), 6u);
+    for (const StoredSeal& s : seals) {
+      const std::string digest = auditpipe::seal::seal_digest(
+          auditpipe::seal::Mode::hmac, "v3 form key",
+          auditpipe::seal::seal_message(prev, s.no, s.sealed_at, s.ranges, s.row_count,
+                                        rows_digest(*db, s.ranges), 3));
+      ASSERT_NE(digest, s.digest);
+      db->execute("UPDATE audit_log_seals SET prev_digest = ?, digest = ? WHERE seal_no = ?",
+                  {prev, digest, std::to_string(s.no)});
+      prev = digest;
+    }
+  }
+  const auto v3 = testing_support::run_verify(url, "audit_log");
+  EXPECT_EQ(v3.status, 0) << v3.out;
+  exec(path, "UPDATE audit_log SET message_id = 999 WHERE message_id = 31");
+  const auto changed = testing_support::run_verify(url, "audit_log");
+  EXPECT_EQ(changed.status, 1) << changed.out;
+  EXPECT_NE(changed.out.find("changed: source_id"), std::string::npos) << changed.out;
+}
+
 // Several writers finish their batches out of order, so a run killed
 // between a batch's statement and its seal can leave that batch unsealed
 // below rows another writer sealed. Left so, verify took those rows for

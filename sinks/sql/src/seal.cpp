@@ -177,8 +177,8 @@ std::string genesis_digest(std::string_view table) {
 
 std::string seal_message(std::string_view prev_digest, std::int64_t seal_no, std::int64_t sealed_at,
                          std::string_view ranges, std::int64_t row_count,
-                         std::string_view rows_digest_hex) {
-  std::string m = "auditpipe-seal-v4\n";
+                         std::string_view rows_digest_hex, int version) {
+  std::string m = "auditpipe-seal-v" + std::to_string(version) + '\n';
   m += prev_digest;
   m += '\n';
   m += std::to_string(seal_no);

@@ -74,10 +74,13 @@ AUDITPIPE_EXPORT std::string unsealed_find_message(std::string_view unsealed_tab
 AUDITPIPE_EXPORT std::string genesis_digest(std::string_view table);
 
 /// What a seal's digest is computed over. `sealed_at` (µs since the epoch)
-/// is in it because `verify --since` chooses seals by it.
+/// is in it because `verify --since` chooses seals by it. `version` 3 is
+/// the form whose rows digest was SHA-256 in both modes (before Poly1305
+/// with seal=hmac); verify still accepts its seals.
 AUDITPIPE_EXPORT std::string seal_message(std::string_view prev_digest, std::int64_t seal_no,
                                           std::int64_t sealed_at, std::string_view ranges,
-                                          std::int64_t row_count, std::string_view rows_digest_hex);
+                                          std::int64_t row_count, std::string_view rows_digest_hex,
+                                          int version = 4);
 
 /// A seal's digest (hex): HMAC-SHA-256(key, message) for Mode::hmac,
 /// SHA-256(message) for Mode::hash.
