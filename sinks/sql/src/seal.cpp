@@ -222,7 +222,9 @@ RowsDigest::RowsDigest(std::string_view rows_key) : impl_(std::make_unique<Impl>
   if (impl_->mac == nullptr ||
       EVP_MAC_init(impl_->mac, reinterpret_cast<const unsigned char*>(rows_key.data()),
                    rows_key.size(), nullptr) != 1) {
-    throw error("auditpipe: Poly1305 unavailable (libcrypto)");
+    throw error(
+        "auditpipe: seal=hmac needs Poly1305 from libcrypto, which its configuration does not "
+        "offer (a FIPS-only provider?); seal=hash needs only SHA-256");
   }
 }
 

@@ -120,6 +120,9 @@ SealWriter::SealWriter(const SqlDialect& dialect, const seal::SealSettings& sett
   if (settings_.mode == seal::Mode::hmac) {
     key_ = seal::read_key_file(seal::key_file_of(settings_));
     rows_key_ = seal::rows_key(key_);
+    // Made once now so that a libcrypto without Poly1305 (a FIPS-only
+    // configuration) refuses the open, not every batch's seal later.
+    (void)seal::RowsDigest(rows_key_);
   } else if (!settings_.key_file.empty()) {
     throw error("auditpipe: seal_key_file is for seal=hmac; seal=hash uses no key (the key file '" +
                 settings_.key_file + "' would be ignored)");
