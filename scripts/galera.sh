@@ -83,6 +83,27 @@ paused() {
   running "$1" && [ "$(awk '/^State:/ {print $2}' "/proc/$(pid_of "$1")/status")" = T ]
 }
 
+# Node N runs but has left the cluster for good: after a pause (SIGSTOP,
+# or a host stalled that long) its group communication may fail to form a
+# view again and give up ("exception from gcomm, backend must be
+# restarted"), leaving mariadbd running, Disconnected, never to rejoin by
+# itself. Only the log lines since this script launched it count.
+gave_up() {
+  local nd from
+  running "$1" && ! paused "$1" || return 1
+  nd=$(node_dir "$1")
+  from=$(cat "$nd/launched.logline" 2>/dev/null || echo 0)
+  tail -n +"$((from + 1))" "$nd/error.log" 2>/dev/null | grep -q 'backend must be restarted' &&
+    [ "$(wsrep "$1" wsrep_cluster_status)" != Primary ]
+}
+
+# restart_given_up N: a node that gave_up is stopped, to be launched again.
+restart_given_up() {
+  gave_up "$1" || return 1
+  echo "galera: node $1 left the cluster (its gcomm gave up after a stall): restarting it" >&2
+  stop_node "$1"
+}
+
 check_node() {
   case "${1:-}" in 1 | 2 | 3) ;; *) echo "galera: a node number (1, 2 or 3) expected" >&2; exit 2 ;; esac
 }
@@ -167,6 +188,7 @@ stopped_returns=0
 wait_synced() {
   local n=$1 size=$2 limit=${3:-180} i
   for ((i = 0; i < limit * 5; i++)); do
+    restart_given_up "$n" || true
     if ! running "$n"; then
       echo "galera: node $n stopped while starting; its log:" >&2
       tail -30 "$(node_dir "$n")/error.log" >&2
@@ -251,6 +273,7 @@ launch() {  # launch N [--wsrep-new-cluster]
     [ -n "$position" ] && start_at=(--wsrep-start-position="$position")
   fi
   config "$n"
+  if [ -f "$nd/error.log" ]; then wc -l <"$nd/error.log"; else echo 0; fi >"$nd/launched.logline"
   mariadbd --defaults-file="$nd/my.cnf" "${start_at[@]}" "$@" >>"$nd/console.log" 2>&1 &
   echo $! >"$nd/launched.pid"
 }
@@ -287,6 +310,7 @@ start() {
   for m in "${nodes[@]}"; do config "$m"; done
   [ "$(id -u)" -eq 0 ] && chown -R mysql: "$dir"
   for m in "${nodes[@]}"; do paused "$m" && kill -CONT "$(pid_of "$m")"; done
+  for m in "${nodes[@]}"; do restart_given_up "$m" || true; done
   if [ "$(count_running)" -eq 0 ]; then
     local first fresh=0
     [ -d "$(node_dir 1)/data/mysql" ] || [ -f "$(node_dir 1)/data/grastate.dat" ] || fresh=1
@@ -438,10 +462,11 @@ case "${1:-}" in
     leftovers KILL
     rm -rf "$dir"
     ;;
+  gave-up) check_node "${2:-}"; gave_up "$2" ;;
   url) url "${2:-}" ;;
   status) status ;;
   *)
-    echo "usage: $0 start|stop|stop-node N|kill N|start-node N|pause N|resume N|destroy|url [N]|status" >&2
+    echo "usage: $0 start|stop|stop-node N|kill N|start-node N|pause N|resume N|gave-up N|destroy|url [N]|status" >&2
     exit 2
     ;;
 esac

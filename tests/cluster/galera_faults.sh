@@ -62,6 +62,22 @@ case $what in
     sleep 10
     echo "SIGCONT node 1 at $(stamp)"
     "$galera" resume 1
+    # Galera itself may give up on the node tens of seconds later (its group
+    # communication fails to form a view again: "backend must be
+    # restarted"), and the node then stays out of the cluster for good. An
+    # operator restarts it; so does this, while the producer's checks wait
+    # for it (up to 120 s).
+    (
+      while kill -0 "$pid" 2>/dev/null; do
+        sleep 2
+        if "$galera" gave-up 1; then
+          echo "node 1 left the cluster at $(stamp): restarted"
+          "$galera" start >/dev/null
+          break
+        fi
+      done
+    ) &
+    healer=$!
     ;;
   quorum)
     "$producer" "$url" 8 45 4000 2000 2 "${checks[@]}" &
@@ -112,4 +128,5 @@ esac
 "$galera" status
 rc=0
 wait "$pid" || rc=$?
+[ -n "${healer:-}" ] && wait "$healer"
 exit "$rc"
