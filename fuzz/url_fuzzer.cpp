@@ -14,11 +14,13 @@
 
 namespace {
 
-// A message shows `password` (one the parser identified). A password made
-// of or holding '*' can be rebuilt from the "***" masks themselves.
+// A message shows `password` (one the parser identified) where it stands
+// alone: masking it again would change the message. (Inside a longer word
+// it is not shown: a password "m" leaves "mysql" whole.) A password made of
+// or holding '*' can be rebuilt from the "***" masks themselves.
 void check_hidden(const std::string& message, const std::optional<std::string>& password) {
   if (!password || password->empty() || password->find('*') != std::string::npos) return;
-  if (message.find(*password) != std::string::npos) std::abort();
+  if (auditpipe::hide_secret(message, *password) != message) std::abort();
 }
 
 }  // namespace
@@ -30,9 +32,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const auditpipe::Url url = auditpipe::parse_url(text);
     password = url.password;
     const std::string shown = url.redacted();
-    // Every occurrence of the password is masked (it may equal the user,
-    // a host, or URL syntax such as ":"), which can take the "***" mask's
-    // own neighbours with it: what must hold is that it is not shown.
+    // Every occurrence of the password that stands alone is masked (it may
+    // equal the user, a host, or URL syntax such as ":"), which can take the
+    // "***" mask's own neighbours with it: what must hold is that it is not
+    // shown.
     check_hidden(shown, password);
   } catch (const auditpipe::error& e) {
     (void)e;
