@@ -288,9 +288,6 @@ int VerifyCommand::run() {
     const seal::Mode mode = key_file.empty() ? seal::Mode::hash : seal::Mode::hmac;
     const std::string key = key_file.empty() ? std::string() : seal::read_key_file(key_file);
     const std::string rows_key = key.empty() ? std::string() : seal::rows_key(key);
-    const auto rows_digest = [&] {
-      return rows_key.empty() ? seal::RowsDigest() : seal::RowsDigest(rows_key);
-    };
     const bool has_since = !since_.empty();
     const std::int64_t since_us = has_since ? parse_since(since_) : 0;
     // The anchor, before anything is read: a seal_anchor_file or SEALNO:DIGEST.
@@ -519,7 +516,7 @@ int VerifyCommand::run() {
             s.gaps.push_back({sid, std::to_string(r.last + 1) + "-" + std::to_string(seq - 1)});
           }
           r.last = seq;
-          if (!s.hash) s.hash.emplace(rows_digest());
+          if (!s.hash) s.hash.emplace(rows_key);
           s.hash->add(enc.bytes());
           if (mode == seal::Mode::hmac) {
             if (!s.plain) s.plain.emplace();
@@ -639,7 +636,8 @@ int VerifyCommand::run() {
         expected_no = s.no + 1;
         continue;
       }
-      const std::string rows_hex = s.hash ? s.hash->final_hex() : rows_digest().final_hex();
+      const std::string rows_hex =
+          s.hash ? s.hash->final_hex() : seal::RowsDigest(rows_key).final_hex();
       const std::string message =
           seal::seal_message(s.prev, s.no, s.sealed_at, s.ranges, s.row_count, rows_hex);
       // SHA-256 over the rows: seal=hash's rows digest, and every seal's of

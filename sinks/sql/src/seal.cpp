@@ -212,11 +212,13 @@ struct RowsDigest::Impl {
   }
 };
 
-RowsDigest::RowsDigest() : impl_(std::make_unique<Impl>()) {
-  impl_->sha.emplace();
-}
+RowsDigest::RowsDigest() : RowsDigest(std::string_view{}) {}
 
 RowsDigest::RowsDigest(std::string_view rows_key) : impl_(std::make_unique<Impl>()) {
+  if (rows_key.empty()) {
+    impl_->sha.emplace();
+    return;
+  }
   if (rows_key.size() != 32) throw error("auditpipe: a rows key is 32 bytes (seal::rows_key)");
   impl_->mac = poly1305() != nullptr ? EVP_MAC_CTX_new(poly1305()) : nullptr;
   if (impl_->mac == nullptr ||

@@ -923,7 +923,7 @@ void SealWriter::seal_late_when_due(SqlConnection& c, bool wait) noexcept {
   bool in_transaction = false;
   try {
     LateRows late;
-    late.digest = rows_digest();
+    late.digest = seal::RowsDigest(rows_key_);
     late.columns = &columns;
     late.select = "SELECT " + seal::read_back_select(
                                   dialect_.name, columns,
@@ -1021,10 +1021,6 @@ std::optional<std::string> SealWriter::backlog(SqlConnection& c) noexcept {
          "); batches are held until their rows can be sealed";
 }
 
-seal::RowsDigest SealWriter::rows_digest() const {
-  return rows_key_.empty() ? seal::RowsDigest() : seal::RowsDigest(rows_key_);
-}
-
 SealWriter::BatchSeal SealWriter::digest(const Batch& batch) const {
   std::vector<const RecordRef*> records;
   records.reserve(batch.records.size());
@@ -1042,7 +1038,7 @@ SealWriter::BatchSeal SealWriter::digest(const Batch& batch) const {
   // one row per call, Poly1305 took several times longer per byte.
   constexpr std::size_t hash_every = 64 * 1024;
   seal::RowEncoder enc;
-  seal::RowsDigest digest = rows_digest();
+  seal::RowsDigest digest(rows_key_);
   // The seal's keys, exactly: per source, its seqs as runs ("sid:0-499"
   // for the dense seqs of the producer path; "sid:0,118,240" for byte
   // offsets). A source's records are not contiguous across batches (the

@@ -105,8 +105,6 @@ class SealWriter {
   /// stay put (the skeleton runs it beside the batch's statement). Throws
   /// auditpipe::error if libcrypto fails.
   BatchSeal digest(const Batch& batch) const;
-  /// A seal's rows digest of the table's mode: keyed with seal=hmac.
-  seal::RowsDigest rows_digest() const;
 
   /// Queues the seal of a batch `c` just stored. Without a storer thread,
   /// also stores the seals pending, on `c`. Returns its place in the

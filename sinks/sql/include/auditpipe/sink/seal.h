@@ -138,7 +138,8 @@ class AUDITPIPE_EXPORT RowsDigest {
  public:
   /// SHA-256 (seal=hash).
   RowsDigest();
-  /// Poly1305 under `rows_key` (seal=hmac): rows_key() of the seal key.
+  /// Poly1305 under `rows_key` (seal=hmac): rows_key() of the seal key;
+  /// SHA-256 when `rows_key` is empty (seal=hash).
   explicit RowsDigest(std::string_view rows_key);
   ~RowsDigest();
   /// Takes `other`'s state; `other` is then spent.
