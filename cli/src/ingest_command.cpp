@@ -88,6 +88,7 @@ EXIT STATUS
        ran out
   2    a usage error
   130  interrupted (not --follow): run the same command again to continue
+       (standard input as a pipe: the whole records read from it are stored)
 
 EXAMPLES
   auditpipe ingest --infer audit.jsonl > audit.schema.json

@@ -4,6 +4,7 @@
 #include "input/byte_source.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -61,6 +62,9 @@ class RawInput {
   virtual std::optional<std::uint64_t> size() const = 0;
   std::uint64_t bytes_read() const noexcept { return bytes_read_; }
   const std::string& path() const noexcept { return path_; }
+  /// Whether the last read returned 0 because the load is stopping, not
+  /// because the data ended.
+  virtual bool interrupted() const noexcept { return false; }
 
  protected:
   explicit RawInput(std::string path) : path_(std::move(path)) {}
@@ -80,8 +84,8 @@ class RawInput {
 
 class FdInput final : public RawInput {
  public:
-  FdInput(std::string path, int fd, bool owned)
-      : RawInput(std::move(path)), fd_(fd), owned_(owned) {
+  FdInput(std::string path, int fd, bool owned, Interrupt interrupt)
+      : RawInput(std::move(path)), fd_(fd), owned_(owned), interrupt_(std::move(interrupt)) {
     struct stat st {};
     if (::fstat(fd_, &st) != 0) fail(this->path(), std::string("fstat: ") + std::strerror(errno));
     regular_ = S_ISREG(st.st_mode);
@@ -110,6 +114,9 @@ class FdInput final : public RawInput {
 
  protected:
   std::size_t read_more(char* out, std::size_t n) override {
+    // After a stop, nothing more is taken from a pipe: what was read is
+    // loaded, what was not stays in it.
+    if (!regular_ && interrupt_ && (interrupted_ || !wait_readable())) return 0;
     for (;;) {
       const ssize_t k = ::read(fd_, out, n);
       if (k >= 0) return static_cast<std::size_t>(k);
@@ -118,10 +125,34 @@ class FdInput final : public RawInput {
     }
   }
 
+ public:
+  bool interrupted() const noexcept override { return interrupted_; }
+
  private:
+  // A pipe or terminal can stay silent for ever (`tail -f log | auditpipe
+  // ingest ... -`), and a stop signal is taken by another thread than this
+  // blocked read, which restarts after it anyway: the wait looks at the
+  // stop between polls instead. False once interrupt_ says stop (looked at
+  // first: a pipe that always has data would never stop otherwise).
+  bool wait_readable() {
+    constexpr int look_every_ms = 100;
+    for (;;) {
+      if (interrupt_()) {
+        interrupted_ = true;
+        return false;
+      }
+      pollfd p{fd_, POLLIN, 0};
+      const int r = ::poll(&p, 1, look_every_ms);
+      if (r > 0) return true;  // data, the end or an error: read() tells which
+      if (r < 0 && errno != EINTR) fail(path(), std::string("poll: ") + std::strerror(errno));
+    }
+  }
+
   int fd_;
   bool owned_;
   bool regular_ = false;
+  Interrupt interrupt_;
+  bool interrupted_ = false;
 };
 
 class MemoryInput final : public RawInput {
@@ -211,7 +242,7 @@ class GzipSource final : public SourceBase {
       if (z_.avail_in == 0) {
         const std::size_t k = raw_->read(in_.data(), in_.size());
         if (k == 0) {
-          if (in_member_)
+          if (in_member_ && !raw_->interrupted())
             fail(path(), "truncated gzip data: the stream ends inside a member at byte " +
                              std::to_string(consumed_));
           break;  // between members: no more data now
@@ -270,7 +301,7 @@ class ZstdSource final : public SourceBase {
       if (ib_.pos == ib_.size) {
         const std::size_t k = raw_->read(in_.data(), in_.size());
         if (k == 0) {
-          if (frame_open_)
+          if (frame_open_ && !raw_->interrupted())
             fail(path(), "truncated zstd data: the stream ends inside a frame at byte " +
                              std::to_string(consumed_));
           break;
@@ -311,13 +342,14 @@ std::unique_ptr<ByteSource> detect(std::unique_ptr<RawInput> raw) {
 
 }  // namespace
 
-std::unique_ptr<ByteSource> open_byte_source(const std::string& path) {
-  if (path == "-") return detect(std::make_unique<FdInput>("-", STDIN_FILENO, false));
+std::unique_ptr<ByteSource> open_byte_source(const std::string& path, Interrupt interrupt) {
+  if (path == "-")
+    return detect(std::make_unique<FdInput>("-", STDIN_FILENO, false, std::move(interrupt)));
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) fail(path, std::string("cannot open: ") + std::strerror(errno));
   std::unique_ptr<RawInput> raw;
   try {
-    raw = std::make_unique<FdInput>(path, fd, true);
+    raw = std::make_unique<FdInput>(path, fd, true, std::move(interrupt));
   } catch (...) {
     ::close(fd);
     throw;

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -48,9 +49,15 @@ class ByteSource {
   virtual const std::string& path() const noexcept = 0;
 };
 
+/// Says true when whoever reads should stop waiting for data.
+using Interrupt = std::function<bool()>;
+
 /// Opens `path` ("-" is stdin), detecting gzip or zstd from its first bytes.
 /// Throws auditpipe::error naming the path and the reason (errno's text).
-std::unique_ptr<ByteSource> open_byte_source(const std::string& path);
+/// With `interrupt`, a read of a pipe, FIFO or terminal that waits for data
+/// looks at it every 100 ms and returns 0 once it says true (compressed
+/// data cut short so is not taken for truncated); regular files never wait.
+std::unique_ptr<ByteSource> open_byte_source(const std::string& path, Interrupt interrupt = {});
 
 /// The bytes of `data` (not copied: it must outlive the source), with the
 /// same detection; for tests and benchmarks. `name` appears in messages.

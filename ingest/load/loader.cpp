@@ -165,7 +165,9 @@ class Load {
             std::uint64_t& source_id);
   Checkpoint identify(InputState& input, const std::string& open_path, const std::string& prefix,
                       std::optional<std::uint64_t> size, std::int64_t not_this);
-  DynamicLogger::Record acquire();
+  /// A record of the pool; waits while it is full, up to a stop (`stream`:
+  /// up to an abort only, see pass()).
+  DynamicLogger::Record acquire(bool stream);
   void reject(InputState& input, const RawRecord& raw, std::string_view reason);
   void reject_unclosed_quote(InputState& input, const std::string& open_path, const RawRecord& raw,
                              Position& pos, std::string_view reason);
@@ -174,6 +176,10 @@ class Load {
   void checkpoint_now();
   void fail(InputState& input, const std::string& message);
   bool stopping() const { return stop_.load(std::memory_order_relaxed) || aborted_.load(); }
+  /// For reads of pipes, which may wait for data for ever.
+  Interrupt interrupt() const {
+    return [this] { return stopping(); };
+  }
 
   const LoadConfig& config_;
   const std::atomic<bool>& stop_;
@@ -495,12 +501,12 @@ Checkpoint Load::identify(InputState& input, const std::string& open_path,
   return c;
 }
 
-DynamicLogger::Record Load::acquire() {
+DynamicLogger::Record Load::acquire(bool stream) {
   for (;;) {
     DynamicLogger::Record r = logger_->acquire();
     // The pool full means the database is behind: wait for it (that is the
     // backpressure), but not past a stop.
-    if (r || r.status() != Status::timed_out || stopping()) return r;
+    if (r || r.status() != Status::timed_out || (stream ? aborted_.load() : stopping())) return r;
   }
 }
 
@@ -563,7 +569,8 @@ void Load::leave_columns_to_database() {
       struct stat st {};
       const bool reopenable =
           in->path != "-" && ::stat(in->path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-      auto source = std::make_unique<ReplaySource>(open_byte_source(in->path), lookahead_bytes);
+      auto source =
+          std::make_unique<ReplaySource>(open_byte_source(in->path, interrupt()), lookahead_bytes);
       for (const std::string& f :
            surveyed_fields(source->prefix(), in->format, config_.max_record_bytes))
         (in->format == Format::jsonl ? json_keys : csv_names)
@@ -723,7 +730,8 @@ void Load::read_input(InputState& input) {
 bool Load::pass(InputState& input, const std::string& open_path, RowMapper& mapper,
                 std::uint64_t& source_id) {
   auto source = std::make_unique<ReplaySource>(
-      input.opened ? std::move(input.opened) : open_byte_source(open_path), lookahead_bytes);
+      input.opened ? std::move(input.opened) : open_byte_source(open_path, interrupt()),
+      lookahead_bytes);
   const std::string& prefix = source->prefix();
   if (prefix.empty()) return true;  // nothing yet: follow waits, anything else is done
 
@@ -781,7 +789,8 @@ bool Load::pass(InputState& input, const std::string& open_path, RowMapper& mapp
   if (start.bytes_done > 0 && !source->skip_to(start.bytes_done)) {
     // Shorter than its checkpoint with the same first bytes: read it all
     // again; the keys make that harmless.
-    source = std::make_unique<ReplaySource>(open_byte_source(open_path), lookahead_bytes);
+    source =
+        std::make_unique<ReplaySource>(open_byte_source(open_path, interrupt()), lookahead_bytes);
     start = {};
   }
   RecordReader reader(*source, input.format, config_.max_record_bytes, start.lines_done + 1);
@@ -796,7 +805,12 @@ bool Load::pass(InputState& input, const std::string& open_path, RowMapper& mapp
   std::string reason;
   RawRecord raw;
   bool more = true;
-  while (!stopping()) {
+  // A pipe's bytes cannot be read again, by a rerun either: after a stop
+  // (not an abort), the records already read from it are loaded; its read
+  // takes no more (open_byte_source's interrupt) and ends.
+  const bool stream = !source->input_size().has_value();
+  const auto halted = [&] { return stream ? aborted_.load() : stopping(); };
+  while (!halted()) {
     if (!reader.next(raw)) {
       more = config_.follow;
       break;
@@ -804,6 +818,8 @@ bool Load::pass(InputState& input, const std::string& open_path, RowMapper& mapp
     // A record without its line end: following, wait for the end; else the
     // input's last record, ended by the end of the input.
     const bool last = raw.kind == RawRecord::Kind::incomplete;
+    // Or ended by the stop, in the middle of the line: not a record.
+    if (last && stopping()) break;
     if (last && config_.follow) break;
     // A file written to within the last seconds may be in the middle of its
     // last line: loading that half now would store it under the key the
@@ -840,9 +856,9 @@ bool Load::pass(InputState& input, const std::string& open_path, RowMapper& mapp
     } else if (mapper.needs_header()) {
       mapper.set_header(raw);
     } else {
-      DynamicLogger::Record r = acquire();
+      DynamicLogger::Record r = acquire(stream);
       if (!r) {
-        if (stopping()) break;
+        if (halted()) break;
         throw error(std::string("the pipeline refused a record: ") +
                     std::string(to_string(r.status())));
       }

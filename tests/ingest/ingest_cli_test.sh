@@ -5,7 +5,7 @@
 #
 #   ingest_cli_test.sh <auditpipe binary> <sqlite|mysql|postgresql> <scratch dir> <case>
 #
-# Cases: formats, hostile, rerun, kill9, interrupt, follow, copytruncate,
+# Cases: formats, hostile, rerun, kill9, interrupt, interrupt_pipe, follow, copytruncate,
 # schema_from_table, database_defaults, bad_schema, infer, partial, max_rejects, terminal. Exits 77 (skipped)
 # when the database's server is not configured (AUDITPIPE_TEST_MYSQL_URL,
 # AUDITPIPE_TEST_POSTGRES_URL).
@@ -224,6 +224,51 @@ case $case in
     expect_eq "$(wc -l < rejects.jsonl)" 600 "lines in the reject file"
     expect_eq "$(grep -c '^{"file":.*"}$' rejects.jsonl)" 600 "whole lines in the reject file"
     expect_eq "$(grep -o '"offset":[0-9]*' rejects.jsonl | sort -u | wc -l)" 600 "distinct rejected offsets"
+    ;;
+
+  interrupt_pipe)
+    # Ctrl-C while standard input is a pipe that stays silent (`tail -f log |
+    # auditpipe ingest ... -`): the load stops at once, and stores the whole
+    # records it had read (a pipe's bytes cannot be read again), not the
+    # line the stop cut short.
+    mkfifo in.fifo
+    "$bin" ingest "${common[@]}" --quiet --source-name live "$url" - < in.fifo 2> out.txt & pid=$!
+    exec 3> in.fifo  # the writer's end stays open: silent, not ended
+    jsonl 3 >&3
+    printf '{"at":"2026-11-30T12:00:00Z","user":{"name":"cut' >&3
+    sleep 1
+    kill -INT $pid
+    stopped_within() {
+      for _ in $(seq 1 $(($1 * 10))); do kill -0 $pid 2>/dev/null || return 0; sleep 0.1; done
+      return 1
+    }
+    stopped_within 10 || fail "still running 10 s after Ctrl-C, its input silent"
+    set +e; wait $pid; rc=$?; set -e
+    pid=
+    exec 3>&-
+    expect_eq "$rc" 130 "exit status after Ctrl-C"
+    expect_eq "$(count)" 3 "rows stored of the 3 whole records read"
+    expect_eq "$(q "SELECT COUNT(*) FROM $table WHERE user_name LIKE 'cut%'")" 0 "rows of the line cut short"
+    grep -q 'read      3 records' out.txt || fail "the summary does not say 3 records: $(cat out.txt)"
+
+    # A pipe that never pauses: Ctrl-C stops it too (the read takes no more
+    # after it), and every record it read is stored, once.
+    q "DROP TABLE $table" >/dev/null
+    ( i=0; while :; do jsonl 1000 $i || exit 0; i=$((i + 1000)); done ) |
+      "$bin" ingest "${common[@]}" --quiet --source-name busy "$url" - 2> out.txt & pid=$!
+    for _ in $(seq 1 600); do
+      [ "$(count 2>/dev/null || echo 0)" -ge 2000 ] && break
+      sleep 0.05
+    done
+    kill -INT $pid
+    stopped_within 10 || fail "still running 10 s after Ctrl-C, its input never pausing"
+    set +e; wait $pid; rc=$?; set -e
+    pid=
+    expect_eq "$rc" 130 "exit status after Ctrl-C"
+    read_n=$(sed -n 's/^ *read *\([0-9,]*\) records.*/\1/p' out.txt | tr -d ,)
+    [ "${read_n:-0}" -ge 2000 ] || fail "the summary's records read: '$read_n' ($(cat out.txt))"
+    expect_eq "$(count)" "$read_n" "rows stored against the records the summary says were read"
+    no_duplicates
     ;;
 
   follow|copytruncate)
