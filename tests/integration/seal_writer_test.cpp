@@ -1,7 +1,7 @@
 // SealWriter (sinks/sql/src/seal_writer.h) from inside, on a real SQLite
 // file, through a connection that loses the answer to a seal's insert
-// after the insert was stored: what a server crash between its commit and
-// its reply leaves the writer knowing.
+// after the insert was stored (what a server crash between its commit and
+// its reply leaves the writer knowing), or that counts the seal inserts.
 #include "seal_writer.h"
 
 #include <gtest/gtest.h>
@@ -54,6 +54,35 @@ class AnswerLost final : public auditpipe::SqlConnection {
   int lose_;
 };
 
+// Forwards everything to a real connection and counts the seal inserts;
+// while `down`, every seal insert fails before reaching the database.
+class CountingSeals final : public auditpipe::SqlConnection {
+ public:
+  explicit CountingSeals(auditpipe::SqlConnection& real) : real_(real) {}
+  bool ping() noexcept override { return true; }
+  std::vector<std::vector<std::string>> catalog_rows(std::string_view query,
+                                                     const std::string& table) override {
+    return real_.catalog_rows(query, table);
+  }
+  void execute_ddl(const std::string& sql) override { real_.execute_ddl(sql); }
+  std::vector<std::vector<std::optional<std::string>>> query_rows(
+      std::string_view sql, const std::vector<std::string>& params) override {
+    if (sql.starts_with("INSERT INTO") && sql.find("_seals") != std::string_view::npos) {
+      if (down) throw auditpipe::error("the server is down (test)");
+      ++seal_inserts;
+    }
+    return real_.query_rows(sql, params);
+  }
+  std::string server() const override { return real_.server(); }
+  void cancel_io() noexcept override {}
+
+  bool down = false;
+  int seal_inserts = 0;
+
+ private:
+  auditpipe::SqlConnection& real_;
+};
+
 long long scalar(auditpipe::SqlConnection& c, const std::string& sql) {
   const auto rows = c.query_rows(sql, {});
   return rows.empty() || !rows[0][0] ? -1 : std::stoll(*rows[0][0]);
@@ -99,6 +128,99 @@ TEST(SealWriter, ASealWhoseAnswerWasLostIsStoredOnce) {
   EXPECT_EQ(scalar(*real, "SELECT COUNT(*) FROM audit_log_seals"), 2);
   EXPECT_EQ(scalar(*real, "SELECT COUNT(*) FROM audit_log_seals WHERE ranges = '7:0-9'"), 1);
   writer.close(real.get());
+}
+
+struct SealsFile {
+  TempDir dir;
+  std::string path = (dir.path() / "seals.db").string();
+  std::unique_ptr<auditpipe::SqlConnection> real;
+  std::optional<auditpipe::SealWriter> writer;
+
+  SealsFile() {
+    { auditpipe::Logger<AuditRow> create(auditpipe::sqlite::open("sqlite://" + path)); }
+    auditpipe::sqlite::SqliteConfig config;
+    config.path = path;
+    real =
+        auditpipe::sqlite::open_connection(config, auditpipe::sqlite::Threading::caller_serializes);
+    auditpipe::seal::SealSettings settings;
+    settings.mode = auditpipe::seal::Mode::hash;
+    writer.emplace(auditpipe::sqlite::sqlite_dialect, settings,
+                   auditpipe::descriptor_of<AuditRow>(), "in '" + path + "'");
+    writer->prepare(*real, true);
+  }
+  static auditpipe::SealWriter::BatchSeal batch(int i) {
+    auditpipe::SealWriter::BatchSeal b;
+    b.ranges = "7:" + std::to_string(10 * i) + "-" + std::to_string(10 * i + 9);
+    b.row_count = 10;
+    b.rows_digest = std::string(64, static_cast<char>('a' + i));
+    b.row_hashes = std::string(80, '0');
+    return b;
+  }
+  // Whether each seal's prev_digest is the digest of the one before it.
+  bool chained() {
+    return scalar(*real,
+                  "SELECT COUNT(*) FROM audit_log_seals s JOIN audit_log_seals p ON p.seal_no = "
+                  "s.seal_no - 1 WHERE s.prev_digest = p.digest") ==
+           scalar(*real, "SELECT COUNT(*) FROM audit_log_seals") - 1;
+  }
+};
+
+// Seals that gathered (an outage held them) are stored in one statement,
+// linked in order, and the ones queued after continue the chain.
+TEST(SealWriter, SealsPendingTogetherAreStoredInOneStatement) {
+  SealsFile f;
+  CountingSeals c(*f.real);
+  c.down = true;
+  std::uint64_t ticket = 0;
+  {
+    testing_support::CapturedWarnings quiet;  // each failed try warns
+    for (int i = 0; i < 5; ++i) ticket = f.writer->seal(c, SealsFile::batch(i));
+  }
+  EXPECT_EQ(f.writer->stats().pending, 5u);
+  EXPECT_EQ(scalar(*f.real, "SELECT COUNT(*) FROM audit_log_seals"), 0);
+  c.down = false;
+  EXPECT_EQ(f.writer->stored_by(c, ticket), std::nullopt);
+  EXPECT_EQ(c.seal_inserts, 1);
+  EXPECT_EQ(f.writer->stats().pending, 0u);
+  EXPECT_EQ(scalar(*f.real, "SELECT COUNT(*) FROM audit_log_seals"), 5);
+  EXPECT_EQ(scalar(*f.real, "SELECT MAX(seal_no) FROM audit_log_seals"), 5);
+  EXPECT_EQ(scalar(*f.real,
+                   "SELECT COUNT(*) FROM audit_log_seals WHERE ranges = '7:0-9' AND "
+                   "seal_no = 1"),
+            1);
+  EXPECT_EQ(scalar(*f.real,
+                   "SELECT COUNT(*) FROM audit_log_seals WHERE ranges = '7:40-49' AND "
+                   "seal_no = 5"),
+            1);
+  EXPECT_TRUE(f.chained());
+  EXPECT_EQ(f.writer->stored_by(c, f.writer->seal(c, SealsFile::batch(5))), std::nullopt);
+  EXPECT_EQ(c.seal_inserts, 2);
+  EXPECT_EQ(scalar(*f.real, "SELECT COUNT(*) FROM audit_log_seals"), 6);
+  EXPECT_TRUE(f.chained());
+  f.writer->close(f.real.get());
+}
+
+// A group stored whose answer was lost: each of its seals is found by the
+// one-at-a-time retry (same digests), none stored twice.
+TEST(SealWriter, AGroupWhoseAnswerWasLostIsStoredOnce) {
+  SealsFile f;
+  CountingSeals c(*f.real);
+  c.down = true;
+  std::uint64_t ticket = 0;
+  {
+    testing_support::CapturedWarnings quiet;
+    for (int i = 0; i < 3; ++i) ticket = f.writer->seal(c, SealsFile::batch(i));
+  }
+  testing_support::CapturedWarnings said(spdlog::level::info);
+  AnswerLost lossy(*f.real, 1);
+  EXPECT_EQ(f.writer->stored_by(lossy, ticket), std::nullopt);
+  EXPECT_EQ(f.writer->stats().pending, 0u);
+  EXPECT_EQ(scalar(*f.real, "SELECT COUNT(*) FROM audit_log_seals"), 3);
+  EXPECT_EQ(scalar(*f.real, "SELECT MAX(seal_no) FROM audit_log_seals"), 3);
+  EXPECT_EQ(scalar(*f.real, "SELECT COUNT(DISTINCT ranges) FROM audit_log_seals"), 3);
+  EXPECT_TRUE(f.chained());
+  EXPECT_EQ(said.text().find("another process"), std::string::npos) << said.text();
+  f.writer->close(f.real.get());
 }
 
 }  // namespace

@@ -156,6 +156,16 @@ SealWriter::SealWriter(const SqlDialect& dialect, const seal::SealSettings& sett
                  ? " ON DUPLICATE KEY UPDATE seal_no = seal_no"
                  : " ON CONFLICT (seal_no) DO NOTHING RETURNING seal_no";
   returning_ = dialect_.idempotent_insert == SqlDialect::IdempotentInsert::on_conflict_do_nothing;
+  // Plain: a conflict fails the whole statement, so a group is stored
+  // whole or not at all, never with a gap in its chain.
+  group_inserts_.resize(group_max + 1);
+  for (std::size_t n = 2; n <= group_max; ++n) {
+    std::string& g = group_inserts_[n];
+    g = "INSERT INTO " + seals +
+        " (seal_no, ranges, row_count, prev_digest, digest, sealed_at, row_hashes) VALUES ";
+    for (std::size_t i = 0; i < n; ++i)
+      g += i == 0 ? "(?, ?, ?, ?, ?, ?, ?)" : ", (?, ?, ?, ?, ?, ?, ?)";
+  }
   read_back_ = "SELECT digest FROM " + seals + " WHERE seal_no = ?";
   newest_query_ = "SELECT seal_no, digest FROM " + seals + " ORDER BY seal_no DESC LIMIT 1";
 }
@@ -1109,6 +1119,7 @@ SealWriter::BatchSeal SealWriter::digest(const Batch& batch) const {
 
 std::uint64_t SealWriter::seal(SqlConnection& c, BatchSeal batch_seal) noexcept {
   std::uint64_t ticket = 0;
+  batch_seal.queued_at = std::chrono::steady_clock::now();
   {
     detail::MutexLock lock(mutex_);
     pending_.push_back(std::move(batch_seal));
@@ -1188,9 +1199,12 @@ void SealWriter::run_storer() {
         const bool late_waits = !late_candidates_.empty();
         const Clock::time_point late_at = std::max(late_due_, retry_at);
         if (late_waits && Clock::now() >= late_at) break;
-        if (!pending_.empty() && !storing_ && Clock::now() >= retry_at) break;
+        const Clock::time_point now = Clock::now();
+        if (!pending_.empty() && !storing_ && now >= retry_at && group_due_locked(now)) break;
         Clock::time_point until = Clock::time_point::max();
-        if (!pending_.empty() && !storing_) until = retry_at;
+        if (!pending_.empty() && !storing_) {
+          until = std::max(retry_at, pending_.front().queued_at + linger);
+        }
         if (late_waits) until = std::min(until, late_at);
         if (until == Clock::time_point::max()) {
           storer_cv_.wait(mutex_);
@@ -1234,7 +1248,7 @@ bool SealWriter::store_pending(SqlConnection& c, const Enough& enough) {
   for (;;) {
     // Only this thread pops, and a deque keeps the front's address while
     // others push at the back.
-    BatchSeal* front = nullptr;
+    std::vector<BatchSeal*> group;
     std::size_t waiting = 0;
     {
       detail::MutexLock lock(mutex_);
@@ -1244,9 +1258,25 @@ bool SealWriter::store_pending(SqlConnection& c, const Enough& enough) {
         note_progress_locked();
         return true;
       }
-      front = &pending_.front();
       waiting = pending_.size();
+      std::size_t bytes = 0;
+      for (BatchSeal& p : pending_) {
+        if (group.size() == group_max ||
+            (!group.empty() && bytes + p.row_hashes.size() > group_bytes))
+          break;
+        group.push_back(&p);
+        bytes += p.row_hashes.size();
+      }
     }
+    if (group.size() >= 2 && store_group(c, group)) {
+      detail::MutexLock lock(mutex_);
+      pending_.erase(pending_.begin(),
+                     pending_.begin() + static_cast<std::ptrdiff_t>(group.size()));
+      last_error_.clear();
+      note_progress_locked();
+      continue;
+    }
+    BatchSeal* const front = group.front();
     try {
       store_one(c, *front);
     } catch (const std::exception& e) {
@@ -1270,6 +1300,60 @@ bool SealWriter::store_pending(SqlConnection& c, const Enough& enough) {
 void SealWriter::note_progress_locked() {
   // Nobody waits in all but a backlog: no system call per seal then.
   if (progress_waiters_ != 0) progress_cv_.notify_all();
+}
+
+bool SealWriter::group_due_locked(std::chrono::steady_clock::time_point now) const {
+  // Someone waits for a seal (a durable pool's writer, a backlog), or
+  // enough gathered, or the oldest has waited long enough.
+  return progress_waiters_ > 0 || pending_.size() >= group_max ||
+         now >= pending_.front().queued_at + linger;
+}
+
+bool SealWriter::store_group(SqlConnection& c, const std::vector<BatchSeal*>& group) {
+  std::int64_t no = 0;
+  std::string prev;
+  {
+    detail::MutexLock lock(mutex_);
+    no = newest_no_ + 1;
+    prev = newest_digest_;
+  }
+  const std::int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                                  std::chrono::system_clock::now().time_since_epoch())
+                                  .count();
+  std::vector<std::string> params;
+  params.reserve(7 * group.size());
+  std::string digest;
+  for (std::size_t i = 0; i < group.size(); ++i) {
+    BatchSeal& p = *group[i];
+    const std::int64_t seal_no = no + static_cast<std::int64_t>(i);
+    // The same seal_no as a try before: the same sealed_at, so the same
+    // digest, which store_one()'s read-back then recognises.
+    if (p.tried_no != seal_no) p.tried_at = now_us;
+    p.tried_no = seal_no;
+    digest = seal::seal_digest(
+        settings_.mode, key_,
+        seal::seal_message(prev, seal_no, p.tried_at, p.ranges, p.row_count, p.rows_digest));
+    params.insert(params.end(), {std::to_string(seal_no), p.ranges, std::to_string(p.row_count),
+                                 prev, digest, std::to_string(p.tried_at), p.row_hashes});
+    prev = digest;
+  }
+  try {
+    c.query_rows(group_inserts_[group.size()], params);
+  } catch (const std::exception& e) {
+    diagnostics()->debug(
+        "auditpipe: {} seals of {} in one statement failed ({}): stored one at a time",
+        group.size(), table_.name, e.what());
+    return false;
+  }
+  const std::int64_t last = no + static_cast<std::int64_t>(group.size()) - 1;
+  {
+    detail::MutexLock lock(mutex_);
+    newest_no_ = last;
+    newest_digest_ = digest;
+    stored_ += group.size();
+  }
+  publish(no, last, digest);
+  return true;
 }
 
 void SealWriter::store_one(SqlConnection& c, BatchSeal& p) {
@@ -1306,7 +1390,7 @@ void SealWriter::store_one(SqlConnection& c, BatchSeal& p) {
         newest_digest_ = digest;
         ++stored_;
       }
-      publish(no, digest);
+      publish(no, no, digest);
       return;
     }
     // Another process sealing this table stored seal `no` first: continue
@@ -1339,8 +1423,8 @@ std::string SealWriter::anchor_tmp() const {
   return settings_.anchor_file + ".tmp." + std::to_string(::getpid());
 }
 
-void SealWriter::publish(std::int64_t no, const std::string& digest) {
-  if (no % 1000 == 0) {
+void SealWriter::publish(std::int64_t first, std::int64_t no, const std::string& digest) {
+  if (no / 1000 != (first - 1) / 1000) {
     diagnostics()->info("auditpipe: {} sealed through seal {} digest {}", table_.name, no, digest);
   }
   if (settings_.anchor_file.empty()) return;

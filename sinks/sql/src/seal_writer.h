@@ -8,9 +8,11 @@
 // durable server) would otherwise be one more round trip in the writer's
 // turn, which bounds the pipeline's rate. With one connection (SQLite),
 // the writer stores them itself. Seals are stored by one thread at a time,
-// in the order they were queued, one statement each; a seal is linked to
-// the chain only then: its seal_no is one past the newest this process
-// knows, its prev_digest that seal's digest. The seal
+// in the order they were queued, those pending at once in one statement
+// (the storer thread lets them gather for up to `linger`: a statement and
+// a commit per seal was most of what sealing cost a server); a seal is
+// linked to the chain only then: its seal_no is one past the newest this
+// process knows, its prev_digest that seal's digest. A seal stored alone
 // is read back after its insert. If another process sealing the same table
 // took that seal_no first, the chain continues from the table's newest
 // seal, so several processes can seal one table. A seal whose insert
@@ -61,6 +63,14 @@ class SealWriter {
   /// How long backlog() waits for another thread storing the seals to
   /// bring them under max_pending before it refuses the batch.
   static constexpr std::chrono::milliseconds backlog_wait{1000};
+  /// Seals stored in one statement, at most, and their row_hashes' bytes:
+  /// a statement and its commit per seal cost PostgreSQL's sink a tenth of
+  /// its rows/s (README, Measured).
+  static constexpr std::size_t group_max = 32;
+  static constexpr std::size_t group_bytes = 1 << 20;
+  /// How long the storer thread lets seals gather before it stores them,
+  /// unless group_max are pending: seals lag their rows by this much more.
+  static constexpr std::chrono::milliseconds linger{100};
 
   /// Reads the key file for seal=hmac (the URL's, else the environment's).
   /// Throws auditpipe::error naming the file, never the key.
@@ -99,6 +109,8 @@ class SealWriter {
     /// instead of being taken for another process's seal and stored twice.
     std::int64_t tried_no = 0;
     std::int64_t tried_at = 0;
+    /// When seal() queued it (for linger).
+    std::chrono::steady_clock::time_point queued_at{};
   };
 
   /// Digests `batch`: pure, so any thread may, while the batch's records
@@ -158,6 +170,16 @@ class SealWriter {
   void run_storer() AUDITPIPE_EXCLUDES(mutex_);
   /// Links `p` to the chain and stores it. Throws on a failed statement.
   void store_one(SqlConnection& c, BatchSeal& p) AUDITPIPE_EXCLUDES(mutex_);
+  /// Links the seals of `group` (the front of pending_, in order) to the
+  /// chain and stores them in one plain INSERT, which stores all or none.
+  /// False if it failed (another process took one's seal_no, or anything
+  /// else): store_one() then stores them one at a time, and finds those a
+  /// statement stored whose answer was lost.
+  bool store_group(SqlConnection& c, const std::vector<BatchSeal*>& group)
+      AUDITPIPE_EXCLUDES(mutex_);
+  /// Whether the storer thread stores the pending seals now, or lets more
+  /// gather (linger).
+  bool group_due_locked(std::chrono::steady_clock::time_point now) const AUDITPIPE_REQUIRES(mutex_);
   /// Throws unless the table's columns (but source_id, seq) are the
   /// record's, in its order: verify encodes the values in the table's.
   /// Returns them.
@@ -215,8 +237,9 @@ class SealWriter {
   std::int64_t recovered_from(std::int64_t source_id, std::int64_t seq) const;
   /// The temporary file the anchor is written to before its rename.
   std::string anchor_tmp() const;
-  /// The anchor file and the periodic info line, after seal `no` was stored.
-  void publish(std::int64_t no, const std::string& digest);
+  /// The anchor file and the periodic info line (at each thousandth seal),
+  /// after seals `first` to `no` were stored, `digest` seal `no`'s.
+  void publish(std::int64_t first, std::int64_t no, const std::string& digest);
 
   const SqlDialect& dialect_;
   const seal::SealSettings settings_;
@@ -229,6 +252,8 @@ class SealWriter {
   /// Where a start keeps its finds until it has sealed them late.
   const UnsealedFinds finds_;
   std::string insert_, read_back_, newest_query_;
+  /// store_group()'s statement, by the number of seals (from 2).
+  std::vector<std::string> group_inserts_;
   bool returning_ = false;  ///< insert_ returns the row it stored
 
   mutable detail::Mutex mutex_;
