@@ -25,11 +25,14 @@ namespace {
 using testing_support::AuditRow;
 using testing_support::TempDir;
 
-// Forwards everything to a real connection; the first `lose` seal inserts
-// are stored and then reported as failed, as a reply lost on the way.
-class AnswerLost final : public auditpipe::SqlConnection {
+// Forwards everything to a real connection and counts the seal inserts
+// that reach the database. While `down`, a seal insert fails before it
+// reaches it; the next `lose` are stored and then reported as failed, as a
+// reply lost on the way.
+class SealInserts final : public auditpipe::SqlConnection {
  public:
-  AnswerLost(auditpipe::SqlConnection& real, int lose) : real_(real), lose_(lose) {}
+  explicit SealInserts(auditpipe::SqlConnection& real, int lose_replies = 0)
+      : lose(lose_replies), real_(real) {}
   bool ping() noexcept override { return true; }
   std::vector<std::vector<std::string>> catalog_rows(std::string_view query,
                                                      const std::string& table) override {
@@ -38,46 +41,25 @@ class AnswerLost final : public auditpipe::SqlConnection {
   void execute_ddl(const std::string& sql) override { real_.execute_ddl(sql); }
   std::vector<std::vector<std::optional<std::string>>> query_rows(
       std::string_view sql, const std::vector<std::string>& params) override {
+    const bool seal_insert =
+        sql.starts_with("INSERT INTO") && sql.find("_seals") != std::string_view::npos;
+    if (seal_insert && down) throw auditpipe::error("the server is down (test)");
     auto rows = real_.query_rows(sql, params);
-    if (lose_ > 0 && sql.starts_with("INSERT INTO") &&
-        sql.find("_seals") != std::string_view::npos) {
-      --lose_;
-      throw auditpipe::error("lost connection to the server during the reply (test)");
+    if (seal_insert) {
+      ++stored;
+      if (lose > 0) {
+        --lose;
+        throw auditpipe::error("lost connection to the server during the reply (test)");
+      }
     }
     return rows;
   }
   std::string server() const override { return real_.server(); }
   void cancel_io() noexcept override {}
 
- private:
-  auditpipe::SqlConnection& real_;
-  int lose_;
-};
-
-// Forwards everything to a real connection and counts the seal inserts;
-// while `down`, every seal insert fails before reaching the database.
-class CountingSeals final : public auditpipe::SqlConnection {
- public:
-  explicit CountingSeals(auditpipe::SqlConnection& real) : real_(real) {}
-  bool ping() noexcept override { return true; }
-  std::vector<std::vector<std::string>> catalog_rows(std::string_view query,
-                                                     const std::string& table) override {
-    return real_.catalog_rows(query, table);
-  }
-  void execute_ddl(const std::string& sql) override { real_.execute_ddl(sql); }
-  std::vector<std::vector<std::optional<std::string>>> query_rows(
-      std::string_view sql, const std::vector<std::string>& params) override {
-    if (sql.starts_with("INSERT INTO") && sql.find("_seals") != std::string_view::npos) {
-      if (down) throw auditpipe::error("the server is down (test)");
-      ++seal_inserts;
-    }
-    return real_.query_rows(sql, params);
-  }
-  std::string server() const override { return real_.server(); }
-  void cancel_io() noexcept override {}
-
+  int lose;
   bool down = false;
-  int seal_inserts = 0;
+  int stored = 0;  ///< seal inserts that reached the database
 
  private:
   auditpipe::SqlConnection& real_;
@@ -108,7 +90,7 @@ TEST(SealWriter, ASealWhoseAnswerWasLostIsStoredOnce) {
                                auditpipe::descriptor_of<AuditRow>(), "in '" + path + "'");
   writer.prepare(*real, true);
   testing_support::CapturedWarnings said(spdlog::level::info);
-  AnswerLost lossy(*real, 1);
+  SealInserts lossy(*real, 1);
   auditpipe::SealWriter::BatchSeal batch;
   batch.ranges = "7:0-9";
   batch.row_count = 10;
@@ -169,7 +151,7 @@ struct SealsFile {
 // linked in order, and the ones queued after continue the chain.
 TEST(SealWriter, SealsPendingTogetherAreStoredInOneStatement) {
   SealsFile f;
-  CountingSeals c(*f.real);
+  SealInserts c(*f.real);
   c.down = true;
   std::uint64_t ticket = 0;
   {
@@ -180,7 +162,7 @@ TEST(SealWriter, SealsPendingTogetherAreStoredInOneStatement) {
   EXPECT_EQ(scalar(*f.real, "SELECT COUNT(*) FROM audit_log_seals"), 0);
   c.down = false;
   EXPECT_EQ(f.writer->stored_by(c, ticket), std::nullopt);
-  EXPECT_EQ(c.seal_inserts, 1);
+  EXPECT_EQ(c.stored, 1);
   EXPECT_EQ(f.writer->stats().pending, 0u);
   EXPECT_EQ(scalar(*f.real, "SELECT COUNT(*) FROM audit_log_seals"), 5);
   EXPECT_EQ(scalar(*f.real, "SELECT MAX(seal_no) FROM audit_log_seals"), 5);
@@ -194,7 +176,7 @@ TEST(SealWriter, SealsPendingTogetherAreStoredInOneStatement) {
             1);
   EXPECT_TRUE(f.chained());
   EXPECT_EQ(f.writer->stored_by(c, f.writer->seal(c, SealsFile::batch(5))), std::nullopt);
-  EXPECT_EQ(c.seal_inserts, 2);
+  EXPECT_EQ(c.stored, 2);
   EXPECT_EQ(scalar(*f.real, "SELECT COUNT(*) FROM audit_log_seals"), 6);
   EXPECT_TRUE(f.chained());
   f.writer->close(f.real.get());
@@ -204,7 +186,7 @@ TEST(SealWriter, SealsPendingTogetherAreStoredInOneStatement) {
 // one-at-a-time retry (same digests), none stored twice.
 TEST(SealWriter, AGroupWhoseAnswerWasLostIsStoredOnce) {
   SealsFile f;
-  CountingSeals c(*f.real);
+  SealInserts c(*f.real);
   c.down = true;
   std::uint64_t ticket = 0;
   {
@@ -212,7 +194,7 @@ TEST(SealWriter, AGroupWhoseAnswerWasLostIsStoredOnce) {
     for (int i = 0; i < 3; ++i) ticket = f.writer->seal(c, SealsFile::batch(i));
   }
   testing_support::CapturedWarnings said(spdlog::level::info);
-  AnswerLost lossy(*f.real, 1);
+  SealInserts lossy(*f.real, 1);
   EXPECT_EQ(f.writer->stored_by(lossy, ticket), std::nullopt);
   EXPECT_EQ(f.writer->stats().pending, 0u);
   EXPECT_EQ(scalar(*f.real, "SELECT COUNT(*) FROM audit_log_seals"), 3);
