@@ -176,6 +176,8 @@ class Load {
   void checkpoint_now();
   void fail(InputState& input, const std::string& message);
   bool stopping() const { return stop_.load(std::memory_order_relaxed) || aborted_.load(); }
+  /// Whether reading `stream` (a pipe: see pass()) or a file ends now.
+  bool halted(bool stream) const { return stream ? aborted_.load() : stopping(); }
   /// For reads of pipes, which may wait for data for ever.
   Interrupt interrupt() const {
     return [this] { return stopping(); };
@@ -506,7 +508,7 @@ DynamicLogger::Record Load::acquire(bool stream) {
     DynamicLogger::Record r = logger_->acquire();
     // The pool full means the database is behind: wait for it (that is the
     // backpressure), but not past a stop.
-    if (r || r.status() != Status::timed_out || (stream ? aborted_.load() : stopping())) return r;
+    if (r || r.status() != Status::timed_out || halted(stream)) return r;
   }
 }
 
@@ -809,8 +811,7 @@ bool Load::pass(InputState& input, const std::string& open_path, RowMapper& mapp
   // (not an abort), the records already read from it are loaded; its read
   // takes no more (open_byte_source's interrupt) and ends.
   const bool stream = !source->input_size().has_value();
-  const auto halted = [&] { return stream ? aborted_.load() : stopping(); };
-  while (!halted()) {
+  while (!halted(stream)) {
     if (!reader.next(raw)) {
       more = config_.follow;
       break;
@@ -858,7 +859,7 @@ bool Load::pass(InputState& input, const std::string& open_path, RowMapper& mapp
     } else {
       DynamicLogger::Record r = acquire(stream);
       if (!r) {
-        if (halted()) break;
+        if (halted(stream)) break;
         throw error(std::string("the pipeline refused a record: ") +
                     std::string(to_string(r.status())));
       }

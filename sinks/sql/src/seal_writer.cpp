@@ -1309,32 +1309,50 @@ bool SealWriter::group_due_locked(std::chrono::steady_clock::time_point now) con
          now >= pending_.front().queued_at + linger;
 }
 
-bool SealWriter::store_group(SqlConnection& c, const std::vector<BatchSeal*>& group) {
-  std::int64_t no = 0;
-  std::string prev;
+std::int64_t SealWriter::now_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::pair<std::int64_t, std::string> SealWriter::chain_end() const {
+  detail::MutexLock lock(mutex_);
+  return {newest_no_ + 1, newest_digest_};
+}
+
+std::string SealWriter::link(BatchSeal& p, std::int64_t no, const std::string& prev,
+                             std::int64_t now) const {
+  // The same seal_no as a try before: the same sealed_at, so the same
+  // digest, which the read-back then recognises as this seal's.
+  if (p.tried_no != no) p.tried_at = now;
+  p.tried_no = no;
+  return seal::seal_digest(
+      settings_.mode, key_,
+      seal::seal_message(prev, no, p.tried_at, p.ranges, p.row_count, p.rows_digest));
+}
+
+void SealWriter::note_stored(std::int64_t first, std::int64_t last, const std::string& digest) {
   {
     detail::MutexLock lock(mutex_);
-    no = newest_no_ + 1;
-    prev = newest_digest_;
+    newest_no_ = last;
+    newest_digest_ = digest;
+    stored_ += static_cast<std::uint64_t>(last - first + 1);
   }
-  const std::int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                                  std::chrono::system_clock::now().time_since_epoch())
-                                  .count();
+  publish(first, last, digest);
+}
+
+bool SealWriter::store_group(SqlConnection& c, const std::vector<BatchSeal*>& group) {
+  const auto [first, first_prev] = chain_end();
+  const std::int64_t now = now_us();
   std::vector<std::string> params;
   params.reserve(7 * group.size());
-  std::string digest;
+  std::string prev = first_prev, digest;
   for (std::size_t i = 0; i < group.size(); ++i) {
     BatchSeal& p = *group[i];
-    const std::int64_t seal_no = no + static_cast<std::int64_t>(i);
-    // The same seal_no as a try before: the same sealed_at, so the same
-    // digest, which store_one()'s read-back then recognises.
-    if (p.tried_no != seal_no) p.tried_at = now_us;
-    p.tried_no = seal_no;
-    digest = seal::seal_digest(
-        settings_.mode, key_,
-        seal::seal_message(prev, seal_no, p.tried_at, p.ranges, p.row_count, p.rows_digest));
-    params.insert(params.end(), {std::to_string(seal_no), p.ranges, std::to_string(p.row_count),
-                                 prev, digest, std::to_string(p.tried_at), p.row_hashes});
+    const std::int64_t no = first + static_cast<std::int64_t>(i);
+    digest = link(p, no, prev, now);
+    params.insert(params.end(), {std::to_string(no), p.ranges, std::to_string(p.row_count), prev,
+                                 digest, std::to_string(p.tried_at), p.row_hashes});
     prev = digest;
   }
   try {
@@ -1345,52 +1363,24 @@ bool SealWriter::store_group(SqlConnection& c, const std::vector<BatchSeal*>& gr
         group.size(), table_.name, e.what());
     return false;
   }
-  const std::int64_t last = no + static_cast<std::int64_t>(group.size()) - 1;
-  {
-    detail::MutexLock lock(mutex_);
-    newest_no_ = last;
-    newest_digest_ = digest;
-    stored_ += group.size();
-  }
-  publish(no, last, digest);
+  note_stored(first, first + static_cast<std::int64_t>(group.size()) - 1, digest);
   return true;
 }
 
 void SealWriter::store_one(SqlConnection& c, BatchSeal& p) {
   for (int attempt = 0;; ++attempt) {
-    std::int64_t no = 0;
-    std::string prev;
-    {
-      detail::MutexLock lock(mutex_);
-      no = newest_no_ + 1;
-      prev = newest_digest_;
-    }
-    const std::int64_t now_us = p.tried_no == no
-                                    ? p.tried_at
-                                    : std::chrono::duration_cast<std::chrono::microseconds>(
-                                          std::chrono::system_clock::now().time_since_epoch())
-                                          .count();
-    p.tried_no = no;
-    p.tried_at = now_us;
-    const std::string digest = seal::seal_digest(
-        settings_.mode, key_,
-        seal::seal_message(prev, no, now_us, p.ranges, p.row_count, p.rows_digest));
+    const auto [no, prev] = chain_end();
+    const std::string digest = link(p, no, prev, now_us());
     const auto inserted =
         c.query_rows(insert_, {std::to_string(no), p.ranges, std::to_string(p.row_count), prev,
-                               digest, std::to_string(now_us), p.row_hashes});
+                               digest, std::to_string(p.tried_at), p.row_hashes});
     bool stored = returning_ && !inserted.empty();
     if (!stored) {
       const auto back = c.query_rows(read_back_, {std::to_string(no)});
       stored = !back.empty() && back[0][0] == digest;
     }
     if (stored) {
-      {
-        detail::MutexLock lock(mutex_);
-        newest_no_ = no;
-        newest_digest_ = digest;
-        ++stored_;
-      }
-      publish(no, no, digest);
+      note_stored(no, no, digest);
       return;
     }
     // Another process sealing this table stored seal `no` first: continue

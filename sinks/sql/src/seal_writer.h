@@ -177,6 +177,17 @@ class SealWriter {
   /// statement stored whose answer was lost.
   bool store_group(SqlConnection& c, const std::vector<BatchSeal*>& group)
       AUDITPIPE_EXCLUDES(mutex_);
+  /// The clock of sealed_at: microseconds since the epoch.
+  static std::int64_t now_us();
+  /// The seal_no the next seal gets and the digest it links to.
+  std::pair<std::int64_t, std::string> chain_end() const AUDITPIPE_EXCLUDES(mutex_);
+  /// `p`'s digest as seal `no` after `prev`; notes the try in `p` (tried_no,
+  /// tried_at: `now` unless `no` was tried before).
+  std::string link(BatchSeal& p, std::int64_t no, const std::string& prev, std::int64_t now) const;
+  /// Seals `first` to `last` are stored, `digest` the last's: the chain's
+  /// newest, counted, published.
+  void note_stored(std::int64_t first, std::int64_t last, const std::string& digest)
+      AUDITPIPE_EXCLUDES(mutex_);
   /// Whether the storer thread stores the pending seals now, or lets more
   /// gather (linger).
   bool group_due_locked(std::chrono::steady_clock::time_point now) const AUDITPIPE_REQUIRES(mutex_);
