@@ -123,7 +123,7 @@ if [ $quick -eq 0 ]; then
   # The sanitizers slow everything down; the million-row test writes fewer.
   export AUDITPIPE_TEST_ROWS=100000
   # and a wait may end further past its deadline (tests/support/wait_slack.h).
-  export AUDITPIPE_TEST_WAIT_SLACK_MS=50
+  export AUDITPIPE_TEST_WAIT_SLACK_MS=100
   step "concurrent tests under ASan+UBSan" \
     env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build/asan -L concurrent --no-tests=error --output-on-failure -j"$jobs"
