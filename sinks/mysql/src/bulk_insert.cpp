@@ -236,7 +236,7 @@ std::optional<MysqlError> write_bulk(MysqlConnection& c, const SqlTableText&, co
   s.cuts.push_back(n);
   begin = 0;
   for (const std::size_t end : s.cuts) {
-    if (auto e = execute_rows(c, s, batch, begin, end)) return e;
+    if (auto e = committed(c, [&] { return execute_rows(c, s, batch, begin, end); })) return e;
     begin = end;
   }
   return std::nullopt;

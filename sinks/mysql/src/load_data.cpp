@@ -111,22 +111,25 @@ std::optional<MysqlError> write_load_data(MysqlConnection& c, const SqlTableText
     append_number(s.data, r.seq);
     s.data += '\n';
   }
-  if (auto e = c.execute(s.statement)) return e;
-  if (mysql_warning_count(c.handle()) == 0) return std::nullopt;
-  // With LOCAL the server skips duplicates (expected on a retry) but also
-  // converts bad values with only a warning: anything but a duplicate is
-  // surfaced, since the rows are already stored.
-  if (mysql_real_query(c.handle(), "SHOW WARNINGS", 13) != 0) return c.last_error();
-  if (MYSQL_RES* res = mysql_store_result(c.handle())) {
-    while (MYSQL_ROW row = mysql_fetch_row(res)) {
-      if (row[1] != nullptr && std::strcmp(row[1], "1062") != 0) {
-        diagnostics()->error("auditpipe: LOAD DATA into {} stored a converted value: {} {}",
-                             t.table, row[1], c.hide_password(row[2] ? row[2] : ""));
+  // The warnings are read before the COMMIT (on Galera) clears them.
+  return committed(c, [&]() -> std::optional<MysqlError> {
+    if (auto e = c.execute(s.statement)) return e;
+    if (mysql_warning_count(c.handle()) == 0) return std::nullopt;
+    // With LOCAL the server skips duplicates (expected on a retry) but also
+    // converts bad values with only a warning: anything but a duplicate is
+    // surfaced, since the rows are already stored.
+    if (mysql_real_query(c.handle(), "SHOW WARNINGS", 13) != 0) return c.last_error();
+    if (MYSQL_RES* res = mysql_store_result(c.handle())) {
+      while (MYSQL_ROW row = mysql_fetch_row(res)) {
+        if (row[1] != nullptr && std::strcmp(row[1], "1062") != 0) {
+          diagnostics()->error("auditpipe: LOAD DATA into {} stored a converted value: {} {}",
+                               t.table, row[1], c.hide_password(row[2] ? row[2] : ""));
+        }
       }
+      mysql_free_result(res);
     }
-    mysql_free_result(res);
-  }
-  return std::nullopt;
+    return std::nullopt;
+  });
 }
 
 }  // namespace auditpipe::mysql

@@ -135,7 +135,8 @@ class MysqlSinkImpl final : public MysqlSink {
       // only if its node is still in the primary component after it and
       // the cluster's membership did not change since the previous write:
       // if not, the batch is written again (it may have committed: the key
-      // absorbs the retry).
+      // absorbs the retry). Each statement also commits explicitly on
+      // Galera (committed(), write_paths.h); this stays as a second net.
       if (auto doubt = c.galera_write_doubt()) {
         e = MysqlError{ER_UNKNOWN_COM_ERROR, "08S01", *doubt + ": not counted as stored"};
       }

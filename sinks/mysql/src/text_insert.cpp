@@ -60,7 +60,7 @@ void append_row(MysqlConnection& c, std::string& out, const Batch& batch, const 
 
 std::optional<MysqlError> run(MysqlConnection& c, std::string& sql, const SqlTableText& t) {
   sql += t.insert_tail;
-  auto e = c.execute(sql);
+  auto e = committed(c, [&] { return c.execute(sql); });
   sql.assign(t.insert_head);
   return e;
 }
