@@ -23,6 +23,7 @@
 #include "auditpipe/sink/seal_read_back.h"
 #include "auditpipe/sink/url.h"
 #include "auditpipe/status.h"
+#include "read_only_url.h"
 
 namespace auditpipe::cli {
 namespace {
@@ -182,25 +183,6 @@ std::string key_text(std::int64_t sid, std::int64_t seq) {
   return "(source_id " + std::to_string(sid) + ", seq " + std::to_string(seq) + ")";
 }
 
-// verify only reads: a SQLite file is opened read-only (a mistyped path is
-// not created, a copy on read-only media can be checked), unless the URL
-// says read_only itself. The servers' users need no such option.
-std::string read_only_url(const std::string& url) {
-  constexpr std::string_view scheme = "sqlite:";
-  const bool sqlite = url.size() >= scheme.size() &&
-                      std::equal(scheme.begin(), scheme.end(), url.begin(), [](char a, char b) {
-                        return a == std::tolower(static_cast<unsigned char>(b));
-                      });
-  if (!sqlite) return url;
-  const std::size_t q = url.find('?');
-  if (q != std::string::npos) {
-    for (const auto& [k, v] : parse_query(std::string_view(url).substr(q + 1))) {
-      if (k == "read_only") return url;
-    }
-  }
-  return url + (q == std::string::npos ? "?" : "&") + "read_only=1";
-}
-
 /// The finds starts kept in `name` (<table>_unsealed): none where there is
 /// no such table (a table sealed before finds were kept, or made by hand
 /// without it). Throws auditpipe::error where it exists but cannot be read:
@@ -315,7 +297,7 @@ int VerifyCommand::run() {
       }
       anchor.emplace(no, text.substr(sep + 1));
     }
-    auto db = Database::connect(read_only_url(url_));
+    auto db = Database::connect(ingest::read_only_url(url_));
     const std::string dialect(db->dialect());
     if (dialect == "postgresql") {
       for (const std::string& set : seal::read_back_settings(dialect, false)) db->execute(set);

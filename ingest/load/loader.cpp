@@ -29,6 +29,7 @@
 #include "input/row_mapper.h"
 #include "input/schema_file.h"
 #include "progress.h"
+#include "read_only_url.h"
 #include "reject_file.h"
 #include "replay_source.h"
 #include "source_identity.h"
@@ -223,6 +224,17 @@ class Load {
 
 LoadSummary Load::run() {
   const auto started = std::chrono::steady_clock::now();
+  // Without a schema file the table must be there already: a SQLite path
+  // is looked at read-only first, so a mistyped one is reported, not
+  // created as an empty database.
+  if (!config_.schema_file && read_only_url(config_.url) != config_.url) {
+    try {
+      (void)Database::connect(read_only_url(config_.url));
+    } catch (const std::exception& e) {
+      throw error(std::string("auditpipe ingest: ") + e.what() +
+                  "; without --schema FILE the table must exist already");
+    }
+  }
   db_ = Database::connect(config_.url);
 
   std::string table = config_.table;

@@ -332,6 +332,16 @@ case $case in
     set -e
     expect_eq "$rc" 1 "exit status for a missing table"
     grep -q 'no table no_such_table' <<<"$out" || fail "unclear message: $out"
+    if [ "$backend" = sqlite ]; then
+      # A mistyped path with --table (the table must exist): said, not
+      # created as an empty database.
+      set +e
+      out=$("$bin" ingest --quiet --table $table "sqlite://$work/mistyped.db" b.jsonl 2>&1); rc=$?
+      set -e
+      expect_eq "$rc" 1 "exit status for a missing SQLite file"
+      [ ! -e "$work/mistyped.db" ] || fail "the mistyped path was created"
+      grep -q "no SQLite database '$work/mistyped.db'" <<<"$out" || fail "unclear message: $out"
+    fi
     ;;
 
   database_defaults)
