@@ -86,7 +86,8 @@ EXIT STATUS
   1    something is not stored: an input failed, the database refused or
        could not take rows, --max-rejects was exceeded, or --give-up-after
        ran out
-  2    a usage error
+  2    a usage error (an option, or the URL itself: malformed, an unknown
+       option or scheme)
   130  interrupted (not --follow): run the same command again to continue
        (standard input as a pipe: the whole records read from it are stored)
 

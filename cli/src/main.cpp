@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "auditpipe/status.h"
 #include "auditpipe/version.h"
 #include "ingest_command.h"
 #include "verify_command.h"
@@ -27,6 +28,9 @@ int main(int argc, char** argv) {
   if (verify.chosen()) return verify.run();  // its own statuses, errors included
   try {
     return ingest.run();
+  } catch (const auditpipe::url_error& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;  // a usage error: nothing was tried
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return 1;

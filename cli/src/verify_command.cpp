@@ -23,7 +23,7 @@
 #include "auditpipe/sink/seal_read_back.h"
 #include "auditpipe/sink/url.h"
 #include "auditpipe/status.h"
-#include "read_only_url.h"
+#include "read_only_database.h"
 
 namespace auditpipe::cli {
 namespace {
@@ -42,7 +42,8 @@ constexpr const char* footer = R"(
 EXIT STATUS
   0    every row and seal verifies
   1    tampering found (each finding on standard output)
-  2    usage error
+  2    usage error (an option, or the URL itself: malformed, an unknown
+       option or scheme)
   3    no tampering, but rows stored after the last seal ("not yet sealed":
        a run that stopped between storing rows and sealing them, or rows
        appended by someone else: run again later; if it stays, investigate),
@@ -297,7 +298,7 @@ int VerifyCommand::run() {
       }
       anchor.emplace(no, text.substr(sep + 1));
     }
-    auto db = Database::connect(ingest::read_only_url(url_));
+    auto db = ingest::connect_read_only(url_);
     const std::string dialect(db->dialect());
     if (dialect == "postgresql") {
       for (const std::string& set : seal::read_back_settings(dialect, false)) db->execute(set);
@@ -807,6 +808,10 @@ int VerifyCommand::run() {
     if (bad > 0) return 1;
     return findings.unsealed_count() > 0 || findings.late_count() > 0 ? 3 : 0;
   } catch (const UsageError& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
+  } catch (const url_error& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "%s\n", e.what());
     return 2;

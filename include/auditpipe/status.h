@@ -41,4 +41,13 @@ class AUDITPIPE_EXPORT unreachable : public error {
   using error::error;
 };
 
+/// The URL itself is wrong, found before any connection is tried: malformed,
+/// a scheme this build has no sink for, an unknown option or a value an
+/// option cannot take. The command-line tool reports it as a usage error
+/// (exit status 2).
+class AUDITPIPE_EXPORT url_error : public error {
+ public:
+  using error::error;
+};
+
 }  // namespace auditpipe

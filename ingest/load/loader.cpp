@@ -29,7 +29,7 @@
 #include "input/row_mapper.h"
 #include "input/schema_file.h"
 #include "progress.h"
-#include "read_only_url.h"
+#include "read_only_database.h"
 #include "reject_file.h"
 #include "replay_source.h"
 #include "source_identity.h"
@@ -227,11 +227,15 @@ LoadSummary Load::run() {
   // Without a schema file the table must be there already: a SQLite path
   // is looked at read-only first, so a mistyped one is reported, not
   // created as an empty database.
-  if (!config_.schema_file && read_only_url(config_.url) != config_.url) {
+  if (!config_.schema_file && is_sqlite_url(config_.url)) {
     try {
-      (void)Database::connect(read_only_url(config_.url));
+      (void)connect_read_only(config_.url);
+    } catch (const url_error&) {
+      throw;  // the URL itself: a usage error
     } catch (const std::exception& e) {
-      throw error(std::string("auditpipe ingest: ") + e.what() +
+      std::string why = e.what();
+      if (why.rfind("auditpipe: ", 0) == 0) why.erase(0, 11);
+      throw error("auditpipe ingest: " + why +
                   "; without --schema FILE the table must exist already");
     }
   }

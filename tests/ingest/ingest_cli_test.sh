@@ -423,6 +423,14 @@ case $case in
       expect_eq "$rc" 2 "exit status for $bad"
       grep -q -- "${bad%%[ =]*}" <<<"$out" || fail "the message does not name ${bad%%[ =]*}: $out"
     done
+    # So is a URL at fault (an unknown option), with a table or a schema.
+    for how in "--table $table" "--schema schema.json"; do
+      set +e
+      out=$("$bin" ingest $how "${url%%\?*}?no_such_option=1" a.jsonl 2>&1); rc=$?
+      set -e
+      expect_eq "$rc" 2 "exit status for a URL with an unknown option ($how)"
+      grep -q "unknown option 'no_such_option'" <<<"$out" || fail "unclear message: $out"
+    done
     ;;
 
   infer)

@@ -290,7 +290,15 @@ case $case in
     run_verify --key-file key --since "$(date -u +%Y-%m-%d)garbage"
     expect_found 2 "give epoch seconds"
     run_verify --key-file key --anchor "$work/no-such-anchor"
-    expect_found 2 "cannot read it" ;;
+    expect_found 2 "cannot read it"
+    # A URL at fault is a usage error too (not 4, "could not read"), said
+    # about the URL as given.
+    set +e
+    out=$("$bin" verify "${url%%\?*}?no_such_option=1" --table $table 2>&1); rc=$?
+    set -e
+    expect_found 2 "unknown option 'no_such_option'"
+    grep -q "read_only=1" <<<"$out" && fail "the message shows an option the user did not give: $out"
+    true ;;
   values)
     # Values a database gives back in another form: -0.0 (SQLite and
     # MariaDB store 0), doubles whose 17-digit text is not exact (SQLite's

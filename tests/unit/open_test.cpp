@@ -1,7 +1,9 @@
 // auditpipe::open(url): every sink the build has is registered, under each
 // of its schemes and in any case, and an unknown scheme is an error naming
-// the supported ones without the URL's password. Only parsing happens here:
-// no database is opened.
+// the supported ones without the URL's password. Every refusal here is an
+// auditpipe::url_error (the command-line tool's usage error), which
+// open_error() alone catches. Only parsing happens here: no database is
+// opened.
 #include "auditpipe/open.h"
 
 #include <gtest/gtest.h>
@@ -19,7 +21,7 @@ namespace {
 std::string open_error(const std::string& url) {
   try {
     (void)auditpipe::open(url);
-  } catch (const auditpipe::error& e) {
+  } catch (const auditpipe::url_error& e) {
     return e.what();
   }
   return "";

@@ -10,7 +10,7 @@ namespace auditpipe::mysql {
 namespace {
 
 [[noreturn]] void bad(const Url& url, const std::string& why) {
-  throw error(url.masked("auditpipe: bad MySQL URL '" + url.redacted() + "': " + why));
+  throw url_error(url.masked("auditpipe: bad MySQL URL '" + url.redacted() + "': " + why));
 }
 
 bool boolean(const Url& url, const std::string& key, const std::string& value) {

@@ -109,6 +109,8 @@ std::unique_ptr<Database> Database::connect(std::string_view url) {
       return std::make_unique<SqlBackedDatabase>(s.connect(url));
     } catch (const unreachable& e) {
       throw unreachable(hide_secret(e.what(), password));
+    } catch (const url_error& e) {
+      throw url_error(hide_secret(e.what(), password));
     } catch (const std::exception& e) {
       throw error(hide_secret(e.what(), password));
     }
@@ -117,8 +119,8 @@ std::unique_ptr<Database> Database::connect(std::string_view url) {
   for (const auto& s : schemes) {
     if (s.listed) supported += " " + std::string(s.scheme) + "://";
   }
-  throw error("auditpipe: no database for '" + redact_url(url) +
-              "' in this build (supported:" + supported + ")");
+  throw url_error("auditpipe: no database for '" + redact_url(url) +
+                  "' in this build (supported:" + supported + ")");
 }
 
 }  // namespace auditpipe

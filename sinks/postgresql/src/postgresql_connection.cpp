@@ -23,7 +23,7 @@ namespace {
 // Masked whole: `why` may quote the URL's values, or a form whose words a
 // password could equal.
 [[noreturn]] void bad(const Url& url, const std::string& why) {
-  throw error(url.masked("auditpipe: bad PostgreSQL URL '" + url.redacted() + "': " + why));
+  throw url_error(url.masked("auditpipe: bad PostgreSQL URL '" + url.redacted() + "': " + why));
 }
 
 }  // namespace

@@ -38,8 +38,8 @@ std::shared_ptr<Sink> SinkRegistry::open(std::string_view url) const {
   for (const Entry& e : entries_) {
     if (e.listed) supported += " " + e.scheme + "://";
   }
-  throw error("auditpipe: no sink for '" + redact_url(url) +
-              "' in this build (supported:" + supported + ")");
+  throw url_error("auditpipe: no sink for '" + redact_url(url) +
+                  "' in this build (supported:" + supported + ")");
 }
 
 }  // namespace auditpipe

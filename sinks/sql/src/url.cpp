@@ -20,7 +20,7 @@ std::vector<std::string> secrets_in(std::string_view text);
   std::string message = "auditpipe: malformed URL '" + redact_url(text) + "': " + reason;
   for (const std::string& secret : secrets_in(text))
     message = hide_secret(std::move(message), secret);
-  throw error(message);
+  throw url_error(message);
 }
 
 // Query keys whose values are secrets (`?password=`, `?sslpassword=`,
@@ -157,7 +157,7 @@ std::string percent_decode(std::string_view text) {
       continue;
     }
     if (i + 2 >= text.size() || hex_value(text[i + 1]) < 0 || hex_value(text[i + 2]) < 0) {
-      throw error("bad percent-escape (a '%' must be followed by two hex digits)");
+      throw url_error("bad percent-escape (a '%' must be followed by two hex digits)");
     }
     out.push_back(static_cast<char>(hex_value(text[i + 1]) * 16 + hex_value(text[i + 2])));
     i += 2;
@@ -169,7 +169,7 @@ void throw_with_accepted_form(std::string_view text, const std::string& message,
                               std::string_view form) {
   std::string out = message + "; the accepted form is " + std::string(form);
   for (const std::string& secret : secrets_in(text)) out = hide_secret(std::move(out), secret);
-  throw error(out);
+  throw url_error(out);
 }
 
 std::string hide_secret(std::string text, std::string_view secret) {
@@ -274,11 +274,11 @@ std::vector<std::pair<std::string, std::string>> parse_query(std::string_view te
     const auto item = text.substr(begin, end - begin);
     if (!item.empty()) {
       const auto eq = item.find('=');
-      if (eq == 0) throw error("query option without a name");
+      if (eq == 0) throw url_error("query option without a name");
       std::string key = percent_decode(item.substr(0, eq));
       // Which of two values was meant is a guess: refused, not the last taken.
       for (const auto& earlier : out)
-        if (earlier.first == key) throw error("option '" + key + "' is given twice");
+        if (earlier.first == key) throw url_error("option '" + key + "' is given twice");
       out.emplace_back(std::move(key), eq == std::string_view::npos
                                            ? std::string()
                                            : percent_decode(item.substr(eq + 1)));
@@ -351,10 +351,10 @@ std::uint64_t url_number(const Url& url, std::string_view key, std::string_view 
   const auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
   if (value.empty() || ec != std::errc() || p != value.data() + value.size() || v < min ||
       v > max) {
-    throw error(url.masked("auditpipe: bad URL '" + url.redacted() + "': option " +
-                           std::string(key) + "='" + std::string(value) +
-                           "' is not a whole number from " + std::to_string(min) + " to " +
-                           std::to_string(max)));
+    throw url_error(url.masked("auditpipe: bad URL '" + url.redacted() + "': option " +
+                               std::string(key) + "='" + std::string(value) +
+                               "' is not a whole number from " + std::to_string(min) + " to " +
+                               std::to_string(max)));
   }
   return v;
 }
@@ -372,8 +372,8 @@ Url parse_sink_url(std::string_view text, std::span<const std::string_view> sche
       }
       expected += ")";
     }
-    throw error(url.masked("auditpipe: bad URL '" + url.redacted() + "': the scheme must be " +
-                           expected + ", not " + url.scheme + "://"));
+    throw url_error(url.masked("auditpipe: bad URL '" + url.redacted() + "': the scheme must be " +
+                               expected + ", not " + url.scheme + "://"));
   }
   require_known_options(url, known, also);
   return url;
@@ -388,8 +388,8 @@ std::size_t url_choice(const Url& url, std::string_view key, std::string_view va
   for (std::size_t i = 0; i < choices.size(); ++i) {
     list += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + std::string(choices[i]);
   }
-  throw error(url.masked("auditpipe: bad URL '" + url.redacted() + "': " + std::string(key) +
-                         " must be " + list + ", not '" + std::string(value) + "'"));
+  throw url_error(url.masked("auditpipe: bad URL '" + url.redacted() + "': " + std::string(key) +
+                             " must be " + list + ", not '" + std::string(value) + "'"));
 }
 
 bool apply_pool_option(const Url& url, std::string_view key, std::string_view value,
@@ -423,7 +423,7 @@ bool apply_pool_option(const Url& url, std::string_view key, std::string_view va
 void check_pool_options(const Url& url, const ConnectionPoolOptions& pool,
                         std::optional<std::size_t> pool_size) {
   if (pool_size && pool.min_idle && *pool.min_idle > *pool_size) {
-    throw error(url.masked(
+    throw url_error(url.masked(
         "auditpipe: bad URL '" + url.redacted() + "': min_idle=" + std::to_string(*pool.min_idle) +
         " is more than pool_size=" + std::to_string(*pool_size) + ", the most the pool opens"));
   }
@@ -437,8 +437,8 @@ void require_known_options(const Url& url, std::initializer_list<std::string_vie
       std::string list;
       for (auto k : known) list += (list.empty() ? "" : ", ") + std::string(k);
       for (auto k : also) list += (list.empty() ? "" : ", ") + std::string(k);
-      throw error(url.masked("auditpipe: unknown option '" + key + "' in URL '" + url.redacted() +
-                             "' (known: " + list + ")"));
+      throw url_error(url.masked("auditpipe: unknown option '" + key + "' in URL '" +
+                                 url.redacted() + "' (known: " + list + ")"));
     }
   }
 }

@@ -24,7 +24,7 @@ namespace auditpipe::sqlite {
 namespace {
 
 [[noreturn]] void bad_url(std::string_view url, const std::string& why) {
-  throw error("auditpipe: malformed SQLite URL '" + redact_url(url) + "': " + why);
+  throw url_error("auditpipe: malformed SQLite URL '" + redact_url(url) + "': " + why);
 }
 
 // SOCI 4.0's SQLite backend opens the file in SQLite's default threading

@@ -174,9 +174,9 @@ class SqliteSink final : public SqlSink {
 std::shared_ptr<Sink> open(std::string_view url) {
   SqliteConfig config = parse_sqlite_url(url);
   if (config.read_only) {
-    throw error("auditpipe: SQLite URL '" + config.sink.redacted_url +
-                "': read_only=1 is for reading (auditpipe verify, auditpipe::Database); a sink "
-                "writes");
+    throw url_error("auditpipe: SQLite URL '" + config.sink.redacted_url +
+                    "': read_only=1 is for reading (auditpipe verify, auditpipe::Database); a sink "
+                    "writes");
   }
   return std::make_shared<SqliteSink>(std::move(config));
 }
