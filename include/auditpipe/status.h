@@ -34,8 +34,8 @@ class AUDITPIPE_EXPORT error : public std::runtime_error {
 /// nothing is known about its configuration yet. A logger whose records have
 /// somewhere to wait (a spill directory or a durable pool, or
 /// Options::start_while_unreachable) starts anyway and connects later; any
-/// other error (a bad URL, wrong credentials, an unknown database, a table of
-/// the wrong shape) is thrown as plain `error`.
+/// other error (wrong credentials, an unknown database, a table of the wrong
+/// shape) is thrown as plain `error`, a URL at fault by itself as `url_error`.
 class AUDITPIPE_EXPORT unreachable : public error {
  public:
   using error::error;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "auditpipe/sink/url.h"
 #include "auditpipe/status.h"
@@ -17,11 +19,34 @@ bool is_sqlite_url(const std::string& url) {
          });
 }
 
+namespace {
+
+// A message about the URL as the user wrote it: without the option added
+// here, nor the hint that names it.
+std::string as_given(std::string message, const std::string& added) {
+  for (const std::string_view cut :
+       {std::string_view(added), std::string_view(" (read_only=1 opens an existing file)")}) {
+    for (std::size_t at; (at = message.find(cut)) != std::string::npos;)
+      message.erase(at, cut.size());
+  }
+  return message;
+}
+
+}  // namespace
+
 std::unique_ptr<Database> connect_read_only(const std::string& url) {
   if (!is_sqlite_url(url)) return Database::connect(url);
   const std::size_t q = url.find('?');
   if (q != std::string::npos) {
-    for (const auto& [k, v] : parse_query(std::string_view(url).substr(q + 1))) {
+    std::vector<std::pair<std::string, std::string>> options;
+    try {
+      options = parse_query(std::string_view(url).substr(q + 1));
+    } catch (const std::exception&) {
+      // The sink's parser says what is wrong, with the URL: it refuses the
+      // URL before opening any file.
+      return Database::connect(url);
+    }
+    for (const auto& [k, v] : options) {
       if (k == "read_only") return Database::connect(url);
     }
   }
@@ -29,11 +54,11 @@ std::unique_ptr<Database> connect_read_only(const std::string& url) {
   try {
     return Database::connect(url + added);
   } catch (const url_error& e) {
-    // The URL as the user wrote it, in the message too.
-    std::string message = e.what();
-    for (std::size_t at; (at = message.find(added)) != std::string::npos;)
-      message.erase(at, added.size());
-    throw url_error(message);
+    throw url_error(as_given(e.what(), added));
+  } catch (const unreachable&) {
+    throw;
+  } catch (const error& e) {
+    throw error(as_given(e.what(), added));
   }
 }
 

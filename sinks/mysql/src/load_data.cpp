@@ -117,7 +117,8 @@ std::optional<MysqlError> write_load_data(MysqlConnection& c, const SqlTableText
     if (mysql_warning_count(c.handle()) == 0) return std::nullopt;
     // With LOCAL the server skips duplicates (expected on a retry) but also
     // converts bad values with only a warning: anything but a duplicate is
-    // surfaced, since the rows are already stored.
+    // surfaced, since the rows are stored (on Galera: once the COMMIT
+    // succeeds; if it fails, the batch is written again and warns again).
     if (mysql_real_query(c.handle(), "SHOW WARNINGS", 13) != 0) return c.last_error();
     if (MYSQL_RES* res = mysql_store_result(c.handle())) {
       while (MYSQL_ROW row = mysql_fetch_row(res)) {

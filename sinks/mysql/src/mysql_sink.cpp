@@ -114,8 +114,8 @@ class MysqlSinkImpl final : public MysqlSink {
   std::optional<WriteFailure> write_batch(SqlConnection& connection, const Batch& batch) override {
     auto& c = static_cast<MysqlConnection&>(connection);
     // Galera's wsrep_max_ws_rows: no statement (each its own write set, in
-    // autocommit) writes more rows; a retry of the whole batch is safe on
-    // the (source_id, seq) key.
+    // its own transaction: committed(), write_paths.h) writes more rows; a
+    // retry of the whole batch is safe on the (source_id, seq) key.
     const std::size_t rows = c.max_statement_rows();
     std::optional<MysqlError> e;
     for (std::size_t at = 0; at < batch.records.size() && !e;) {

@@ -53,7 +53,13 @@ template <class Statement>
 std::optional<MysqlError> committed(MysqlConnection& c, Statement&& statement) {
   if (!c.galera()) return statement();
   if (auto e = c.execute("START TRANSACTION")) return e;
-  std::optional<MysqlError> e = statement();
+  std::optional<MysqlError> e;
+  try {
+    e = statement();
+  } catch (...) {
+    (void)c.execute("ROLLBACK");  // no transaction left open behind an exception
+    throw;
+  }
   if (!e) e = c.execute("COMMIT");
   if (e) (void)c.execute("ROLLBACK");  // best effort: a broken connection is dropped anyway
   return e;

@@ -30,7 +30,7 @@ bool apply_url_option(SealSettings& settings, std::string_view key, const std::s
     } else if (value == "hmac") {
       settings.mode = Mode::hmac;
     } else {
-      throw error("auditpipe: seal must be none, hash or hmac (got '" + value + "')");
+      throw url_error("auditpipe: seal must be none, hash or hmac (got '" + value + "')");
     }
     return true;
   }

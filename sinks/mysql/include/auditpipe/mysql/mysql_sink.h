@@ -6,7 +6,9 @@
 //   auditpipe::Logger<AuditRow> logger(sink);
 //
 // Each batch is written as one statement on a pooled connection, in
-// autocommit: no SET, COMMIT, ROLLBACK or probe per batch. Writes are
+// autocommit: no SET, COMMIT, ROLLBACK or probe per batch (on a Galera node
+// the statement runs in START TRANSACTION ... COMMIT, whose answer is the
+// replication's: docs/scale-out.md). Writes are
 // idempotent on the (source_id, seq) primary key and the session runs in
 // strict SQL mode, so a retried batch is never duplicated and a value the
 // column cannot hold is an error, not a silent conversion.
