@@ -703,6 +703,72 @@ TEST(Fault, ASecondCrashWithinTheFirstRestartsGraceLeavesNothingUnsealed) {
       unsealed_by_a + 30 * held_back_sources);
 }
 
+// A crashed older run whose sources' newest seals lie at different depths:
+// one source (a producer that logged 20 records, then one more after the
+// other had logged 600, batches of 1) has most of its newest seals deeper
+// among those a start reads than an older run's seals are counted from;
+// its run-mate's are near the top. Both have rows no seal covers (added
+// here, as a crash leaves them). The start that finds the run-mate's must
+// check the deep source against every seal naming it and seal both in one
+// late seal. Before, the deep one was skipped and left to the start after,
+// which sealed it late a second time (CI: 2 late seals, where the first
+// start after a double crash found 4 of A's sources and not its fifth).
+TEST(Fault, AnOlderCrashedRunsSourceWithDeepSealsIsSealedLateWithItsRunMates) {
+  TempDir dir;
+  const std::string key = fresh_sealed_table(dir, "deep seals key");
+  const std::string url = mysql_url_with("seal=hmac&seal_key_file=" + key);
+  // Below: more seals than a start reads (1,024), so it never reads the
+  // whole chain.
+  log_and_close(url, 1, 1, 400, 40'000'000);
+  const auto seals_reach = [](long long n) {
+    return testing_support::eventually([n] { return sealed_table_seals() >= n; });
+  };
+  {
+    Options o;
+    o.writers = 1;
+    o.batch_size = 1;
+    auditpipe::Logger<AuditRow> run(auditpipe::mysql::open(url), o);
+    const auto log = [&run](std::int64_t first, int count) {
+      for (int i = 0; i < count; ++i) {
+        auto r = run.acquire();
+        ASSERT_TRUE(r);
+        r->message_id = first + i;
+        r->payload = "deep seals";
+        ASSERT_EQ(r.commit(), Status::ok);
+      }
+    };
+    log(41'000'000, 20);
+    ASSERT_TRUE(seals_reach(420));
+    std::thread([&] { log(42'000'000, 600); }).join();
+    ASSERT_TRUE(seals_reach(1020));
+    log(41'000'020, 1);
+    EXPECT_TRUE(run.close().drained);
+  }
+  log_and_close(url, 1, 1, 30, 43'000'000);  // a later run: the crashed one is older
+  ASSERT_EQ(sealed_table_seals(), 1051);
+  const auto source_of = [](long long message_id) {
+    return MysqlProbe().scalar("SELECT source_id FROM audit_log WHERE message_id = " +
+                               std::to_string(message_id));
+  };
+  const long long deep = source_of(41'000'000);
+  const long long near_top = source_of(42'000'000);
+  ASSERT_EQ(deep & ~0xffffLL, near_top & ~0xffffLL) << "not one run's two producers";
+  for (const long long sid : {deep, near_top}) {
+    MysqlProbe().exec(
+        "INSERT INTO audit_log (at, message_id, status, channel, latency_ms, delivered, sender, "
+        "receiver, payload, source_id, seq) SELECT at, message_id + 5000000, status, channel, "
+        "latency_ms, delivered, sender, receiver, payload, source_id, seq + 100000 FROM "
+        "audit_log WHERE source_id = " +
+        std::to_string(sid) + " ORDER BY seq LIMIT 5");
+  }
+  const std::string said = start_and_close(url);
+  EXPECT_NE(said.find("10 rows found unsealed at start are sealed late"), std::string::npos)
+      << said;
+  EXPECT_GT(restarted_then_verify(url, key, said), 0) << said;
+  EXPECT_EQ(MysqlProbe().scalar("SELECT COUNT(*) FROM audit_log_seals WHERE ranges LIKE 'late:%'"),
+            1);
+}
+
 // The same, but run B is a busy logger: it stores more than 600 seals
 // above A's before it is killed, within its 5 s grace, so the next start,
 // looking at the newest 512 seals' runs, no longer reaches A's rows. B's

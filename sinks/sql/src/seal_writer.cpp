@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <string_view>
 #include <system_error>
 #include <thread>
 #include <utility>
@@ -417,6 +418,27 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
   // chain's start or older_seals_max seals, not until a page holds none of
   // those: a batch whose statement took long is sealed after many others,
   // and a page further back can hold keys above the lowest seq again.
+  // One seal, `items` its runs of the span's source, newest first: each
+  // source's newest tail_seals set its lowest seq; older ones count the
+  // keys they hold from there on.
+  const auto count_seal = [](Span& span, std::string_view items, bool late_seal, int depth) {
+    if (late_seal) {
+      for (const seal::SeqRun& run : seal::parse_runs(items)) span.late.push_back(run);
+      return;
+    }
+    const bool newest = span.seals++ < tail_seals;
+    if (newest) span.tail_depth = depth;
+    for (const seal::SeqRun& run : seal::parse_runs(items)) {
+      if (newest) {
+        span.lo = std::min(span.lo, run.lo);
+        span.keys += run.hi - run.lo + 1;
+        span.covered.push_back(run);
+      } else if (run.hi >= span.lo) {
+        span.keys += run.hi - std::max(run.lo, span.lo) + 1;
+        span.covered.push_back({std::max(run.lo, span.lo), run.hi});
+      }
+    }
+  };
   bool whole_chain = false;
   int read = 0;
   for (;;) {
@@ -448,23 +470,7 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
           it = join(sid, true);
           older_sources.push_back(sid);
         }
-        Span& span = it->second;
-        if (late_seal) {
-          for (const seal::SeqRun& run : seal::parse_runs(items)) span.late.push_back(run);
-          continue;
-        }
-        const bool newest = span.seals++ < tail_seals;
-        if (newest) span.tail_depth = depth;
-        for (const seal::SeqRun& run : seal::parse_runs(items)) {
-          if (newest) {
-            span.lo = std::min(span.lo, run.lo);
-            span.keys += run.hi - run.lo + 1;
-            span.covered.push_back(run);
-          } else if (run.hi >= span.lo) {
-            span.keys += run.hi - std::max(run.lo, span.lo) + 1;
-            span.covered.push_back({std::max(run.lo, span.lo), run.hi});
-          }
-        }
+        count_seal(it->second, items, late_seal, depth);
       }
     }
     read += static_cast<int>(page.size());
@@ -542,10 +548,16 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
   // clean start), or they have none at all (a producer the scheduler held
   // back until its run crashed).
   std::vector<std::int64_t> no_seal_read;
+  // An older run's sources whose newest seals reach too close to the last
+  // seal read: keys sealed out of order may lie below it, unread. Checked
+  // below against every seal that names them, if their run left rows
+  // unsealed.
+  std::vector<std::int64_t> too_deep;
   for (auto& [sid, span] : spans) {
-    // An older run's source whose newest seals reach too close to the
-    // last seal read: keys sealed out of order may lie below it, unread.
-    if (span.older_run && !whole_chain && span.tail_depth > read - older_runs_seals) continue;
+    if (span.older_run && !whole_chain && span.tail_depth > read - older_runs_seals) {
+      too_deep.push_back(sid);
+      continue;
+    }
     if (span.seals == 0) {
       // A source with rows and no seal: all of them unsealed if the whole
       // chain was read.
@@ -594,6 +606,25 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
     Span& span = spans[sid];
     span.lo = INT64_MIN;
     check_source(sid, span);
+  }
+  // A source skipped above for its deep seals, of a run that left rows
+  // unsealed in another source: its rows are as likely to be unsealed (a
+  // producer whose last batches waited behind a run-mate's), and the next
+  // start may see its run among the newest and seal them late a second
+  // time. Counted against every seal naming it (a pass over the seals,
+  // paid only after a crash).
+  std::set<std::int64_t> deep_of_crashed;
+  for (const std::int64_t sid : too_deep) {
+    if (crashed(sid)) deep_of_crashed.insert(sid);
+  }
+  if (!deep_of_crashed.empty()) {
+    for (const auto& [sid, named] : seals_naming(c, seals, deep_of_crashed)) {
+      Span span;
+      int depth = 0;
+      for (const auto& [late_seal, items] : named) count_seal(span, items, late_seal, ++depth);
+      if (span.seals == 0) span.lo = INT64_MIN;
+      check_source(sid, span);
+    }
   }
   std::int64_t newest = 0;
   bool kept = false;
@@ -663,27 +694,35 @@ std::set<std::int64_t> SealWriter::sealed_nowhere(SqlConnection& c, const std::s
     return nowhere;
   }
   // More (a crash while many producers' seals were held up): the seals
-  // themselves, newest first, a page at a time, until each source is found;
-  // one pass over the table at most, whatever their number, instead of one
-  // each.
+  // themselves, newest first, until each source is found; one pass over
+  // the table at most, whatever their number, instead of one each.
+  each_seal(c, seals, [&](const std::string& ranges) {
+    for (const auto& part : seal::split_sources(ranges)) sources.erase(part.first);
+    return !sources.empty();
+  });
+  return sources;
+}
+
+void SealWriter::each_seal(SqlConnection& c, const std::string& seals,
+                           const std::function<bool(const std::string&)>& visit) const {
   const std::string page_query =
       "SELECT seal_no, ranges FROM " + seals + " WHERE seal_no < ? ORDER BY seal_no DESC LIMIT ";
   std::size_t page_rows = unseen_sources_page;
   std::string below = std::to_string(INT64_MAX);
-  while (!sources.empty()) {
+  for (;;) {
     const auto page = c.query_rows(page_query + std::to_string(page_rows), {below});
     std::size_t bytes = 0;
     for (const auto& row : page) {
       if (!row[1]) continue;
       bytes += row[1]->size();
       try {
-        for (const auto& part : seal::split_sources(*row[1])) sources.erase(part.first);
+        if (!visit(*row[1])) return;
       } catch (const std::exception&) {
         // A seal whose ranges do not parse is verify's to report; whatever
         // source it may name is looked for in the others.
       }
     }
-    if (page.size() < page_rows || !page.back()[0]) break;
+    if (page.size() < page_rows || !page.back()[0]) return;
     below = *page.back()[0];
     // Seals of loads from files list every row's offset: their pages are
     // kept to about unseen_sources_page_bytes.
@@ -691,7 +730,40 @@ std::set<std::int64_t> SealWriter::sealed_nowhere(SqlConnection& c, const std::s
       page_rows = std::max<std::size_t>(16, page_rows * unseen_sources_page_bytes / bytes);
     }
   }
-  return sources;
+}
+
+std::map<std::int64_t, std::vector<std::pair<bool, std::string>>> SealWriter::seals_naming(
+    SqlConnection& c, const std::string& seals, const std::set<std::int64_t>& sources) const {
+  std::map<std::int64_t, std::vector<std::pair<bool, std::string>>> named;
+  const auto take = [&](const std::string& ranges) {
+    const bool late_seal = seal::is_late(ranges);
+    for (const auto& [sid, items] : seal::split_sources(ranges)) {
+      if (sources.count(sid) != 0) named[sid].emplace_back(late_seal, std::string(items));
+    }
+  };
+  // As sealed_nowhere(): a pattern search each for a few, else one pass.
+  if (sources.size() > few_unseen_sources) {
+    each_seal(c, seals, [&](const std::string& ranges) {
+      take(ranges);
+      return true;
+    });
+    return named;
+  }
+  for (const std::int64_t sid : sources) {
+    const std::string id = std::to_string(sid);
+    for (const auto& row : c.query_rows(
+             "SELECT ranges FROM " + seals +
+                 " WHERE ranges LIKE ? OR ranges LIKE ? OR ranges LIKE ? ORDER BY seal_no DESC",
+             {id + ":%", "%;" + id + ":%", std::string(seal::late_prefix) + id + ":%"})) {
+      if (!row[0]) continue;
+      try {
+        take(*row[0]);
+      } catch (const std::exception&) {
+        // verify's to report, as above.
+      }
+    }
+  }
+  return named;
 }
 
 std::vector<seal::SeqRun> SealWriter::sealed_since(SqlConnection& c, std::int64_t source_id,
