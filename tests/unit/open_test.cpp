@@ -11,6 +11,7 @@
 #include <cctype>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "auditpipe/sink/url.h"
@@ -53,6 +54,36 @@ TEST(Open, ASealModeNoSinkKnowsIsAUrlError) {
     const std::string e = open_error(url);
     EXPECT_NE(e.find("seal must be none, hash or hmac (got 'sha1')"), std::string::npos)
         << url << " -> " << e;
+  }
+}
+
+// Sealing options that contradict each other are refused with the URL,
+// before any connection: a key or an anchor file with sealing off, a key
+// with seal=hash, migrate=add_columns with seal=. (They were plain errors
+// found once connected, exit 1 in the command-line tool, like an outage.)
+TEST(Open, ContradictorySealOptionsAreAUrlError) {
+  std::vector<std::string> bases;
+#ifdef AUDITPIPE_TEST_HAVE_SQLITE
+  bases.push_back("sqlite:///tmp/open-test.db?");
+#endif
+#ifdef AUDITPIPE_TEST_HAVE_MYSQL
+  bases.push_back("mysql://audit:pw@db:3306/audit?");
+#endif
+#ifdef AUDITPIPE_TEST_HAVE_POSTGRESQL
+  bases.push_back("postgresql://audit:pw@db:5432/audit?");
+#endif
+  const std::pair<std::string, std::string> cases[] = {
+      {"seal_key_file=/k", "seal_key_file is given but sealing is off"},
+      {"seal=none&seal_anchor_file=/a", "seal_anchor_file is given but sealing is off"},
+      {"seal=hash&seal_key_file=/k", "seal_key_file is for seal=hmac"},
+      {"seal=hash&migrate=add_columns", "migrate=add_columns and seal= together are refused"},
+  };
+  for (const std::string& base : bases) {
+    for (const auto& [query, said] : cases) {
+      const std::string e = open_error(base + query);
+      EXPECT_NE(e.find(said), std::string::npos) << base + query << " -> " << e;
+    }
+    EXPECT_EQ(open_error(base + "seal=hmac&seal_key_file=/k&seal_anchor_file=/a"), "") << base;
   }
 }
 

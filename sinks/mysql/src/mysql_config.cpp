@@ -106,6 +106,7 @@ MysqlConfig parse_mysql_url(std::string_view text) {
     }
   }
   check_pool_options(url, c.sink.pool, c.sink.pool_size);
+  if (const auto why = seal::contradiction(c.sink.seal, c.sink.migrate_add_columns)) bad(url, *why);
   if ((c.tls == TlsMode::verify_ca || c.tls == TlsMode::verify_identity) && c.tls_ca.empty()) {
     bad(url,
         "tls=" + std::string(tls_mode_names[static_cast<int>(c.tls)]) + " needs tls_ca=<file>");

@@ -131,6 +131,7 @@ PostgresqlConfig parse_postgresql_url(std::string_view text) {
     }
   }
   check_pool_options(url, c.sink.pool, c.sink.pool_size);
+  if (const auto why = seal::contradiction(c.sink.seal, c.sink.migrate_add_columns)) bad(url, *why);
   set("connect_timeout", connect_timeout);
   set("target_session_attrs", target_session_attrs);
   set("application_name", application_name);

@@ -45,6 +45,27 @@ bool apply_url_option(SealSettings& settings, std::string_view key, const std::s
   return false;
 }
 
+std::optional<std::string> contradiction(const SealSettings& settings, bool migrate_add_columns) {
+  if (settings.mode == Mode::none && !settings.key_file.empty()) {
+    return "seal_key_file is given but sealing is off: add seal=hmac, or drop it";
+  }
+  if (settings.mode == Mode::none && !settings.anchor_file.empty()) {
+    return "seal_anchor_file is given but sealing is off: add seal=hmac (or seal=hash), or drop "
+           "it";
+  }
+  if (settings.mode == Mode::hash && !settings.key_file.empty()) {
+    return "seal_key_file is for seal=hmac; seal=hash uses no key (the key file would be "
+           "ignored)";
+  }
+  if (settings.mode != Mode::none && migrate_add_columns) {
+    // The rows sealed before would read back with the new columns' NULLs,
+    // which their seals do not hold: every one would fail verification.
+    return "migrate=add_columns and seal= together are refused: columns added to a sealed table "
+           "make its earlier seals fail verification; seal a new table instead";
+  }
+  return std::nullopt;
+}
+
 std::string key_file_of(const SealSettings& settings) {
   if (!settings.key_file.empty()) return settings.key_file;
   const char* env = std::getenv("AUDITPIPE_SEAL_KEY_FILE");

@@ -116,6 +116,9 @@ SqliteConfig parse_sqlite_url(std::string_view url) {
     if (what.find("malformed SQLite URL") != std::string_view::npos) throw;
     bad_url(url, std::string(what));
   }
+  if (const auto why = seal::contradiction(c.sink.seal, c.sink.migrate_add_columns)) {
+    bad_url(url, *why);
+  }
   // Two conventions meet here. auditpipe's (and most URL libraries'):
   // sqlite:///var/x.db is the absolute /var/x.db, sqlite://x.db relative.
   // SQLAlchemy's: sqlite:///x.db is relative, sqlite:////var/x.db absolute.

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -46,6 +47,14 @@ struct AUDITPIPE_EXPORT SealSettings {
 /// auditpipe::error for a bad value.
 AUDITPIPE_EXPORT bool apply_url_option(SealSettings& settings, std::string_view key,
                                        const std::string& value);
+
+/// What in `settings` (and migrate=add_columns, `migrate_add_columns`)
+/// contradicts itself, a URL's options alone being at fault: a key or an
+/// anchor file with sealing off, a key file with seal=hash, columns added
+/// to a sealed table. Empty if nothing. Sinks refuse it as a url_error
+/// when they parse their URL, before connecting.
+AUDITPIPE_EXPORT std::optional<std::string> contradiction(const SealSettings& settings,
+                                                          bool migrate_add_columns);
 
 /// The key file seal=hmac reads: `settings.key_file` (seal_key_file=),
 /// else the environment's AUDITPIPE_SEAL_KEY_FILE, else empty.
