@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <optional>
 #include <set>
 #include <string>
@@ -703,16 +704,17 @@ TEST(Fault, ASecondCrashWithinTheFirstRestartsGraceLeavesNothingUnsealed) {
       unsealed_by_a + 30 * held_back_sources);
 }
 
-// A crashed older run whose sources' newest seals lie at different depths:
-// one source (a producer that logged 20 records, then one more after the
-// other had logged 600, batches of 1) has most of its newest seals deeper
-// among those a start reads than an older run's seals are counted from;
-// its run-mate's are near the top. Both have rows no seal covers (added
-// here, as a crash leaves them). The start that finds the run-mate's must
-// check the deep source against every seal naming it and seal both in one
-// late seal. Before, the deep one was skipped and left to the start after,
-// which sealed it late a second time (CI: 2 late seals, where the first
-// start after a double crash found 4 of A's sources and not its fifth).
+// A crashed older run whose sources' newest seals lie at different depths
+// (batches of 1): one producer logged 20 records, then one more after
+// another had logged 600, so most of its newest seals lie deeper among
+// those a start reads than an older run's seals are counted from; a third
+// logged 5 before those 600 and nothing after, so none of its seals is
+// near the top; the 600's are. All three have rows no seal covers (added
+// here, as a crash leaves them). The start that finds the near ones must
+// check the other two against every seal naming them and seal all in one
+// late seal. Before, they were skipped and left to the start after, which
+// sealed them late a second time (CI: 2 late seals, where the first start
+// after a double crash found four of A's sources and not its fifth).
 TEST(Fault, AnOlderCrashedRunsSourceWithDeepSealsIsSealedLateWithItsRunMates) {
   TempDir dir;
   const std::string key = fresh_sealed_table(dir, "deep seals key");
@@ -739,21 +741,33 @@ TEST(Fault, AnOlderCrashedRunsSourceWithDeepSealsIsSealedLateWithItsRunMates) {
     };
     log(41'000'000, 20);
     ASSERT_TRUE(seals_reach(420));
+    // (Alive until the end: a thread that exits hands its source to the next.)
+    std::promise<void> finished;
+    std::thread early([&, until = finished.get_future()] {
+      log(44'000'000, 5);
+      until.wait();
+    });
+    ASSERT_TRUE(seals_reach(425));
     std::thread([&] { log(42'000'000, 600); }).join();
-    ASSERT_TRUE(seals_reach(1020));
+    ASSERT_TRUE(seals_reach(1025));
     log(41'000'020, 1);
+    finished.set_value();
+    early.join();
     EXPECT_TRUE(run.close().drained);
   }
   log_and_close(url, 1, 1, 30, 43'000'000);  // a later run: the crashed one is older
-  ASSERT_EQ(sealed_table_seals(), 1051);
+  ASSERT_EQ(sealed_table_seals(), 1056);
   const auto source_of = [](long long message_id) {
     return MysqlProbe().scalar("SELECT source_id FROM audit_log WHERE message_id = " +
                                std::to_string(message_id));
   };
   const long long deep = source_of(41'000'000);
   const long long near_top = source_of(42'000'000);
-  ASSERT_EQ(deep & ~0xffffLL, near_top & ~0xffffLL) << "not one run's two producers";
-  for (const long long sid : {deep, near_top}) {
+  const long long only_deep = source_of(44'000'000);
+  ASSERT_EQ(deep & ~0xffffLL, near_top & ~0xffffLL) << "not one run's producers";
+  ASSERT_EQ(only_deep & ~0xffffLL, near_top & ~0xffffLL) << "not one run's producers";
+  ASSERT_EQ((std::set<long long>{deep, near_top, only_deep}).size(), 3u);
+  for (const long long sid : {deep, near_top, only_deep}) {
     MysqlProbe().exec(
         "INSERT INTO audit_log (at, message_id, status, channel, latency_ms, delivered, sender, "
         "receiver, payload, source_id, seq) SELECT at, message_id + 5000000, status, channel, "
@@ -762,7 +776,7 @@ TEST(Fault, AnOlderCrashedRunsSourceWithDeepSealsIsSealedLateWithItsRunMates) {
         std::to_string(sid) + " ORDER BY seq LIMIT 5");
   }
   const std::string said = start_and_close(url);
-  EXPECT_NE(said.find("10 rows found unsealed at start are sealed late"), std::string::npos)
+  EXPECT_NE(said.find("15 rows found unsealed at start are sealed late"), std::string::npos)
       << said;
   EXPECT_GT(restarted_then_verify(url, key, said), 0) << said;
   EXPECT_EQ(MysqlProbe().scalar("SELECT COUNT(*) FROM audit_log_seals WHERE ranges LIKE 'late:%'"),

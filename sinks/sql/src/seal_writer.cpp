@@ -54,8 +54,9 @@ constexpr int older_seals_max = 1024;
 /// keys sealed out of order below those seals.
 constexpr int older_runs_seals = older_seals_max / 2;
 
-/// Sources of a crashed run without a seal among those read at start: up to
-/// this many are looked for with a pattern search each, more in one pass
+/// Sources of a crashed run without a seal among those read at start, or
+/// with their newest seals too deep among them: up to this many are looked
+/// up with a pattern search each, more in one pass
 /// over the seals, unseen_sources_page seals a page (fewer where their
 /// ranges are long: about unseen_sources_page_bytes a page).
 constexpr std::size_t few_unseen_sources = 2;
@@ -583,45 +584,35 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
   for (const std::int64_t sid : older_sources) {
     if (crashed(sid)) join_run_mates(sid, true, &no_seal_read);
   }
-  // Such sources of a run that left rows unsealed are looked for in the
-  // older seals (down to the chain's start): without any, all its rows are
-  // unsealed. Only then: at a clean start the search would be paid for
-  // nothing.
+  // Such sources of a run that left rows unsealed, and those skipped above
+  // for their deep seals, are counted against every seal naming them (down
+  // to the chain's start): without any, all their rows are unsealed (a
+  // producer held back until the crash); a source whose newest seals lie
+  // deep is as likely to have rows unsealed (its last batches waited
+  // behind a run-mate's), and the start after, seeing its run among the
+  // newest, would seal them late a second time. Only then: at a clean
+  // start the search would be paid for nothing.
   std::set<std::int64_t> of_crashed_runs;
   for (const std::int64_t sid : no_seal_read) {
-    if (crashed(sid)) of_crashed_runs.insert(sid);
-  }
-  const std::set<std::int64_t> without_seal =
-      of_crashed_runs.empty() ? of_crashed_runs
-                              : sealed_nowhere(c, seals, std::move(of_crashed_runs));
-  for (const std::int64_t sid : no_seal_read) {
-    if (without_seal.count(sid) == 0) {
+    if (crashed(sid)) {
+      of_crashed_runs.insert(sid);
+    } else {
       diagnostics()->debug(
           "auditpipe: {} {}: source_id {} (a source of a run whose seals are among the "
           "newest) has rows, and none of the newest {} seals covers any: not checked for "
           "unsealed rows",
           table_.name, table_location_, sid, read);
-      continue;
     }
-    Span& span = spans[sid];
-    span.lo = INT64_MIN;
-    check_source(sid, span);
   }
-  // A source skipped above for its deep seals, of a run that left rows
-  // unsealed in another source: its rows are as likely to be unsealed (a
-  // producer whose last batches waited behind a run-mate's), and the next
-  // start may see its run among the newest and seal them late a second
-  // time. Counted against every seal naming it (a pass over the seals,
-  // paid only after a crash).
-  std::set<std::int64_t> deep_of_crashed;
   for (const std::int64_t sid : too_deep) {
-    if (crashed(sid)) deep_of_crashed.insert(sid);
+    if (crashed(sid)) of_crashed_runs.insert(sid);
   }
-  if (!deep_of_crashed.empty()) {
-    for (const auto& [sid, named] : seals_naming(c, seals, deep_of_crashed)) {
+  if (!of_crashed_runs.empty()) {
+    auto named = seals_naming(c, seals, of_crashed_runs);
+    for (const std::int64_t sid : of_crashed_runs) {
       Span span;
       int depth = 0;
-      for (const auto& [late_seal, items] : named) count_seal(span, items, late_seal, ++depth);
+      for (const auto& [late_seal, items] : named[sid]) count_seal(span, items, late_seal, ++depth);
       if (span.seals == 0) span.lo = INT64_MIN;
       check_source(sid, span);
     }
@@ -673,36 +664,6 @@ void SealWriter::forget_finds(SqlConnection& c,
   }
 }
 
-std::set<std::int64_t> SealWriter::sealed_nowhere(SqlConnection& c, const std::string& seals,
-                                                  std::set<std::int64_t> sources) const {
-  // A few: a pattern search each, newest seals first (a source of a recent
-  // run is found among its run's seals). The database evaluates every
-  // pattern on every seal it reads, so each source costs a scan of the
-  // table where it has no seal (0.6 s per million seals on MariaDB here).
-  if (sources.size() <= few_unseen_sources) {
-    std::set<std::int64_t> nowhere;
-    for (const std::int64_t sid : sources) {
-      const std::string id = std::to_string(sid);
-      if (c.query_rows("SELECT seal_no FROM " + seals +
-                           " WHERE ranges LIKE ? OR ranges LIKE ? OR ranges LIKE ? ORDER BY "
-                           "seal_no DESC LIMIT 1",
-                       {id + ":%", "%;" + id + ":%", std::string(seal::late_prefix) + id + ":%"})
-              .empty()) {
-        nowhere.insert(sid);
-      }
-    }
-    return nowhere;
-  }
-  // More (a crash while many producers' seals were held up): the seals
-  // themselves, newest first, until each source is found; one pass over
-  // the table at most, whatever their number, instead of one each.
-  each_seal(c, seals, [&](const std::string& ranges) {
-    for (const auto& part : seal::split_sources(ranges)) sources.erase(part.first);
-    return !sources.empty();
-  });
-  return sources;
-}
-
 void SealWriter::each_seal(SqlConnection& c, const std::string& seals,
                            const std::function<bool(const std::string&)>& visit) const {
   const std::string page_query =
@@ -741,7 +702,10 @@ std::map<std::int64_t, std::vector<std::pair<bool, std::string>>> SealWriter::se
       if (sources.count(sid) != 0) named[sid].emplace_back(late_seal, std::string(items));
     }
   };
-  // As sealed_nowhere(): a pattern search each for a few, else one pass.
+  // A few: a pattern search each (the database evaluates every pattern on
+  // every seal, a scan of the table each: 0.6 s per million seals on
+  // MariaDB here). More (a crash while many producers' seals were held up):
+  // one pass over the seals, whatever their number, instead of one each.
   if (sources.size() > few_unseen_sources) {
     each_seal(c, seals, [&](const std::string& ranges) {
       take(ranges);

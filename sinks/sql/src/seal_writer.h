@@ -220,10 +220,6 @@ class SealWriter {
   /// Removes `finds` from finds_ (their rows are sealed); a failure is
   /// only a debug line: the next start finds them sealed, and removes them.
   void forget_finds(SqlConnection& c, const std::vector<UnsealedFinds::Find>& finds) const;
-  /// Those of `sources` that no seal in `seals` (the seals table, quoted)
-  /// mentions, late seals included.
-  std::set<std::int64_t> sealed_nowhere(SqlConnection& c, const std::string& seals,
-                                        std::set<std::int64_t> sources) const;
   /// Calls `visit` with the ranges of each seal in `seals` (the seals
   /// table, quoted), newest first, a page at a time, until it returns
   /// false; a seal whose ranges do not parse (visit throws) is skipped.
