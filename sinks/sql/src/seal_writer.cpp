@@ -79,6 +79,28 @@ std::string big_text(const SqlDialect& dialect) {
   return dialect.text_type != nullptr ? dialect.text_type((1u << 24) - 1) : std::string("TEXT");
 }
 
+/// Sorts `runs` and merges those that overlap or touch (a batch sealed
+/// twice); returns how many keys they hold.
+std::int64_t merge_runs(std::vector<seal::SeqRun>& runs) {
+  std::sort(runs.begin(), runs.end(),
+            [](const seal::SeqRun& a, const seal::SeqRun& b) { return a.lo < b.lo; });
+  std::vector<seal::SeqRun> disjoint;
+  std::int64_t keys = 0;
+  for (const seal::SeqRun& r : runs) {
+    if (!disjoint.empty() && r.lo <= disjoint.back().hi + 1) {
+      if (r.hi > disjoint.back().hi) {
+        keys += r.hi - disjoint.back().hi;
+        disjoint.back().hi = r.hi;
+      }
+    } else {
+      disjoint.push_back(r);
+      keys += r.hi - r.lo + 1;
+    }
+  }
+  runs = std::move(disjoint);
+  return keys;
+}
+
 /// Whether seqs, asked in ascending order, fall in any of some runs (which
 /// may overlap: a batch sealed twice): one sweep over them by first seq.
 class AscendingCoverage {
@@ -352,8 +374,8 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
   // lowest seq on finds them.
   struct Span {
     std::int64_t lo = INT64_MAX;
-    int seals = 0;  ///< its seals read so far, newest first, but late ones
-    std::int64_t keys = 0;
+    int seals = 0;                      ///< its seals read so far, newest first, but late ones
+    std::int64_t keys = 0;              ///< distinct keys in covered (check_source)
     std::vector<seal::SeqRun> covered;  ///< what the seals read hold from lo on
     std::vector<seal::SeqRun> late;     ///< what late seals read hold
     bool older_run = false;             ///< first seen below the newest tail_seals
@@ -422,20 +444,20 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
   // One seal, `items` its runs of the span's source, newest first: each
   // source's newest tail_seals set its lowest seq; older ones count the
   // keys they hold from there on.
+  // (Parsed first: a malformed seal throws before it changes the span.)
   const auto count_seal = [](Span& span, std::string_view items, bool late_seal, int depth) {
+    const std::vector<seal::SeqRun> runs = seal::parse_runs(items);
     if (late_seal) {
-      for (const seal::SeqRun& run : seal::parse_runs(items)) span.late.push_back(run);
+      span.late.insert(span.late.end(), runs.begin(), runs.end());
       return;
     }
     const bool newest = span.seals++ < tail_seals;
     if (newest) span.tail_depth = depth;
-    for (const seal::SeqRun& run : seal::parse_runs(items)) {
+    for (const seal::SeqRun& run : runs) {
       if (newest) {
         span.lo = std::min(span.lo, run.lo);
-        span.keys += run.hi - run.lo + 1;
         span.covered.push_back(run);
       } else if (run.hi >= span.lo) {
-        span.keys += run.hi - std::max(run.lo, span.lo) + 1;
         span.covered.push_back({std::max(run.lo, span.lo), run.hi});
       }
     }
@@ -495,9 +517,11 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
   const auto check_source = [&](std::int64_t sid, Span& span) {
     for (const seal::SeqRun& run : span.late) {
       if (run.hi < span.lo) continue;
-      span.keys += run.hi - std::max(run.lo, span.lo) + 1;
       span.covered.push_back({std::max(run.lo, span.lo), run.hi});
     }
+    // Keys held by several seals (a batch sealed twice: retried, or
+    // written again from a durable pool) count once.
+    span.keys = merge_runs(span.covered);
     const auto n =
         c.query_rows("SELECT COUNT(*) FROM " + data + " WHERE source_id = ? AND seq >= ?",
                      {std::to_string(sid), std::to_string(span.lo)});
@@ -562,14 +586,69 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
     if (span.seals == 0) {
       // A source with rows and no seal: all of them unsealed if the whole
       // chain was read.
+      // (Late seals read only: the same, they may hold some of its keys.)
       if (!whole_chain) {
-        if (span.late.empty()) no_seal_read.push_back(sid);
+        no_seal_read.push_back(sid);
         continue;
       }
       span.lo = INT64_MIN;
     }
     check_source(sid, span);
   }
+  // Every seal naming one of `sources`, newest first, counted into a span
+  // each, as far as the main pass counts: a source's newest tail_seals and
+  // older_seals_max seals below them (all, for a source with fewer).
+  // Up to few_unseen_sources: a pattern search each (the database
+  // evaluates every pattern on every seal it reads, a scan of the table
+  // each: 0.6 s per million seals on MariaDB here); more (a crash while
+  // many producers' seals were held up): one pass over the seals instead
+  // of one each. A seal whose ranges do not parse is verify's to report,
+  // and skipped here.
+  const auto count_seals_naming = [&](const std::set<std::int64_t>& sources) {
+    std::map<std::int64_t, Span> counted;  // every one of them, with a seal or none
+    for (const std::int64_t sid : sources) counted.try_emplace(sid);
+    int depth = 0;
+    const auto take = [&](const std::string& ranges, std::optional<std::int64_t> only) {
+      const bool late_seal = seal::is_late(ranges);
+      ++depth;
+      for (const auto& [sid, items] : seal::split_sources(ranges)) {
+        if (only ? sid != *only : sources.count(sid) == 0) continue;
+        count_seal(counted[sid], items, late_seal, depth);
+      }
+    };
+    if (sources.size() > few_unseen_sources) {
+      const auto all_counted = [&] {
+        for (const std::int64_t sid : sources) {
+          const Span& span = counted[sid];
+          if (span.seals < tail_seals || depth - span.tail_depth < older_seals_max) return false;
+        }
+        return true;
+      };
+      each_seal(c, seals, [&](const std::string& ranges) {
+        take(ranges, std::nullopt);
+        return depth % older_seals_page != 0 || !all_counted();
+      });
+      return counted;
+    }
+    for (const std::int64_t sid : sources) {
+      const std::string id = std::to_string(sid);
+      depth = 0;
+      for (const auto& row : c.query_rows(
+               "SELECT ranges FROM " + seals +
+                   " WHERE ranges LIKE ? OR ranges LIKE ? OR ranges LIKE ? ORDER BY seal_no "
+                   "DESC LIMIT " +
+                   std::to_string(tail_seals + older_seals_max),
+               {id + ":%", "%;" + id + ":%", std::string(seal::late_prefix) + id + ":%"})) {
+        if (!row[0]) continue;
+        try {
+          take(*row[0], sid);
+        } catch (const error&) {
+          // verify's to report (above)
+        }
+      }
+    }
+    return counted;
+  };
   // Whether a source's run left rows unsealed.
   const auto crashed = [&](std::int64_t sid) {
     const std::int64_t base = sid & ~std::int64_t{0xffff};
@@ -585,13 +664,16 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
     if (crashed(sid)) join_run_mates(sid, true, &no_seal_read);
   }
   // Such sources of a run that left rows unsealed, and those skipped above
-  // for their deep seals, are counted against every seal naming them (down
-  // to the chain's start): without any, all their rows are unsealed (a
-  // producer held back until the crash); a source whose newest seals lie
-  // deep is as likely to have rows unsealed (its last batches waited
-  // behind a run-mate's), and the start after, seeing its run among the
-  // newest, would seal them late a second time. Only then: at a clean
-  // start the search would be paid for nothing.
+  // for their deep seals, are counted against the seals naming them (down
+  // to the chain's start if need be): without any, all their rows are
+  // unsealed (a producer held back until the crash); a source whose newest
+  // seals lie deep is as likely to have rows unsealed (its last batches
+  // waited behind a run-mate's), and the start after, seeing its run among
+  // the newest, would seal them late a second time. Only then: at a clean
+  // start the search would be paid for nothing. (A run is known to have
+  // left rows unsealed from the sources counted above only: one whose
+  // unsealed rows all lie in such sources is not looked at, and the rows
+  // found here do not bring in more of their run's sources.)
   std::set<std::int64_t> of_crashed_runs;
   for (const std::int64_t sid : no_seal_read) {
     if (crashed(sid)) {
@@ -605,14 +687,17 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
     }
   }
   for (const std::int64_t sid : too_deep) {
-    if (crashed(sid)) of_crashed_runs.insert(sid);
+    if (crashed(sid)) {
+      of_crashed_runs.insert(sid);
+    } else {
+      diagnostics()->debug(
+          "auditpipe: {} {}: source_id {} (of an older run) has its newest seals too deep "
+          "among the newest {} to be counted there: not checked for unsealed rows",
+          table_.name, table_location_, sid, read);
+    }
   }
   if (!of_crashed_runs.empty()) {
-    auto named = seals_naming(c, seals, of_crashed_runs);
-    for (const std::int64_t sid : of_crashed_runs) {
-      Span span;
-      int depth = 0;
-      for (const auto& [late_seal, items] : named[sid]) count_seal(span, items, late_seal, ++depth);
+    for (auto& [sid, span] : count_seals_naming(of_crashed_runs)) {
       if (span.seals == 0) span.lo = INT64_MIN;
       check_source(sid, span);
     }
@@ -678,7 +763,7 @@ void SealWriter::each_seal(SqlConnection& c, const std::string& seals,
       bytes += row[1]->size();
       try {
         if (!visit(*row[1])) return;
-      } catch (const std::exception&) {
+      } catch (const error&) {
         // A seal whose ranges do not parse is verify's to report; whatever
         // source it may name is looked for in the others.
       }
@@ -691,43 +776,6 @@ void SealWriter::each_seal(SqlConnection& c, const std::string& seals,
       page_rows = std::max<std::size_t>(16, page_rows * unseen_sources_page_bytes / bytes);
     }
   }
-}
-
-std::map<std::int64_t, std::vector<std::pair<bool, std::string>>> SealWriter::seals_naming(
-    SqlConnection& c, const std::string& seals, const std::set<std::int64_t>& sources) const {
-  std::map<std::int64_t, std::vector<std::pair<bool, std::string>>> named;
-  const auto take = [&](const std::string& ranges) {
-    const bool late_seal = seal::is_late(ranges);
-    for (const auto& [sid, items] : seal::split_sources(ranges)) {
-      if (sources.count(sid) != 0) named[sid].emplace_back(late_seal, std::string(items));
-    }
-  };
-  // A few: a pattern search each (the database evaluates every pattern on
-  // every seal, a scan of the table each: 0.6 s per million seals on
-  // MariaDB here). More (a crash while many producers' seals were held up):
-  // one pass over the seals, whatever their number, instead of one each.
-  if (sources.size() > few_unseen_sources) {
-    each_seal(c, seals, [&](const std::string& ranges) {
-      take(ranges);
-      return true;
-    });
-    return named;
-  }
-  for (const std::int64_t sid : sources) {
-    const std::string id = std::to_string(sid);
-    for (const auto& row : c.query_rows(
-             "SELECT ranges FROM " + seals +
-                 " WHERE ranges LIKE ? OR ranges LIKE ? OR ranges LIKE ? ORDER BY seal_no DESC",
-             {id + ":%", "%;" + id + ":%", std::string(seal::late_prefix) + id + ":%"})) {
-      if (!row[0]) continue;
-      try {
-        take(*row[0]);
-      } catch (const std::exception&) {
-        // verify's to report, as above.
-      }
-    }
-  }
-  return named;
 }
 
 std::vector<seal::SeqRun> SealWriter::sealed_since(SqlConnection& c, std::int64_t source_id,
@@ -828,17 +876,7 @@ void SealWriter::add_kept_finds(SqlConnection& c,
     // was unsealed as of the older seal, and seals since then are checked.
     std::vector<seal::SeqRun>& merged = candidates[sid];
     merged.insert(merged.end(), runs.begin(), runs.end());
-    std::sort(merged.begin(), merged.end(),
-              [](const seal::SeqRun& a, const seal::SeqRun& b) { return a.lo < b.lo; });
-    std::vector<seal::SeqRun> disjoint;
-    for (const seal::SeqRun& r : merged) {
-      if (!disjoint.empty() && r.lo <= disjoint.back().hi + 1) {
-        disjoint.back().hi = std::max(disjoint.back().hi, r.hi);
-      } else {
-        disjoint.push_back(r);
-      }
-    }
-    merged = std::move(disjoint);
+    merge_runs(merged);
     const auto own = after.find(sid);
     after[sid] = own == after.end() ? find.after_no : std::min(own->second, find.after_no);
   }

@@ -222,13 +222,10 @@ class SealWriter {
   void forget_finds(SqlConnection& c, const std::vector<UnsealedFinds::Find>& finds) const;
   /// Calls `visit` with the ranges of each seal in `seals` (the seals
   /// table, quoted), newest first, a page at a time, until it returns
-  /// false; a seal whose ranges do not parse (visit throws) is skipped.
+  /// false; a seal whose ranges do not parse (visit throws
+  /// auditpipe::error) is skipped.
   void each_seal(SqlConnection& c, const std::string& seals,
                  const std::function<bool(const std::string&)>& visit) const;
-  /// Every seal in `seals` naming one of `sources`, newest first, per
-  /// source: (whether it is a late seal, its runs of that source).
-  std::map<std::int64_t, std::vector<std::pair<bool, std::string>>> seals_naming(
-      SqlConnection& c, const std::string& seals, const std::set<std::int64_t>& sources) const;
   /// The keys of `source_id` that seals stored after seal `after` hold.
   std::vector<seal::SeqRun> sealed_since(SqlConnection& c, std::int64_t source_id,
                                          std::int64_t after) const;
