@@ -675,27 +675,23 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
   // unsealed rows all lie in such sources is not looked at, and the rows
   // found here do not bring in more of their run's sources.)
   std::set<std::int64_t> of_crashed_runs;
-  for (const std::int64_t sid : no_seal_read) {
-    if (crashed(sid)) {
-      of_crashed_runs.insert(sid);
-    } else {
-      diagnostics()->debug(
-          "auditpipe: {} {}: source_id {} (a source of a run whose seals are among the "
-          "newest) has rows, and none of the newest {} seals covers any: not checked for "
-          "unsealed rows",
-          table_.name, table_location_, sid, read);
+  const auto look_up_if_crashed = [&](const std::vector<std::int64_t>& sources,
+                                      const std::string& why_unchecked) {
+    for (const std::int64_t sid : sources) {
+      if (crashed(sid)) {
+        of_crashed_runs.insert(sid);
+      } else {
+        diagnostics()->debug("auditpipe: {} {}: source_id {} {}: not checked for unsealed rows",
+                             table_.name, table_location_, sid, why_unchecked);
+      }
     }
-  }
-  for (const std::int64_t sid : too_deep) {
-    if (crashed(sid)) {
-      of_crashed_runs.insert(sid);
-    } else {
-      diagnostics()->debug(
-          "auditpipe: {} {}: source_id {} (of an older run) has its newest seals too deep "
-          "among the newest {} to be counted there: not checked for unsealed rows",
-          table_.name, table_location_, sid, read);
-    }
-  }
+  };
+  look_up_if_crashed(no_seal_read,
+                     "(a source of a run whose seals are among the newest) has "
+                     "rows, and none of the newest " +
+                         std::to_string(read) + " seals covers any");
+  look_up_if_crashed(too_deep, "(of an older run) has its newest seals too deep among the newest " +
+                                   std::to_string(read) + " to be counted there");
   if (!of_crashed_runs.empty()) {
     for (auto& [sid, span] : count_seals_naming(of_crashed_runs)) {
       if (span.seals == 0) span.lo = INT64_MIN;
