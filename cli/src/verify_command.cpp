@@ -556,7 +556,8 @@ int VerifyCommand::run() {
         findings.unsealed("not yet sealed: source_id " + std::to_string(sid) + ": " +
                           std::to_string(unsealed) + " rows, seq " +
                           std::to_string(first_unsealed) + "-" + std::to_string(last_unsealed) +
-                          " (stored after the last seal)");
+                          " (covered by no seal yet, where the newest seals reach: "
+                          "--unsealed-window)");
         unsealed = 0;
       }
     }
