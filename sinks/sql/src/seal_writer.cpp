@@ -79,6 +79,16 @@ std::string big_text(const SqlDialect& dialect) {
   return dialect.text_type != nullptr ? dialect.text_type((1u << 24) - 1) : std::string("TEXT");
 }
 
+/// A condition on a seals table's ranges that holds where a seal names
+/// `source_id` (first, after another source, or first in a late seal's
+/// ranges), with the parameters naming_params() gives; a source id cannot
+/// match another's, since ':' and ';' end it.
+constexpr const char* names_source = "(ranges LIKE ? OR ranges LIKE ? OR ranges LIKE ?)";
+std::vector<std::string> naming_params(std::int64_t source_id) {
+  const std::string id = std::to_string(source_id);
+  return {id + ":%", "%;" + id + ":%", std::string(seal::late_prefix) + id + ":%"};
+}
+
 /// Sorts `runs` and merges those that overlap or touch (a batch sealed
 /// twice); returns how many keys they hold.
 std::int64_t merge_runs(std::vector<seal::SeqRun>& runs) {
@@ -631,14 +641,11 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
       return counted;
     }
     for (const std::int64_t sid : sources) {
-      const std::string id = std::to_string(sid);
       depth = 0;
-      for (const auto& row : c.query_rows(
-               "SELECT ranges FROM " + seals +
-                   " WHERE ranges LIKE ? OR ranges LIKE ? OR ranges LIKE ? ORDER BY seal_no "
-                   "DESC LIMIT " +
-                   std::to_string(tail_seals + older_seals_max),
-               {id + ":%", "%;" + id + ":%", std::string(seal::late_prefix) + id + ":%"})) {
+      for (const auto& row : c.query_rows("SELECT ranges FROM " + seals + " WHERE " + names_source +
+                                              " ORDER BY seal_no DESC LIMIT " +
+                                              std::to_string(tail_seals + older_seals_max),
+                                          naming_params(sid))) {
         if (!row[0]) continue;
         try {
           take(*row[0], sid);
@@ -777,13 +784,11 @@ void SealWriter::each_seal(SqlConnection& c, const std::string& seals,
 std::vector<seal::SeqRun> SealWriter::sealed_since(SqlConnection& c, std::int64_t source_id,
                                                    std::int64_t after) const {
   const std::string seals = dialect_.quote(seal::seals_table(table_.name));
-  const std::string id = std::to_string(source_id);
+  std::vector<std::string> params = naming_params(source_id);
+  params.insert(params.begin(), std::to_string(after));
   std::vector<seal::SeqRun> keys;
-  for (const auto& row :
-       c.query_rows("SELECT ranges FROM " + seals +
-                        " WHERE seal_no > ? AND (ranges LIKE ? OR ranges LIKE ? OR ranges LIKE ?)",
-                    {std::to_string(after), id + ":%", "%;" + id + ":%",
-                     std::string(seal::late_prefix) + id + ":%"})) {
+  for (const auto& row : c.query_rows(
+           "SELECT ranges FROM " + seals + " WHERE seal_no > ? AND " + names_source, params)) {
     if (!row[0]) continue;
     for (const auto& [part_sid, items] : seal::split_sources(*row[0])) {
       if (part_sid != source_id) continue;
