@@ -4,6 +4,7 @@
 #include <csignal>
 #include <cstdio>
 
+#include "auditpipe/sink/seal.h"
 #include "auditpipe/status.h"
 #include "input/byte_source.h"
 #include "input/record_reader.h"
@@ -87,7 +88,7 @@ EXIT STATUS
        could not take rows, --max-rejects was exceeded, or --give-up-after
        ran out
   2    a usage error (an option, or the URL itself: malformed, an unknown
-       option or scheme)
+       option or scheme, sealing's key file or anchor file)
   130  interrupted (not --follow): run the same command again to continue
        (standard input as a pipe: the whole records read from it are stored)
 
@@ -201,6 +202,18 @@ int IngestCommand::run() {
   if (config_.follow)
     for (const std::string& f : config_.files)
       if (f == "-") return usage("--follow reads files, not standard input");
+
+  // Sealing's key and anchor files before anything connects (or a SQLite
+  // file is made): a missing or world-readable key is the command's
+  // mistake, not the database's. A bad URL is left to the sink's parser,
+  // whose message names the URL.
+  try {
+    seal::check_files(seal::settings_in_url(config_.url));
+  } catch (const url_error&) {
+  } catch (const error& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
+  }
 
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);

@@ -245,16 +245,7 @@ int VerifyCommand::run() {
   try {
     // The application's URL may be given as it is, sealing options and all:
     // its key file and anchor file are the ones the table was sealed with.
-    seal::SealSettings in_url;
-    if (const std::size_t q = url_.find('?'); q != std::string::npos) {
-      try {
-        for (const auto& [k, v] : parse_query(std::string_view(url_).substr(q + 1))) {
-          seal::apply_url_option(in_url, k, v);
-        }
-      } catch (const error& e) {
-        throw UsageError(e.what());
-      }
-    }
+    const seal::SealSettings in_url = seal::settings_in_url(url_);
     if (!in_url.key_file.empty() && in_url.mode != seal::Mode::hmac) {
       throw UsageError("auditpipe verify: the URL's seal_key_file is for seal=hmac");
     }

@@ -321,6 +321,15 @@ LoadSummary Load::run() {
   }
   options.overflow = Overflow::block;
   options.dead_letter_path = options_dead_letter_ = rejects_->path() + ".refused";
+  // The pipeline makes its dead-letter file at start: gone again when it
+  // stays empty, also when the start or the load fails.
+  struct RemoveIfEmpty {
+    const std::string& path;
+    ~RemoveIfEmpty() {
+      std::error_code ec;
+      if (std::filesystem::file_size(path, ec) == 0 && !ec) std::filesystem::remove(path, ec);
+    }
+  } remove_if_empty{options_dead_letter_};
   logger_ = std::make_unique<DynamicLogger>(*schema_, auditpipe::open(config_.url), options);
 
   Progress progress(stderr, Progress::mode_for(stderr, config_.quiet), [this] {
@@ -388,11 +397,6 @@ LoadSummary Load::run() {
   s.gave_up = gave_up_.load();
   s.errors = errors_;
   s.reject_file = rejects_->path();
-  // The pipeline's dead-letter file, made at start: gone again when the
-  // database refused nothing.
-  std::error_code ec;
-  if (s.refused == 0 && std::filesystem::file_size(options_dead_letter_, ec) == 0 && !ec)
-    std::filesystem::remove(options_dead_letter_, ec);
   return s;
 }
 

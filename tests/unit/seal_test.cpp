@@ -149,14 +149,24 @@ TEST(Seal, FingerprintIsCrc32cAsHex) {
 
 TEST(Seal, UrlOptions) {
   SealSettings s;
-  EXPECT_TRUE(apply_url_option(s, "seal", "hmac"));
+  EXPECT_FALSE(apply_url_option(s, "seal", "hmac"));
   EXPECT_EQ(s.mode, Mode::hmac);
-  EXPECT_TRUE(apply_url_option(s, "seal_key_file", "/k"));
+  EXPECT_FALSE(apply_url_option(s, "seal_key_file", "/k"));
   EXPECT_EQ(s.key_file, "/k");
-  EXPECT_TRUE(apply_url_option(s, "seal_anchor_file", "/a"));
+  EXPECT_FALSE(apply_url_option(s, "seal_anchor_file", "/a"));
   EXPECT_EQ(s.anchor_file, "/a");
-  EXPECT_FALSE(apply_url_option(s, "pool_size", "2"));
-  EXPECT_THROW(apply_url_option(s, "seal", "md5"), auditpipe::error);
+  EXPECT_TRUE(is_url_option("seal_anchor_file"));
+  EXPECT_FALSE(is_url_option("pool_size"));
+  EXPECT_EQ(apply_url_option(s, "seal", "md5").value_or(""),
+            "seal must be none, hash or hmac (got 'md5')");
+  EXPECT_EQ(s.mode, Mode::hmac);
+
+  const SealSettings in_url =
+      settings_in_url("mysql://u:p@h/db?pool_size=2&seal=hash&seal_anchor_file=%2Ftmp%2Fa");
+  EXPECT_EQ(in_url.mode, Mode::hash);
+  EXPECT_EQ(in_url.anchor_file, "/tmp/a");
+  EXPECT_EQ(settings_in_url("sqlite:///x.db").mode, Mode::none);
+  EXPECT_THROW(settings_in_url("sqlite:///x.db?seal=sha1"), auditpipe::url_error);
 }
 
 TEST(Seal, KeyFileRefusals) {
@@ -179,6 +189,36 @@ TEST(Seal, KeyFileRefusals) {
   }
   ::chmod(key.c_str(), 0400);
   EXPECT_EQ(read_key_file(key), "secret");
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Seal, CheckFilesBeforeConnecting) {
+  const auto dir = std::filesystem::temp_directory_path() / "auditpipe-seal-files-test";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string key = (dir / "key").string();
+  { std::ofstream(key, std::ios::trunc) << "secret"; }
+  ::chmod(key.c_str(), 0600);
+  auto refusal = [](const SealSettings& s) {
+    try {
+      check_files(s);
+    } catch (const auditpipe::error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(refusal({Mode::hmac, key, (dir / "anchor").string()}), "accepted");
+  EXPECT_EQ(refusal({Mode::hash, "", ""}), "accepted");
+  EXPECT_NE(refusal({Mode::hmac, (dir / "missing").string(), ""}).find("missing"),
+            std::string::npos);
+  EXPECT_NE(refusal({Mode::hash, "", dir.string()}).find("is a directory"), std::string::npos);
+  EXPECT_NE(refusal({Mode::hash, "", (dir / "no-such-dir" / "anchor").string()})
+                .find("cannot write beside it"),
+            std::string::npos);
+  // Nothing is left behind by the check.
+  std::size_t files = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir)) ++files;
+  EXPECT_EQ(files, 1u);
   std::filesystem::remove_all(dir);
 }
 

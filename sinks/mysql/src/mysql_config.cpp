@@ -99,8 +99,9 @@ MysqlConfig parse_mysql_url(std::string_view text) {
       c.tls_cert = value;
     } else if (key == "tls_key") {
       c.tls_key = value;
-    } else if (seal::apply_url_option(c.sink.seal, key, value)) {
+    } else if (seal::is_url_option(key)) {
       // seal=, seal_key_file=, seal_anchor_file=: the skeleton's
+      if (const auto why = seal::apply_url_option(c.sink.seal, key, value)) bad(url, *why);
     } else {
       apply_pool_option(url, key, value, c.sink.pool, c.sink.pool_size);
     }

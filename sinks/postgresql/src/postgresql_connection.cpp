@@ -104,8 +104,9 @@ PostgresqlConfig parse_postgresql_url(std::string_view text) {
       c.sink.create_table = value == "true";
     } else if (key == "migrate") {
       c.sink.migrate_add_columns = url_choice(url, key, value, migrate_names) == 1;
-    } else if (seal::apply_url_option(c.sink.seal, key, value)) {
+    } else if (seal::is_url_option(key)) {
       // seal=, seal_key_file=, seal_anchor_file=: the skeleton's
+      if (const auto why = seal::apply_url_option(c.sink.seal, key, value)) bad(url, *why);
     } else if (key == "connect_timeout") {
       c.connect_timeout_s = static_cast<unsigned>(url_number(url, key, value, 1, 3600));
       connect_timeout = std::to_string(c.connect_timeout_s);

@@ -5,23 +5,32 @@
 #include <openssl/hmac.h>
 #include <openssl/params.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
 
+#include "auditpipe/sink/url.h"
 #include "auditpipe/status.h"
 #include "common/crc32c.h"
 
 namespace auditpipe::seal {
 
-bool apply_url_option(SealSettings& settings, std::string_view key, const std::string& value) {
+bool is_url_option(std::string_view key) {
+  return key == "seal" || key == "seal_key_file" || key == "seal_anchor_file";
+}
+
+std::optional<std::string> apply_url_option(SealSettings& settings, std::string_view key,
+                                            const std::string& value) {
   if (key == "seal") {
     if (value == "none") {
       settings.mode = Mode::none;
@@ -30,19 +39,27 @@ bool apply_url_option(SealSettings& settings, std::string_view key, const std::s
     } else if (value == "hmac") {
       settings.mode = Mode::hmac;
     } else {
-      throw url_error("auditpipe: seal must be none, hash or hmac (got '" + value + "')");
+      return "seal must be none, hash or hmac (got '" + value + "')";
     }
-    return true;
-  }
-  if (key == "seal_key_file") {
+  } else if (key == "seal_key_file") {
     settings.key_file = value;
-    return true;
-  }
-  if (key == "seal_anchor_file") {
+  } else if (key == "seal_anchor_file") {
     settings.anchor_file = value;
-    return true;
   }
-  return false;
+  return std::nullopt;
+}
+
+SealSettings settings_in_url(std::string_view url) {
+  SealSettings settings;
+  const std::size_t q = url.find('?');
+  if (q == std::string_view::npos) return settings;
+  for (const auto& [key, value] : parse_query(url.substr(q + 1))) {
+    if (!is_url_option(key)) continue;
+    if (const auto why = apply_url_option(settings, key, value)) {
+      throw url_error("auditpipe: " + *why);
+    }
+  }
+  return settings;
 }
 
 std::optional<std::string> contradiction(const SealSettings& settings, bool migrate_add_columns) {
@@ -70,6 +87,24 @@ std::string key_file_of(const SealSettings& settings) {
   if (!settings.key_file.empty()) return settings.key_file;
   const char* env = std::getenv("AUDITPIPE_SEAL_KEY_FILE");
   return env != nullptr ? env : "";
+}
+
+void check_files(const SealSettings& settings) {
+  if (settings.mode == Mode::hmac) (void)read_key_file(key_file_of(settings));
+  if (settings.anchor_file.empty()) return;
+  std::error_code ec;
+  if (std::filesystem::is_directory(settings.anchor_file, ec)) {
+    throw error("auditpipe: seal anchor file '" + settings.anchor_file + "' is a directory");
+  }
+  // The anchor is rewritten through a file beside it, renamed over it.
+  const std::string probe = settings.anchor_file + ".probe." + std::to_string(::getpid());
+  std::FILE* f = std::fopen(probe.c_str(), "w");
+  if (f == nullptr) {
+    throw error("auditpipe: seal anchor file '" + settings.anchor_file +
+                "': cannot write beside it (" + std::strerror(errno) + ")");
+  }
+  std::fclose(f);
+  std::remove(probe.c_str());
 }
 
 std::string read_key_file(const std::string& path) {

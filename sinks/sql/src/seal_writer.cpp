@@ -157,26 +157,11 @@ SealWriter::SealWriter(const SqlDialect& dialect, const seal::SealSettings& sett
     // Made once now so that a libcrypto without Poly1305 (a FIPS-only
     // configuration) refuses the open, not every batch's seal later.
     (void)seal::RowsDigest(rows_key_);
-  } else if (!settings_.key_file.empty()) {
-    throw error("auditpipe: seal_key_file is for seal=hmac; seal=hash uses no key (the key file '" +
-                settings_.key_file + "' would be ignored)");
   }
-  if (!settings_.anchor_file.empty()) {
-    // Refused now, not with every seal later: the anchor is what catches a
-    // cut-off tail, and a path it cannot be written to would leave none.
-    const std::string tmp = anchor_tmp();
-    std::error_code ec;
-    if (std::filesystem::is_directory(settings_.anchor_file, ec)) {
-      throw error("auditpipe: seal anchor file '" + settings_.anchor_file + "' is a directory");
-    }
-    if (std::FILE* f = std::fopen(tmp.c_str(), "w")) {
-      std::fclose(f);
-      std::remove(tmp.c_str());
-    } else {
-      throw error("auditpipe: seal anchor file '" + settings_.anchor_file +
-                  "': cannot write beside it (" + std::strerror(errno) + ")");
-    }
-  }
+  // Refused now, not with every seal later: the anchor is what catches a
+  // cut-off tail, and a path it cannot be written to would leave none.
+  if (!settings_.anchor_file.empty())
+    seal::check_files({seal::Mode::none, {}, settings_.anchor_file});
   const std::string seals = dialect_.quote(seal::seals_table(table_.name));
   // Idempotent: a seal whose insert failed ambiguously (stored, the answer
   // lost) is inserted again without an error, and the read-back finds it.

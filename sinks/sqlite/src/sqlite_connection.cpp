@@ -86,8 +86,9 @@ SqliteConfig parse_sqlite_url(std::string_view url) {
           bad_url(url, "migrate must be none or add_columns");
         }
         c.sink.migrate_add_columns = value == "add_columns";
-      } else if (seal::apply_url_option(c.sink.seal, key, value)) {
+      } else if (seal::is_url_option(key)) {
         // seal=, seal_key_file=, seal_anchor_file=: the skeleton's
+        if (const auto why = seal::apply_url_option(c.sink.seal, key, value)) bad_url(url, *why);
       } else if (key == "synchronous") {
         std::string v = value;
         std::transform(v.begin(), v.end(), v.begin(), [](char ch) {

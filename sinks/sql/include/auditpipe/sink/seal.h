@@ -42,11 +42,20 @@ struct AUDITPIPE_EXPORT SealSettings {
   std::string anchor_file;  ///< seal_anchor_file=: "seal_no digest", rewritten atomically
 };
 
-/// Applies URL option `key`=`value` if it is one of sealing's (seal,
-/// seal_key_file, seal_anchor_file): true if it was; throws
-/// auditpipe::error for a bad value.
-AUDITPIPE_EXPORT bool apply_url_option(SealSettings& settings, std::string_view key,
-                                       const std::string& value);
+/// True if URL option `key` is one of sealing's: seal, seal_key_file,
+/// seal_anchor_file.
+AUDITPIPE_EXPORT bool is_url_option(std::string_view key);
+
+/// Applies sealing's URL option `key`=`value` (is_url_option(key)): what is
+/// wrong with the value, without the URL (the caller's message names it),
+/// or nothing.
+AUDITPIPE_EXPORT std::optional<std::string> apply_url_option(SealSettings& settings,
+                                                             std::string_view key,
+                                                             const std::string& value);
+
+/// The sealing options of the query of `url` (other options ignored).
+/// Throws auditpipe::url_error for a malformed query or a bad value.
+AUDITPIPE_EXPORT SealSettings settings_in_url(std::string_view url);
 
 /// What in `settings` (and migrate=add_columns, `migrate_add_columns`)
 /// contradicts itself, a URL's options alone being at fault: a key or an
@@ -59,6 +68,12 @@ AUDITPIPE_EXPORT std::optional<std::string> contradiction(const SealSettings& se
 /// The key file seal=hmac reads: `settings.key_file` (seal_key_file=),
 /// else the environment's AUDITPIPE_SEAL_KEY_FILE, else empty.
 AUDITPIPE_EXPORT std::string key_file_of(const SealSettings& settings);
+
+/// Sealing's files, checked before anything connects: seal=hmac's key
+/// file (read_key_file), and that a seal_anchor_file can be written (not a
+/// directory; a file can be made beside it). Throws auditpipe::error
+/// naming the file.
+AUDITPIPE_EXPORT void check_files(const SealSettings& settings);
 
 /// The key file's bytes. Throws auditpipe::error for a missing, unreadable,
 /// empty or world-readable file (the message names the file, never the key).
