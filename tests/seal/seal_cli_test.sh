@@ -327,15 +327,15 @@ case $case in
     jsonl 10 0 > a.jsonl
     chmod 644 key
     set +e; out=$(load "$sealed_url" a.jsonl 2>&1); rc=$?; set -e
-    [ "$rc" != 0 ] || fail "a world-readable key was accepted"
+    [ "$rc" = 2 ] || fail "a world-readable key: exit $rc, expected 2 (before connecting): $out"
     grep -q "readable by everyone" <<<"$out" || fail "no reason given: $out"
     grep -q 'a key nobody' <<<"$out" && fail "the key is in the message"
     : > key
     chmod 600 key
     set +e; out=$(load "${url}${sep}seal=hmac&seal_key_file=$work/key" a.jsonl 2>&1); rc=$?; set -e
-    [ "$rc" != 0 ] && grep -q "is empty" <<<"$out" || fail "an empty key: $rc $out"
-    set +e; out=$(load "${url}${sep}seal=hmac" a.jsonl 2>&1); rc=$?; set -e
-    [ "$rc" != 0 ] && grep -q "needs a key file" <<<"$out" || fail "no key: $rc $out"
+    [ "$rc" = 2 ] && grep -q "is empty" <<<"$out" || fail "an empty key: $rc $out"
+    set +e; out=$(env -u AUDITPIPE_SEAL_KEY_FILE "$bin" ingest --quiet --schema schema.json "${url}${sep}seal=hmac" a.jsonl 2>&1); rc=$?; set -e
+    [ "$rc" = 2 ] && grep -q "needs a key file" <<<"$out" || fail "no key: $rc $out"
     # Sealing options that would be ignored, or an anchor nobody can write: refused at open
     # (the first two, and migrate= with seal= below, by the URL alone: exit 2, usage).
     chmod 600 key
@@ -345,10 +345,13 @@ case $case in
     set +e; out=$(load "${url}${sep}seal_anchor_file=$work/anchor" a.jsonl 2>&1); rc=$?; set -e
     [ "$rc" = 2 ] && grep -q "seal_anchor_file is given but sealing is off" <<<"$out" || fail "an anchor without seal=: $rc $out"
     set +e; out=$(load "${url}${sep}seal=hmac&seal_key_file=$work/key&seal_anchor_file=$work/no/such/dir/anchor" a.jsonl 2>&1); rc=$?; set -e
-    [ "$rc" != 0 ] && grep -q "cannot write beside it (No such file or directory)" <<<"$out" || fail "an unwritable anchor: $rc $out"
+    [ "$rc" = 2 ] && grep -q "cannot write beside it (No such file or directory)" <<<"$out" || fail "an unwritable anchor: $rc $out"
     mkdir -p anchor_dir
     set +e; out=$(load "${url}${sep}seal=hmac&seal_key_file=$work/key&seal_anchor_file=$work/anchor_dir" a.jsonl 2>&1); rc=$?; set -e
-    [ "$rc" != 0 ] && grep -q "is a directory" <<<"$out" || fail "an anchor that is a directory: $rc $out"
+    [ "$rc" = 2 ] && grep -q "is a directory" <<<"$out" || fail "an anchor that is a directory: $rc $out"
+    # Refused before connecting: no table made, no dead-letter file left.
+    q "SELECT COUNT(*) FROM $table" >/dev/null 2>&1 && fail "a refused load made table $table"
+    ls ./*.refused >/dev/null 2>&1 && fail "a refused load left $(ls ./*.refused)"
     # A table whose columns are the record's in another order (made by a
     # run with another schema): sealing it is refused, since its seals
     # would not verify; so is migrate=add_columns with seal=.
