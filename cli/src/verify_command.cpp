@@ -246,8 +246,10 @@ int VerifyCommand::run() {
     // The application's URL may be given as it is, sealing options and all:
     // its key file and anchor file are the ones the table was sealed with.
     const seal::SealSettings in_url = seal::settings_in_url(url_);
-    if (!in_url.key_file.empty() && in_url.mode != seal::Mode::hmac) {
-      throw UsageError("auditpipe verify: the URL's seal_key_file is for seal=hmac");
+    // Named before any file is read or connection made (the sink's parser
+    // would name it too, but only when verify connects).
+    if (const auto why = seal::contradiction(in_url, false)) {
+      throw UsageError("auditpipe verify: " + *why);
     }
     std::string key_file = key_file_;
     if (key_file.empty() && in_url.mode == seal::Mode::hmac) {

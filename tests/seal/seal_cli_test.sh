@@ -263,6 +263,10 @@ case $case in
     expect_found 0 "$new_seals seals \($old_seals older trusted"
     run_verify --key-file key --since 2026-02-31
     expect_found 2 "no such date"
+    # Sealing options that contradict each other are named first, before
+    # the anchor file (missing here) is read.
+    run_verify_url "${url}${sep}seal_anchor_file=$work/no-such-anchor"
+    expect_found 2 "seal_anchor_file is given but sealing is off"
     # The window's first seal deleted: its link to the last trusted seal
     # breaks. (Put back afterwards.)
     first=$((old_seals + 1))
