@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <barrier>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -775,6 +776,100 @@ TEST(Fault, AnOlderCrashedRunsSourceWithDeepSealsIsSealedLateWithItsRunMates) {
         "audit_log WHERE source_id = " +
         std::to_string(sid) + " ORDER BY seq LIMIT 5");
   }
+  const std::string said = start_and_close(url);
+  EXPECT_NE(said.find("15 rows found unsealed at start are sealed late"), std::string::npos)
+      << said;
+  EXPECT_GT(restarted_then_verify(url, key, said), 0) << said;
+  EXPECT_EQ(MysqlProbe().scalar("SELECT COUNT(*) FROM audit_log_seals WHERE ranges LIKE 'late:%'"),
+            1);
+}
+
+// As above, with two of the crashed run's sources sharing their seals
+// (they logged in lockstep, batches of up to 8): each is looked up
+// alone, and a seal naming both must count for each only its own keys.
+// Counted whole for both, the other source's keys would pass one source's
+// rows that no seal covers as sealed.
+TEST(Fault, TwoLookedUpSourcesSharingSealsAreEachCountedByTheirOwnKeys) {
+  TempDir dir;
+  const std::string key = fresh_sealed_table(dir, "shared seals key");
+  const std::string url = mysql_url_with("seal=hmac&seal_key_file=" + key);
+  log_and_close(url, 1, 1, 400, 60'000'000);
+  {
+    Options o;
+    o.writers = 1;
+    o.batch_size = 8;
+    auditpipe::Logger<AuditRow> run(auditpipe::mysql::open(url), o);
+    const auto log = [&run](std::int64_t message_id) {
+      auto r = run.acquire();
+      ASSERT_TRUE(r);
+      r->message_id = message_id;
+      r->payload = "shared seals";
+      ASSERT_EQ(r.commit(), Status::ok);
+    };
+    std::barrier step(2);
+    std::promise<void> finished;
+    std::shared_future<void> until = finished.get_future().share();
+    // 40 each in lockstep; then b 20 more, so that b's seals cover the
+    // seqs a would have used next (seqs count from 0 in each source).
+    const auto pair = [&](std::int64_t first, int alone) {
+      for (int i = 0; i < 40; ++i) {
+        log(first + i);
+        step.arrive_and_wait();
+      }
+      for (int i = 40; i < 40 + alone; ++i) log(first + i);
+      until.wait();  // alive until the end: an exiting thread hands its source on
+    };
+    std::thread a(pair, 61'000'000, 0);
+    std::thread b(pair, 62'000'000, 20);
+    ASSERT_TRUE(testing_support::eventually([&] {
+      return MysqlProbe().scalar(
+                 "SELECT COUNT(*) FROM audit_log WHERE message_id >= 61000000 "
+                 "AND message_id < 63000000") == 100;
+    }));
+    // 600 seals above theirs, of a third producer of the same run.
+    std::thread([&] {
+      for (int i = 0; i < 600; ++i) {
+        log(63'000'000 + i);
+        ASSERT_TRUE(run.flush(30s));
+      }
+    }).join();
+    finished.set_value();
+    a.join();
+    b.join();
+    EXPECT_TRUE(run.close().drained);
+  }
+  log_and_close(url, 1, 1, 30, 64'000'000);  // a later run: the crashed one is older
+  const auto source_of = [](long long message_id) {
+    return MysqlProbe().scalar("SELECT source_id FROM audit_log WHERE message_id = " +
+                               std::to_string(message_id));
+  };
+  const long long a = source_of(61'000'000);
+  const long long b = source_of(62'000'000);
+  const long long near_top = source_of(63'000'000);
+  ASSERT_EQ((std::set<long long>{a, b, near_top}).size(), 3u);
+  ASSERT_EQ(a & ~0xffffLL, near_top & ~0xffffLL) << "not one run's producers";
+  const std::string shared = "SELECT COUNT(*) FROM audit_log_seals WHERE ranges LIKE '%" +
+                             std::to_string(a) + ":%' AND ranges LIKE '%" + std::to_string(b) +
+                             ":%'";
+  ASSERT_GT(MysqlProbe().scalar(shared), 0) << "no seal names both: the test proves nothing";
+  // Their seals are among the 1,024 a start reads, but below the newest 512.
+  ASSERT_GT(MysqlProbe().scalar("SELECT COUNT(*) FROM audit_log_seals WHERE seal_no > (SELECT "
+                                "MAX(seal_no) FROM audit_log_seals WHERE ranges LIKE '%" +
+                                std::to_string(a) + ":%')"),
+            512);
+  // Each source's next 5 seqs stored and covered by no seal, as a crash
+  // leaves them: a's 40-44 lie among b's sealed seqs.
+  for (const long long sid : {a, b, near_top}) {
+    MysqlProbe().exec(
+        "INSERT INTO audit_log (at, message_id, status, channel, latency_ms, delivered, sender, "
+        "receiver, payload, source_id, seq) SELECT at, message_id + 5000000, status, channel, "
+        "latency_ms, delivered, sender, receiver, payload, source_id, seq + 5 FROM "
+        "audit_log WHERE source_id = " +
+        std::to_string(sid) + " ORDER BY seq DESC LIMIT 5");
+  }
+  ASSERT_EQ(
+      MysqlProbe().scalar("SELECT MAX(seq) FROM audit_log WHERE source_id = " + std::to_string(a)),
+      44);
   const std::string said = start_and_close(url);
   EXPECT_NE(said.find("15 rows found unsealed at start are sealed late"), std::string::npos)
       << said;
