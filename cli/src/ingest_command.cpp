@@ -205,10 +205,12 @@ int IngestCommand::run() {
 
   // Sealing's key and anchor files before anything connects (or a SQLite
   // file is made): a missing or world-readable key is the command's
-  // mistake, not the database's. A bad URL is left to the sink's parser,
-  // whose message names the URL.
+  // mistake, not the database's. A bad URL, or sealing options that
+  // contradict each other, are left to the sink's parser, whose message
+  // names the URL.
   try {
-    seal::check_files(seal::settings_in_url(config_.url));
+    const seal::SealSettings sealing = seal::settings_in_url(config_.url);
+    if (!seal::contradiction(sealing, false)) seal::check_files(sealing);
   } catch (const url_error&) {
   } catch (const error& e) {
     std::fprintf(stderr, "%s\n", e.what());

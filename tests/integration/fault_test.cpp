@@ -821,6 +821,16 @@ TEST(Fault, TwoLookedUpSourcesSharingSealsAreEachCountedByTheirOwnKeys) {
     };
     std::thread a(pair, 61'000'000, 0);
     std::thread b(pair, 62'000'000, 20);
+    struct Finish {  // also when an assertion below returns early
+      std::promise<void>& finished;
+      std::thread& a;
+      std::thread& b;
+      ~Finish() {
+        finished.set_value();
+        a.join();
+        b.join();
+      }
+    } finish{finished, a, b};
     ASSERT_TRUE(testing_support::eventually([&] {
       return MysqlProbe().scalar(
                  "SELECT COUNT(*) FROM audit_log WHERE message_id >= 61000000 "
@@ -833,9 +843,6 @@ TEST(Fault, TwoLookedUpSourcesSharingSealsAreEachCountedByTheirOwnKeys) {
         ASSERT_TRUE(run.flush(30s));
       }
     }).join();
-    finished.set_value();
-    a.join();
-    b.join();
     EXPECT_TRUE(run.close().drained);
   }
   log_and_close(url, 1, 1, 30, 64'000'000);  // a later run: the crashed one is older
@@ -848,15 +855,16 @@ TEST(Fault, TwoLookedUpSourcesSharingSealsAreEachCountedByTheirOwnKeys) {
   const long long near_top = source_of(63'000'000);
   ASSERT_EQ((std::set<long long>{a, b, near_top}).size(), 3u);
   ASSERT_EQ(a & ~0xffffLL, near_top & ~0xffffLL) << "not one run's producers";
-  const std::string shared = "SELECT COUNT(*) FROM audit_log_seals WHERE ranges LIKE '%" +
-                             std::to_string(a) + ":%' AND ranges LIKE '%" + std::to_string(b) +
-                             ":%'";
+  const std::string shared =
+      "SELECT COUNT(*) FROM audit_log_seals WHERE CONCAT(';', ranges) LIKE '%;" +
+      std::to_string(a) + ":%' AND CONCAT(';', ranges) LIKE '%;" + std::to_string(b) + ":%'";
   ASSERT_GT(MysqlProbe().scalar(shared), 0) << "no seal names both: the test proves nothing";
   // Their seals are among the 1,024 a start reads, but below the newest 512.
-  ASSERT_GT(MysqlProbe().scalar("SELECT COUNT(*) FROM audit_log_seals WHERE seal_no > (SELECT "
-                                "MAX(seal_no) FROM audit_log_seals WHERE ranges LIKE '%" +
-                                std::to_string(a) + ":%')"),
-            512);
+  ASSERT_GT(
+      MysqlProbe().scalar("SELECT COUNT(*) FROM audit_log_seals WHERE seal_no > (SELECT "
+                          "MAX(seal_no) FROM audit_log_seals WHERE CONCAT(';', ranges) LIKE '%;" +
+                          std::to_string(a) + ":%')"),
+      512);
   // Each source's next 5 seqs stored and covered by no seal, as a crash
   // leaves them: a's 40-44 lie among b's sealed seqs.
   for (const long long sid : {a, b, near_top}) {

@@ -166,6 +166,13 @@ TEST(Seal, UrlOptions) {
   EXPECT_EQ(in_url.mode, Mode::hash);
   EXPECT_EQ(in_url.anchor_file, "/tmp/a");
   EXPECT_EQ(settings_in_url("sqlite:///x.db").mode, Mode::none);
+  EXPECT_EQ(settings_in_url("sqlite://rel.db?seal=hash").mode, Mode::hash);
+  // A '?' in the password is not the query's.
+  const SealSettings odd_password =
+      settings_in_url("mysql://u:S3?cr3t@h/db?seal=hash&seal_anchor_file=/a");
+  EXPECT_EQ(odd_password.mode, Mode::hash);
+  EXPECT_EQ(odd_password.anchor_file, "/a");
+  EXPECT_EQ(settings_in_url("postgresql://u:a?seal=hmac@h/db").mode, Mode::none);
   EXPECT_THROW(settings_in_url("sqlite:///x.db?seal=sha1"), auditpipe::url_error);
 }
 

@@ -51,9 +51,7 @@ std::optional<std::string> apply_url_option(SealSettings& settings, std::string_
 
 SealSettings settings_in_url(std::string_view url) {
   SealSettings settings;
-  const std::size_t q = url.find('?');
-  if (q == std::string_view::npos) return settings;
-  for (const auto& [key, value] : parse_query(url.substr(q + 1))) {
+  for (const auto& [key, value] : parse_query(url_query(url))) {
     if (!is_url_option(key)) continue;
     if (const auto why = apply_url_option(settings, key, value)) {
       throw url_error("auditpipe: " + *why);

@@ -197,6 +197,18 @@ std::string hide_secret(std::string text, std::string_view secret) {
   return text;
 }
 
+std::string_view url_query(std::string_view text) {
+  const std::size_t begin = authority_begin(text);
+  std::string_view scheme = text.substr(0, text.find(':'));
+  const bool sqlite =
+      scheme.size() == 6 && std::equal(scheme.begin(), scheme.end(), "sqlite", [](char a, char b) {
+        return std::tolower(static_cast<unsigned char>(a)) == b;
+      });
+  const std::string_view rest = text.substr(begin);
+  const std::size_t q = sqlite ? rest.find('?') : query_start(rest);
+  return q >= rest.size() ? std::string_view() : rest.substr(q + 1);
+}
+
 std::string redact_url(std::string_view text) {
   std::string out(text);
   const std::size_t begin = authority_begin(text);

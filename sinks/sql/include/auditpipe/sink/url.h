@@ -98,6 +98,11 @@ AUDITPIPE_EXPORT std::string redact_url(std::string_view text);
 /// only '*' (which the masks themselves spell) is left alone.
 AUDITPIPE_EXPORT std::string hide_secret(std::string text, std::string_view secret);
 
+/// The query of a sink URL (what follows its '?'), empty if none: the
+/// first '?' after a '/' or an '@', so that one in a password is not taken
+/// for it; in a sqlite: URL (which has no user part), the first '?'.
+AUDITPIPE_EXPORT std::string_view url_query(std::string_view text);
+
 /// Parses `key=value&key2=value2` (percent-decoded), as in a URL's query.
 /// Throws auditpipe::error for an option without a name or given twice.
 AUDITPIPE_EXPORT std::vector<std::pair<std::string, std::string>> parse_query(
