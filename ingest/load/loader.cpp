@@ -37,8 +37,9 @@
 namespace auditpipe::ingest {
 namespace {
 
-// Bytes read ahead of each input: its identity prefix, and room for a CSV
-// header line, which a resumed load needs without reading from the start.
+// Bytes read ahead of each input at most: its identity prefix, and room for
+// a CSV header line, which a resumed load needs without reading from the
+// start. A pipe is read ahead only as far as those need.
 constexpr std::size_t lookahead_bytes = 64 * 1024;
 
 }  // namespace
@@ -751,9 +752,14 @@ void Load::read_input(InputState& input) {
 
 bool Load::pass(InputState& input, const std::string& open_path, RowMapper& mapper,
                 std::uint64_t& source_id) {
-  auto source = std::make_unique<ReplaySource>(
-      input.opened ? std::move(input.opened) : open_byte_source(open_path, interrupt()),
-      lookahead_bytes);
+  // Enough read ahead once the input can be identified (and a CSV header
+  // read again on resume): a slow pipe is not held back for 64 KiB.
+  const auto read_ahead = [&](std::unique_ptr<ByteSource> inner) {
+    return std::make_unique<ReplaySource>(std::move(inner), lookahead_bytes, identity_prefix_bytes,
+                                          mapper.needs_header());
+  };
+  auto source =
+      read_ahead(input.opened ? std::move(input.opened) : open_byte_source(open_path, interrupt()));
   const std::string& prefix = source->prefix();
   if (prefix.empty()) return true;  // nothing yet: follow waits, anything else is done
 
@@ -811,8 +817,7 @@ bool Load::pass(InputState& input, const std::string& open_path, RowMapper& mapp
   if (start.bytes_done > 0 && !source->skip_to(start.bytes_done)) {
     // Shorter than its checkpoint with the same first bytes: read it all
     // again; the keys make that harmless.
-    source =
-        std::make_unique<ReplaySource>(open_byte_source(open_path, interrupt()), lookahead_bytes);
+    source = read_ahead(open_byte_source(open_path, interrupt()));
     start = {};
   }
   RecordReader reader(*source, input.format, config_.max_record_bytes, start.lines_done + 1);

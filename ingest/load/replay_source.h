@@ -8,9 +8,11 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "input/byte_source.h"
 
@@ -18,8 +20,13 @@ namespace auditpipe::ingest {
 
 class ReplaySource final : public ByteSource {
  public:
-  /// Reads up to `prefix_limit` bytes from `inner` and keeps them for replay.
-  ReplaySource(std::unique_ptr<ByteSource> inner, std::size_t prefix_limit)
+  /// Reads up to `prefix_limit` bytes from `inner` and keeps them for
+  /// replay. It stops early once it holds `prefix_enough` bytes (and, with
+  /// `whole_first_line`, a line end): a pipe that trickles (`tail -f log |
+  /// auditpipe ingest -`) is loaded once that much has come, not after
+  /// `prefix_limit` bytes. A file's first read fills the limit anyway.
+  ReplaySource(std::unique_ptr<ByteSource> inner, std::size_t prefix_limit,
+               std::size_t prefix_enough = SIZE_MAX, bool whole_first_line = false)
       : inner_(std::move(inner)) {
     prefix_.resize(prefix_limit);
     std::size_t got = 0;
@@ -27,6 +34,7 @@ class ReplaySource final : public ByteSource {
       const std::size_t n = inner_->read(prefix_.data() + got, prefix_limit - got);
       if (n == 0) break;
       got += n;
+      if (got >= prefix_enough && (!whole_first_line || has_first_line(got))) break;
     }
     prefix_.resize(got);
   }
@@ -62,6 +70,14 @@ class ReplaySource final : public ByteSource {
   const std::string& path() const noexcept override { return inner_->path(); }
 
  private:
+  // A line end after the first line with anything but blanks in it (a CSV
+  // header, which a resumed load reads again from the prefix).
+  bool has_first_line(std::size_t got) const {
+    const std::string_view read(prefix_.data(), got);
+    const std::size_t text = read.find_first_not_of(" \t\r\n");
+    return text != std::string_view::npos && read.find('\n', text) != std::string_view::npos;
+  }
+
   std::unique_ptr<ByteSource> inner_;
   std::string prefix_;
   std::size_t cursor_ = 0;

@@ -5,7 +5,7 @@
 #
 #   ingest_cli_test.sh <auditpipe binary> <sqlite|mysql|postgresql> <scratch dir> <case>
 #
-# Cases: formats, hostile, rerun, kill9, interrupt, interrupt_pipe, follow, copytruncate,
+# Cases: formats, hostile, rerun, kill9, interrupt, interrupt_pipe, slow_pipe, follow, copytruncate,
 # schema_from_table, database_defaults, bad_schema, infer, partial, max_rejects, terminal. Exits 77 (skipped)
 # when the database's server is not configured (AUDITPIPE_TEST_MYSQL_URL,
 # AUDITPIPE_TEST_POSTGRES_URL).
@@ -269,6 +269,38 @@ case $case in
     [ "${read_n:-0}" -ge 2000 ] || fail "the summary's records read: '$read_n' ($(cat out.txt))"
     expect_eq "$(count)" "$read_n" "rows stored against the records the summary says were read"
     no_duplicates
+    ;;
+
+  slow_pipe)
+    # A pipe that trickles (`tail -f log | auditpipe ingest ... -`): what has
+    # come is stored once the input can be identified (its first 4 KiB),
+    # while the pipe stays open; not after 64 KiB of it, or at its end.
+    wait_rows() { for _ in $(seq 1 100); do [ "$(count 2>/dev/null || echo 0)" -ge "$1" ] && return 0; sleep 0.1; done; fail "$2: waited 10 s for $1 rows, have $(count 2>/dev/null)"; }
+    for format in jsonl csv; do
+      q "DROP TABLE IF EXISTS $table" >/dev/null
+      rm -f in.fifo && mkfifo in.fifo
+      "$bin" ingest "${common[@]}" --quiet --format "$format" --source-name "slow $format" "$url" - < in.fifo 2> out.txt & pid=$!
+      exec 3> in.fifo  # the writer's end stays open
+      if [ "$format" = jsonl ]; then jsonl 80 > first.txt; else csv 80 > first.txt; fi
+      [ "$(wc -c < first.txt)" -gt 4096 ] && [ "$(wc -c < first.txt)" -lt 65536 ] || fail "first.txt is $(wc -c < first.txt) bytes"
+      cat first.txt >&3
+      wait_rows 80 "$format: the first 4 KiB and more, the pipe open"
+      if [ "$format" = jsonl ]; then jsonl 2 80 > more.txt; else csv 82 | tail -n 4 > more.txt; fi
+      cat more.txt >&3
+      wait_rows 82 "$format: two more records"
+      exec 3>&-
+      set +e; wait $pid; rc=$?; set -e
+      pid=
+      expect_eq "$rc" 0 "$format: exit status at the pipe's end ($(cat out.txt))"
+      expect_eq "$(count)" 82 "$format: rows"
+      no_duplicates
+      # The same stream again (a rerun of the command): found by its first
+      # 4 KiB, nothing stored twice; for CSV the header is read again from
+      # what was read ahead.
+      cat first.txt more.txt | "$bin" ingest "${common[@]}" --quiet --format "$format" --source-name "slow $format" "$url" - ||
+        fail "$format: the rerun exited $?"
+      expect_eq "$(count)" 82 "$format: rows after the same stream again"
+    done
     ;;
 
   follow|copytruncate)
