@@ -1,7 +1,5 @@
 #include "read_only_database.h"
 
-#include <algorithm>
-#include <cctype>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -12,11 +10,7 @@
 namespace auditpipe::ingest {
 
 bool is_sqlite_url(const std::string& url) {
-  constexpr std::string_view scheme = "sqlite:";
-  return url.size() >= scheme.size() &&
-         std::equal(scheme.begin(), scheme.end(), url.begin(), [](char a, char b) {
-           return a == std::tolower(static_cast<unsigned char>(b));
-         });
+  return has_scheme(url, "sqlite");
 }
 
 namespace {

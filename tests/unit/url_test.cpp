@@ -8,7 +8,9 @@
 
 namespace {
 
+using auditpipe::has_scheme;
 using auditpipe::parse_url;
+using auditpipe::url_query;
 
 std::string error_of(const std::string& url) {
   try {
@@ -37,6 +39,18 @@ TEST(Url, ParsesEveryPart) {
   EXPECT_EQ(u.option("charset"), "utf8mb4");
   EXPECT_EQ(u.option("tls"), "required");
   EXPECT_FALSE(u.option("missing"));
+}
+
+TEST(Url, SchemeAndQueryOfAnyKind) {
+  EXPECT_TRUE(has_scheme("SQLite:///x.db", "sqlite"));
+  EXPECT_TRUE(has_scheme("mysql://u@h/db", "mysql"));
+  EXPECT_FALSE(has_scheme("mysql://u@h/db", "mysq"));
+  EXPECT_FALSE(has_scheme("sqlite", "sqlite"));
+  EXPECT_EQ(url_query("sqlite:///x.db?seal=hash"), "seal=hash");
+  EXPECT_EQ(url_query("sqlite://rel.db?a=1&b=2"), "a=1&b=2");
+  EXPECT_EQ(url_query("mysql://u:p?w@h/db?pool_size=2"), "pool_size=2");
+  EXPECT_EQ(url_query("postgresql://u:p?w@h/db"), "");
+  EXPECT_EQ(url_query("mysql://u@h/db"), "");
 }
 
 TEST(Url, SocketPathAsPercentEncodedHost) {

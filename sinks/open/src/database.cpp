@@ -4,7 +4,6 @@
 // the URL's password masked, whatever the database or a server said.
 #include "auditpipe/database.h"
 
-#include <cctype>
 #include <utility>
 
 #include "auditpipe/sink/sql_database.h"
@@ -15,15 +14,6 @@
 namespace auditpipe {
 
 namespace {
-
-// `url` starts with `scheme` and a colon, the scheme in any case.
-bool has_scheme(std::string_view url, std::string_view scheme) {
-  if (url.size() <= scheme.size() || url[scheme.size()] != ':') return false;
-  for (std::size_t i = 0; i < scheme.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(url[i])) != scheme[i]) return false;
-  }
-  return true;
-}
 
 class SqlBackedDatabase final : public Database {
  public:

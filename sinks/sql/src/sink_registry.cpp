@@ -2,25 +2,10 @@
 // factories, filled by auditpipe::open (or whoever keeps a registry).
 #include "auditpipe/sink/sink_registry.h"
 
-#include <cctype>
-
 #include "auditpipe/sink/url.h"
 #include "auditpipe/status.h"
 
 namespace auditpipe {
-
-namespace {
-
-// `url` starts with `scheme` and a colon, the scheme in any case.
-bool has_scheme(std::string_view url, std::string_view scheme) {
-  if (url.size() <= scheme.size() || url[scheme.size()] != ':') return false;
-  for (std::size_t i = 0; i < scheme.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(url[i])) != scheme[i]) return false;
-  }
-  return true;
-}
-
-}  // namespace
 
 void SinkRegistry::add(std::span<const std::string_view> schemes, Factory factory) {
   bool first = true;

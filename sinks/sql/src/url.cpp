@@ -197,15 +197,17 @@ std::string hide_secret(std::string text, std::string_view secret) {
   return text;
 }
 
+bool has_scheme(std::string_view url, std::string_view scheme) {
+  if (url.size() <= scheme.size() || url[scheme.size()] != ':') return false;
+  for (std::size_t i = 0; i < scheme.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(url[i])) != scheme[i]) return false;
+  }
+  return true;
+}
+
 std::string_view url_query(std::string_view text) {
-  const std::size_t begin = authority_begin(text);
-  std::string_view scheme = text.substr(0, text.find(':'));
-  const bool sqlite =
-      scheme.size() == 6 && std::equal(scheme.begin(), scheme.end(), "sqlite", [](char a, char b) {
-        return std::tolower(static_cast<unsigned char>(a)) == b;
-      });
-  const std::string_view rest = text.substr(begin);
-  const std::size_t q = sqlite ? rest.find('?') : query_start(rest);
+  const std::string_view rest = text.substr(authority_begin(text));
+  const std::size_t q = has_scheme(text, "sqlite") ? rest.find('?') : query_start(rest);
   return q >= rest.size() ? std::string_view() : rest.substr(q + 1);
 }
 

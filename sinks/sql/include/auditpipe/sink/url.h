@@ -98,6 +98,10 @@ AUDITPIPE_EXPORT std::string redact_url(std::string_view text);
 /// only '*' (which the masks themselves spell) is left alone.
 AUDITPIPE_EXPORT std::string hide_secret(std::string text, std::string_view secret);
 
+/// Whether `url` begins with `scheme` (lower case) and a colon, the scheme
+/// in any case.
+AUDITPIPE_EXPORT bool has_scheme(std::string_view url, std::string_view scheme);
+
 /// The query of a sink URL (what follows its '?'), empty if none: the
 /// first '?' after a '/' or an '@', so that one in a password is not taken
 /// for it; in a sqlite: URL (which has no user part), the first '?'.
