@@ -26,6 +26,10 @@ constexpr std::size_t compressed_chunk = 64 * 1024;
   throw auditpipe::error("ingest: " + path + ": " + what);
 }
 
+[[noreturn]] void corrupt(const std::string& path, const std::string& what) {
+  throw corrupt_data("ingest: " + path + ": " + what);
+}
+
 // The file's own bytes: a descriptor or a memory block, with the first few
 // bytes (read to detect compression) served again before the rest.
 class RawInput {
@@ -262,8 +266,8 @@ class GzipSource final : public SourceBase {
       if (rc == Z_STREAM_END) {
         in_member_ = false;
       } else if (rc == Z_DATA_ERROR || rc == Z_NEED_DICT) {
-        fail(path(), "corrupt gzip data at byte " + std::to_string(consumed_) +
-                         (z_.msg ? std::string(": ") + z_.msg : std::string()));
+        corrupt(path(), "corrupt gzip data at byte " + std::to_string(consumed_) +
+                            (z_.msg ? std::string(": ") + z_.msg : std::string()));
       } else if (rc == Z_MEM_ERROR) {
         fail(path(), "zlib: out of memory");
       } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
@@ -312,8 +316,8 @@ class ZstdSource final : public SourceBase {
       const std::size_t rc = ZSTD_decompressStream(ctx_, &ob, &ib_);
       consumed_ += ib_.pos - before;
       if (ZSTD_isError(rc))
-        fail(path(), "corrupt zstd data at byte " + std::to_string(consumed_) + ": " +
-                         ZSTD_getErrorName(rc));
+        corrupt(path(), "corrupt zstd data at byte " + std::to_string(consumed_) + ": " +
+                            ZSTD_getErrorName(rc));
       frame_open_ = rc != 0;
     }
     position_ += ob.pos;

@@ -17,7 +17,16 @@
 #include <string>
 #include <string_view>
 
+#include "auditpipe/status.h"
+
 namespace auditpipe::ingest {
+
+/// Compressed data that does not decompress (a bad block, a wrong
+/// checksum): what was decompressed before it was noticed may be wrong too
+/// (gzip checks its CRC only at a member's end).
+struct corrupt_data : auditpipe::error {
+  using auditpipe::error::error;
+};
 
 /// A stream of (decompressed) bytes; see the file's comment.
 class ByteSource {
@@ -27,7 +36,7 @@ class ByteSource {
   /// Reads up to `n` bytes into `out`; returns how many. 0 means no more
   /// data now: for a plain file a later call may return more when the file
   /// has grown (follow mode relies on it). Throws auditpipe::error naming
-  /// the path on a read error or corrupt compressed data.
+  /// the path on a read error, corrupt_data for corrupt compressed data.
   virtual std::size_t read(char* out, std::size_t n) = 0;
 
   /// Moves to decompressed byte `offset`: a seek for a plain file, reading

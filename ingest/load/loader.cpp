@@ -743,6 +743,18 @@ void Load::read_input(InputState& input) {
         restart();  // a new input from its start
       }
     }
+  } catch (const corrupt_data& e) {
+    // Rows stored before it was noticed stay (their keys keep a rerun from
+    // storing them twice), but the checkpoint goes back to the start: a
+    // good copy of the input, or this one repaired, is then read whole, not
+    // from past lines read from the corrupt part.
+    {
+      std::lock_guard lock(input.mutex);
+      input.position = {};
+    }
+    fail(input, std::string(e.what()) +
+                    "; its checkpoint is set back to the start, so that a good copy of it loads "
+                    "whole (rows stored from past the corruption, if any parsed, may be garbage)");
   } catch (const std::exception& e) {
     fail(input, e.what());
   }

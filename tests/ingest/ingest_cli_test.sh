@@ -512,6 +512,19 @@ case $case in
     expect_eq "$(q "SELECT COUNT(*) FROM $table WHERE user_name = 'u8'")" 0 "the stray quote's line"
     jq -se 'any(.[]; .file == "stray.csv" and .line == 2 and (.reason | test("stray quote")))' rejects.jsonl >/dev/null ||
       fail "the stray quote's line is not rejected: $(cat rejects.jsonl)"
+    # Compressed data corrupt in the middle (gzip finds it by its CRC, at
+    # the end): the load fails, and its checkpoint goes back to the start,
+    # so that the good copy, loaded next, stores every row. (Before, the
+    # checkpoint stood past the garbage, and the good copy's rows there were
+    # skipped, exit 0.)
+    jsonl 20000 0 > big.jsonl
+    gzip -c big.jsonl > good.jsonl.gz
+    python3 -c "import sys; d = bytearray(open('good.jsonl.gz', 'rb').read()); m = len(d) // 2; d[m:m + 10] = bytes(10); open('corrupt.jsonl.gz', 'wb').write(d)"
+    set +e; out=$(ingest --quiet "$url" corrupt.jsonl.gz 2>&1); rc=$?; set -e
+    expect_eq "$rc" 1 "exit status of a corrupt gzip file"
+    grep -q "corrupt gzip data.*checkpoint is set back to the start" <<<"$out" || fail "no word of the corruption: $out"
+    ingest --quiet "$url" good.jsonl.gz || fail "the good copy exited $?"
+    expect_eq "$(q "SELECT COUNT(DISTINCT user_name) FROM $table WHERE user_name LIKE 'user%'")" 20000 "the good copy's rows"
     ;;
 
   max_rejects)
