@@ -87,8 +87,9 @@ EXIT STATUS
   1    something is not stored: an input failed, the database refused or
        could not take rows, --max-rejects was exceeded, or --give-up-after
        ran out
-  2    a usage error (an option, or the URL itself: malformed, an unknown
-       option or scheme, sealing's key file or anchor file)
+  2    a usage error (an option, --set/--map, the schema file, or the URL
+       itself: malformed, an unknown option or scheme, sealing's key file
+       or anchor file)
   130  interrupted (not --follow): run the same command again to continue
        (standard input as a pipe: the whole records read from it are stored)
 

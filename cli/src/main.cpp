@@ -31,6 +31,9 @@ int main(int argc, char** argv) {
   } catch (const auditpipe::url_error& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return 2;  // a usage error: nothing was tried
+  } catch (const auditpipe::ingest::usage_error& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return 1;

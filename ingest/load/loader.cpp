@@ -42,6 +42,12 @@ namespace {
 // start. A pipe is read ahead only as far as those need.
 constexpr std::size_t lookahead_bytes = 64 * 1024;
 
+// A message of the command's own: "auditpipe ingest: ...".
+std::string as_usage(std::string_view message) {
+  if (message.starts_with("ingest: ")) message.remove_prefix(8);
+  return "auditpipe ingest: " + std::string(message);
+}
+
 }  // namespace
 
 Format format_of(const std::string& configured, const std::string& path) {
@@ -177,6 +183,8 @@ class Load {
   void give_up_loop();
   void checkpoint_now();
   void fail(InputState& input, const std::string& message);
+  /// Throws usage_error if the mapping onto schema_ cannot be made.
+  void check_mapping() const;
   bool stopping() const { return stop_.load(std::memory_order_relaxed) || aborted_.load(); }
   /// Whether reading `stream` (a pipe: see pass()) or a file ends now.
   bool halted(bool stream) const { return stream ? aborted_.load() : stopping(); }
@@ -240,16 +248,21 @@ LoadSummary Load::run() {
                   "; without --schema FILE the table must exist already");
     }
   }
-  db_ = Database::connect(config_.url);
-
+  // A schema file, and the mapping onto it, before anything connects (or a
+  // SQLite file is made): their mistakes are the command's.
   std::string table = config_.table;
   maps_ = config_.maps;
   if (config_.schema_file) {
-    SchemaFile file = read_schema_file(*config_.schema_file);
+    SchemaFile file;
+    try {
+      file = read_schema_file(*config_.schema_file);
+    } catch (const error& e) {
+      throw usage_error(as_usage(e.what()));
+    }
     if (table.empty()) table = file.table;
     if (table.empty())
-      throw error("auditpipe ingest: " + *config_.schema_file +
-                  " names no table and --table was not given");
+      throw usage_error("auditpipe ingest: " + *config_.schema_file +
+                        " names no table and --table was not given");
     for (const auto& entry : file.paths) {
       // (A named copy: clang 14 cannot capture a structured binding.)
       const std::string& column = entry.first;
@@ -258,7 +271,11 @@ LoadSummary Load::run() {
         maps_.push_back(entry);
     }
     schema_.emplace(table, file.columns);
-  } else {
+    check_mapping();
+  }
+  db_ = Database::connect(config_.url);
+
+  if (!config_.schema_file) {
     if (table.empty()) throw error("auditpipe ingest: give --table (or --schema FILE)");
     std::optional<Schema> found = db_->read_schema(table, config_.unbounded_text_bytes);
     if (!found)
@@ -306,6 +323,8 @@ LoadSummary Load::run() {
     inputs_.push_back(std::move(in));
   }
   if (!config_.schema_file) leave_columns_to_database();
+
+  if (!config_.schema_file) check_mapping();  // with the columns left to the database
 
   Options options;
   const std::size_t record = schema_->descriptor().record_size;
@@ -421,6 +440,23 @@ void Load::read_inputs() {
 void Load::fail(InputState& input, const std::string& message) {
   std::lock_guard lock(errors_mutex_);
   errors_.push_back(input.path + ": " + message);
+}
+
+void Load::check_mapping() const {
+  // The mapping of each format the inputs have, made once: a --map or
+  // --set that cannot be (no such column, a value the column cannot hold,
+  // two columns reading one field) is said before a table is made or an
+  // input read, not once per input.
+  std::set<Format> formats;
+  for (const std::string& f : config_.files) formats.insert(format_of(config_.format, f));
+  for (const Format format : formats) {
+    try {
+      RowMapper check(schema_->columns(), format,
+                      MappingOptions{maps_, config_.sets, left_to_database_});
+    } catch (const error& e) {
+      throw usage_error(as_usage(e.what()));
+    }
+  }
 }
 
 Checkpoint Load::identify(InputState& input, const std::string& open_path,

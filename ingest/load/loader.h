@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "auditpipe/status.h"
 #include "input/format.h"
 
 namespace auditpipe::ingest {
@@ -93,9 +94,17 @@ struct LoadSummary {
   int exit_code() const;
 };
 
-/// Runs the load. Throws auditpipe::error for what stops it before any
-/// record is read (no table and no schema file, a bad schema, the database
-/// unreachable); problems with single inputs end up in the summary.
+/// The command's own mistake, found before anything is made or read: a
+/// schema file's content, a --map or --set that cannot be (the command
+/// exits 2 for it, as for a malformed URL).
+struct usage_error : auditpipe::error {
+  using auditpipe::error::error;
+};
+
+/// Runs the load. Throws usage_error for the command's mistakes (above),
+/// auditpipe::error for what else stops it before any record is read (no
+/// table and no schema file, the database unreachable); problems with
+/// single inputs end up in the summary.
 LoadSummary load(const LoadConfig& config, const std::atomic<bool>& stop);
 
 /// The summary as the command prints it.

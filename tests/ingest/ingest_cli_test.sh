@@ -463,6 +463,25 @@ case $case in
       expect_eq "$rc" 2 "exit status for a URL with an unknown option ($how)"
       grep -q "unknown option 'no_such_option'" <<<"$out" || fail "unclear message: $out"
     done
+    # A --set or --map that cannot be, or a schema file's content at fault:
+    # usage errors too, said once (not once per input), before a table is
+    # made (before, exit 1, blamed on each input in turn).
+    sed 's/"uint8"/"uint9"/' schema.json > badtype.json
+    for bad in "--schema schema.json --set level=lots" "--schema schema.json --set no_such_column=1" \
+               "--schema schema.json --map no_such_column=x" "--schema badtype.json" \
+               "--table $table --set no_such_column=1"; do
+      [ "${bad%% *}" = --table ] && { ingest --quiet "$url" a.jsonl || fail "the good load exited $?"; }
+      set +e
+      out=$("$bin" ingest $bad "$url" a.jsonl a.jsonl 2>&1); rc=$?
+      set -e
+      expect_eq "$rc" 2 "exit status for $bad"
+      grep -Eq "level=lots|no column no_such_column|uint9" <<<"$out" || fail "unclear message for $bad: $out"
+      expect_eq "$(grep -c . <<<"$out")" 1 "lines said for $bad"
+    done
+    if [ "$backend" = sqlite ]; then
+      set +e; "$bin" ingest --schema badtype.json "sqlite://$work/never.db" a.jsonl 2>/dev/null; set -e
+      [ -e never.db ] && fail "a schema file at fault made the SQLite file"
+    fi
     ;;
 
   infer)
