@@ -101,6 +101,51 @@ bool starts_like(std::string_view prefix, const Checkpoint& c) {
   return starts_like(prefix, c, c.grown_bytes, c.grown_id);
 }
 
+// The files beside `log` whose names begin with its name (app.log.1,
+// app.log-20261204, app.log.1.gz: where rotation puts it), newest first,
+// up to 8.
+std::vector<std::string> rotated_copies(const std::string& log) {
+  namespace fs = std::filesystem;
+  const fs::path path(log);
+  const std::string base = path.filename().string();
+  std::vector<std::pair<fs::file_time_type, fs::path>> found;
+  std::error_code ec;
+  for (const auto& entry :
+       fs::directory_iterator(path.has_parent_path() ? path.parent_path() : fs::path("."), ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() <= base.size() || name.compare(0, base.size(), base) != 0) continue;
+    std::error_code e;
+    if (!entry.is_regular_file(e)) continue;
+    found.emplace_back(entry.last_write_time(e), entry.path());
+  }
+  std::sort(found.begin(), found.end(), std::greater<>());
+  if (found.size() > 8) found.resize(8);
+  std::vector<std::string> paths;
+  for (const auto& f : found)  // as `log` names its directory ("app.log.1", not "./app.log.1")
+    paths.push_back((path.has_parent_path() ? f.second : f.second.filename()).string());
+  return paths;
+}
+
+// Of rotated_copies(log), the one that begins as `old` and holds more than
+// `old` was loaded to: where the lines a log got after its last load went,
+// when it was rotated while no load ran. Empty if none.
+std::string unread_rotated_copy(const std::string& log, const Checkpoint& old) {
+  for (const std::string& path : rotated_copies(log)) {
+    try {
+      ReplaySource copy(open_byte_source(path), identity_prefix_bytes);
+      // A compressed copy's length is known only by decompressing it all:
+      // not looked at (most are older rotations, loaded whole).
+      if (copy.compressed()) continue;
+      const auto size = copy.input_size();
+      if (size && *size <= old.bytes_done) continue;
+      if (starts_like(copy.prefix(), old)) return path;
+    } catch (const std::exception&) {
+      // unreadable: not it
+    }
+  }
+  return {};
+}
+
 // The whole records at the start of the file `path`, up to byte `size`:
 // where they end, the lines before there, and how many records they are.
 struct WholeRecords {
@@ -519,7 +564,13 @@ Checkpoint Load::identify(InputState& input, const std::string& open_path,
       cut_short = std::move(known);
     }
   };
-  for (Checkpoint& known : store_->candidates(input.name)) consider(known);
+  std::vector<Checkpoint> known_here = store_->candidates(input.name);
+  // The inputs loaded under this very name before (the newest 8: their
+  // times may tie).
+  std::vector<Checkpoint> named_so;
+  for (const Checkpoint& known : known_here)
+    if (named_so.size() < 8 && known.source_name == input.name) named_so.push_back(known);
+  for (Checkpoint& known : known_here) consider(known);
   if (auto known = store_->find(c.source_id)) consider(*known);
   // (A file cut short is matched over more bytes than an input identified
   // by fewer than the whole prefix, which it also starts with.)
@@ -552,6 +603,23 @@ Checkpoint Load::identify(InputState& input, const std::string& open_path,
                  input.path.c_str(), static_cast<unsigned long long>(*size),
                  static_cast<unsigned long long>(cut_short->bytes_done),
                  static_cast<unsigned long long>(whole.records));
+  }
+  // A file that replaced the one loaded under its name while no load ran
+  // (rotated away): that one's last lines are in its rotated copy, which
+  // this command does not read. (While a load follows a file it reads them
+  // itself: `not_this` is then the file it replaced.)
+  if (not_this == -1 && input.path != "-") {
+    for (const Checkpoint& old : named_so) {
+      const std::string copy = unread_rotated_copy(input.path, old);
+      if (copy.empty()) continue;
+      std::fprintf(stderr,
+                   "\nauditpipe ingest: %s is a new file since the last load of that name; the "
+                   "file it replaced went on past the %llu bytes loaded of it, in %s, which "
+                   "this command does not read: load it too (auditpipe ingest ... %s)\n",
+                   input.path.c_str(), static_cast<unsigned long long>(old.bytes_done),
+                   copy.c_str(), copy.c_str());
+      break;
+    }
   }
   // Recorded before any of its records is sent, so that a crash before the
   // first checkpoint still finds this identity again.
@@ -677,30 +745,14 @@ bool Load::still_starts_like(int fd, InputState& input) {
 // was read: read from there to its end under the same key. Lines written
 // between the copy and the truncation are lost to every reader.
 void Load::read_rotated_copy(InputState& input, RowMapper& mapper, std::uint64_t& source_id) {
-  namespace fs = std::filesystem;
-  const fs::path log(input.path);
-  const std::string base = log.filename().string();
-  std::vector<std::pair<fs::file_time_type, fs::path>> candidates;
-  std::error_code ec;
-  for (const auto& entry :
-       fs::directory_iterator(log.has_parent_path() ? log.parent_path() : fs::path("."), ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.size() <= base.size() || name.compare(0, base.size(), base) != 0) continue;
-    std::error_code e;
-    if (!entry.is_regular_file(e)) continue;
-    candidates.emplace_back(entry.last_write_time(e), entry.path());
-  }
-  // The newest first: the copy was made just now.
-  std::sort(candidates.begin(), candidates.end(), std::greater<>());
-  if (candidates.size() > 8) candidates.resize(8);
+  const std::vector<std::string> candidates = rotated_copies(input.path);
   std::uint64_t done;
   {
     std::lock_guard lock(input.mutex);
     if (!input.identified) return;
     done = input.position.bytes_done;
   }
-  for (const auto& candidate : candidates) {
-    const std::string path = candidate.second.string();
+  for (const std::string& path : candidates) {
     try {
       ReplaySource copy(open_byte_source(path), identity_prefix_bytes);
       const auto size = copy.compressed() ? std::nullopt : copy.input_size();

@@ -344,6 +344,20 @@ case $case in
     # The rotated file, loaded again by its new name: nothing new.
     ingest --quiet "$url" app.log.1 || fail "loading the rotated file exited $?"
     expect_eq "$(count)" $expected "rows after loading the rotated file again"
+    if [ "$case" = follow ]; then
+      # Rotated while no load ran: the log's last lines are in its rotated
+      # copy, which a load of app.log does not read; it says so and names it.
+      jsonl 50 3000 >> app.log
+      mv app.log.1 app.log.2
+      mv app.log app.log.1
+      jsonl 10 4000 > app.log
+      out=$(ingest --quiet "$url" app.log 2>&1) || fail "loading the new log exited $?: $out"
+      grep -q "went on past the [0-9]* bytes loaded of it, in app.log.1, .*load it too" <<<"$out" ||
+        fail "no word of the rotated copy's unread lines: $out"
+      ingest --quiet "$url" app.log.1 || fail "loading the rotated copy exited $?"
+      expect_eq "$(count)" $((expected + 60)) "rows after the rotated copy is loaded"
+      no_duplicates
+    fi
     ;;
 
   schema_from_table)
