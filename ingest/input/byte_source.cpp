@@ -349,8 +349,16 @@ std::unique_ptr<ByteSource> detect(std::unique_ptr<RawInput> raw) {
 std::unique_ptr<ByteSource> open_byte_source(const std::string& path, Interrupt interrupt) {
   if (path == "-")
     return detect(std::make_unique<FdInput>("-", STDIN_FILENO, false, std::move(interrupt)));
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // A FIFO's open waits for a writer, for ever if none comes, where no stop
+  // is looked at: opened without waiting, the wait is the reads' (which
+  // look at the stop every 100 ms; Linux's poll reports nothing on a FIFO
+  // until a writer has written or come and gone), and then reads block
+  // as usual.
+  struct stat st {};
+  const bool fifo = interrupt && ::stat(path.c_str(), &st) == 0 && S_ISFIFO(st.st_mode);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (fifo ? O_NONBLOCK : 0));
   if (fd < 0) fail(path, std::string("cannot open: ") + std::strerror(errno));
+  if (fifo) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   std::unique_ptr<RawInput> raw;
   try {
     raw = std::make_unique<FdInput>(path, fd, true, std::move(interrupt));

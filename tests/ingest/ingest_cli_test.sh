@@ -251,6 +251,25 @@ case $case in
     expect_eq "$(q "SELECT COUNT(*) FROM $table WHERE user_name LIKE 'cut%'")" 0 "rows of the line cut short"
     grep -q 'read      3 records' out.txt || fail "the summary does not say 3 records: $(cat out.txt)"
 
+    # A FIFO given as a file that no writer has opened yet: Ctrl-C stops
+    # the wait too (before, the open waited for a writer and took no stop).
+    rm -f nowriter.fifo && mkfifo nowriter.fifo
+    "$bin" ingest "${common[@]}" --quiet "$url" nowriter.fifo 2> out.txt & pid=$!
+    sleep 1
+    kill -INT $pid
+    stopped_within 5 || fail "still running 5 s after Ctrl-C, waiting for a FIFO's writer"
+    set +e; wait $pid; rc=$?; set -e
+    pid=
+    expect_eq "$rc" 130 "exit status after Ctrl-C waiting for a FIFO's writer"
+    # ... and once a writer comes, what it writes is loaded to its end.
+    "$bin" ingest "${common[@]}" --quiet --source-name fifo-file "$url" nowriter.fifo 2> out.txt & pid=$!
+    sleep 0.5
+    jsonl 5 700 > nowriter.fifo
+    set +e; wait $pid; rc=$?; set -e
+    pid=
+    expect_eq "$rc" 0 "exit status of a FIFO's load ($(cat out.txt))"
+    expect_eq "$(q "SELECT COUNT(*) FROM $table WHERE user_name IN ('user700', 'user704')")" 2 "rows of the FIFO"
+
     # A pipe that never pauses: Ctrl-C stops it too (the read takes no more
     # after it), and every record it read is stored, once.
     q "DROP TABLE $table" >/dev/null
