@@ -415,6 +415,9 @@ LoadSummary Load::run() {
     s.rejects = rejected_.load();
     s.retries = st.retries;
     s.health = std::string(to_string(st.health));
+    // Stopped, and waiting for the database to store what was read.
+    if (stop_.load(std::memory_order_relaxed) && st.pool_in_use > 0)
+      s.health += ", stopping (Ctrl-C again quits now)";
     return s;
   });
 
@@ -422,6 +425,13 @@ LoadSummary Load::run() {
   std::thread give_up_watch;
   if (config_.give_up_after) give_up_watch = std::thread([this] { give_up_loop(); });
   read_inputs();
+  // Stopped (Ctrl-C, SIGTERM) while the database does not take rows: what
+  // follows waits for it, up to half a minute or more; said once a second
+  // has not been enough.
+  if (stop_.load() && !aborted_.load() && !logger_->flush(std::chrono::seconds(1)))
+    std::fprintf(stderr,
+                 "\nauditpipe ingest: stopping: waiting for the database to store the records "
+                 "read (Ctrl-C again quits now; a rerun sends what is not stored)\n");
   // --give-up-after covers the drain as well: give_up_loop() keeps watching
   // the database until what was read is stored, or gives up.
   if (config_.give_up_after) {
