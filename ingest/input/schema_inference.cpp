@@ -132,7 +132,18 @@ bool iequal(std::string_view a, std::string_view b) {
 InferredColumns finish(std::vector<FieldStats>& fields, std::size_t samples) {
   InferredColumns out;
   std::vector<std::string> taken = {"source_id", "seq"};
+  // A field that held only null where other lines hold an object there
+  // ("user": null, "user": {"name": ...}): its column would read what the
+  // object's columns read (a load refuses that); the object's columns,
+  // nullable, say it all.
+  const auto null_parent = [&](const FieldStats& f) {
+    if (f.present > 0) return false;
+    const std::string inside = f.path + ".";
+    return std::any_of(fields.begin(), fields.end(),
+                       [&](const FieldStats& g) { return g.path.rfind(inside, 0) == 0; });
+  };
   for (const FieldStats& f : fields) {
+    if (null_parent(f)) continue;
     std::string flat = f.path;
     std::replace(flat.begin(), flat.end(), '.', '_');
     std::string base = sanitize_identifier(flat);
@@ -204,7 +215,16 @@ InferredColumns infer_columns(const std::vector<std::string>& records, Format fo
     std::vector<std::string> header, fields;
     split_fields(records[0], delim, header);
     if (!header.empty() && header[0].rfind("\xEF\xBB\xBF", 0) == 0) header[0].erase(0, 3);
-    for (const std::string& h : header) stats.field(h);
+    for (std::size_t k = 0; k < header.size(); ++k) {
+      // Two fields of one name: no load can tell them apart (RowMapper
+      // refuses such a header), and one column would stand for both.
+      if (std::find(header.begin(), header.begin() + static_cast<std::ptrdiff_t>(k), header[k]) !=
+          header.begin() + static_cast<std::ptrdiff_t>(k))
+        throw auditpipe::error("ingest: the header names \"" + header[k] +
+                               "\" more than once: rename one of them (a load could not tell "
+                               "them apart)");
+      stats.field(header[k]);
+    }
     for (std::size_t i = 1; i < records.size() && samples < max_records; ++i) {
       split_fields(records[i], delim, fields);
       if (fields.size() != header.size()) {

@@ -5,6 +5,7 @@
 
 #include "auditpipe/status.h"
 #include "ingest_test_util.h"
+#include "input/row_mapper.h"
 #include "input/schema_inference.h"
 
 namespace {
@@ -167,6 +168,31 @@ TEST(SchemaInference, CsvFromTheHeaderAndValues) {
   EXPECT_TRUE(inf.columns[5].nullable);
   EXPECT_FALSE(inf.columns[0].nullable);
   EXPECT_THROW(infer_columns({"a,b"}, Format::csv), auditpipe::error);
+}
+
+// What --infer writes, a load must take: a field null in one line and an
+// object in the others is the object's columns (nullable), not a column of
+// its own that reads them too; a CSV header naming a field twice is refused
+// here, as a load refuses it.
+TEST(SchemaInference, WhatItInfersALoadCanMap) {
+  const std::vector<std::string> recs = {R"({"user":{"name":"ann","id":1},"n":1})",
+                                         R"({"user":null,"n":2})",
+                                         R"({"user":{"name":"bob","id":2},"n":3})"};
+  const InferredColumns inf = infer_columns(recs, Format::jsonl);
+  ASSERT_EQ(inf.columns.size(), 3u);
+  EXPECT_EQ(inf.columns[0].name, "user_name");
+  EXPECT_TRUE(inf.columns[0].nullable);
+  EXPECT_EQ(inf.columns[1].name, "user_id");
+  EXPECT_EQ(inf.columns[2].name, "n");
+  EXPECT_NO_THROW(RowMapper(inf.columns, Format::jsonl, MappingOptions{inf.paths, {}, {}}));
+
+  try {
+    infer_columns({"ts,action,action", "1,a,b"}, Format::csv);
+    ADD_FAILURE() << "a header naming a field twice was inferred";
+  } catch (const auditpipe::error& e) {
+    EXPECT_NE(std::string(e.what()).find("\"action\" more than once"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace
