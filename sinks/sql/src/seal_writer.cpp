@@ -1018,8 +1018,9 @@ void SealWriter::seal_late_when_due(SqlConnection& c, bool wait) noexcept {
     done();
     if (late.sealed_meanwhile > 0) {
       diagnostics()->info(
-          "auditpipe: {}: {} of the rows found unsealed at start were sealed meanwhile (by "
-          "another process sealing this table)",
+          "auditpipe: {}: {} of the rows found unsealed at start were sealed meanwhile (sent "
+          "again and sealed by this process, as a rerun of a load does, or by another process "
+          "sealing this table)",
           table_.name, late.sealed_meanwhile);
     }
     // Once their rows are sealed (or found sealed meanwhile), the finds
