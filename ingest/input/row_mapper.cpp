@@ -561,6 +561,17 @@ RowMapper::RowMapper(const std::vector<ColumnSpec>& columns, Format format, Mapp
 
 RowMapper::~RowMapper() = default;
 
+std::vector<std::string> RowMapper::unread_columns() const {
+  std::vector<std::string> unread;
+  if (impl_->format == Format::jsonl || !impl_->header_set) return unread;
+  for (const Impl::Plan& p : impl_->plans) {
+    if (p.constant || p.field >= 0) continue;
+    unread.push_back(p.path == p.spec.name ? p.spec.name
+                                           : p.spec.name + " (reads \"" + p.path + "\")");
+  }
+  return unread;
+}
+
 bool RowMapper::needs_header() const noexcept {
   return impl_->format != Format::jsonl && !impl_->header_set;
 }

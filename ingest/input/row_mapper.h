@@ -100,6 +100,10 @@ class RowMapper {
   /// throws auditpipe::error for a column that no header names and that has
   /// no set, default or NULL to fall back on, or whose name appears twice.
   void set_header(const RawRecord& header);
+  /// CSV/TSV, after set_header(): the columns no header field is read into
+  /// (NULL or their default in every row), each as `name` or `name (reads
+  /// "path")`; a --map naming a field the header lacks shows here.
+  std::vector<std::string> unread_columns() const;
 
   /// Parses `record` and sets every column of `out` once. False (and
   /// `reason`) if the record is refused; `out` is then partly set.

@@ -991,6 +991,16 @@ bool Load::pass(InputState& input, const std::string& open_path, RowMapper& mapp
       ++pos.rejects;
     } else if (mapper.needs_header()) {
       mapper.set_header(raw);
+      // A --map naming a field this header lacks (a typo) would fill its
+      // column with NULL without a word.
+      if (const auto unread = mapper.unread_columns(); !unread.empty() && !config_.quiet) {
+        std::string names;
+        for (const std::string& u : unread) names += (names.empty() ? "" : ", ") + u;
+        std::fprintf(stderr,
+                     "\nauditpipe ingest: %s: no header field for %s: NULL (or the default) in "
+                     "every row\n",
+                     input.path.c_str(), names.c_str());
+      }
     } else {
       DynamicLogger::Record r = acquire(stream);
       if (!r) {

@@ -515,6 +515,12 @@ case $case in
       set +e; "$bin" ingest --schema badtype.json "sqlite://$work/never.db" a.jsonl 2>/dev/null; set -e
       [ -e never.db ] && fail "a schema file at fault made the SQLite file"
     fi
+    # A --map naming a field the CSV header lacks (a typo): loaded, NULL in
+    # that column, and said (before, without a word).
+    printf 'at,user.name,level,ok\n2026-11-30 12:00:00,u1,1,t\n' > typo.csv
+    out=$("$bin" ingest --schema schema.json --set host=h --map msg=mesage "$url" typo.csv 2>&1) ||
+      fail "the load with a mistyped --map exited $?: $out"
+    grep -q 'typo.csv: no header field for .*msg (reads "mesage")' <<<"$out" || fail "no word of the unread field: $out"
     ;;
 
   infer)
