@@ -705,6 +705,24 @@ TEST(Fault, ASecondCrashWithinTheFirstRestartsGraceLeavesNothingUnsealed) {
       unsealed_by_a + 30 * held_back_sources);
 }
 
+// The source that logged the row with `message_id`.
+long long source_of(long long message_id) {
+  return MysqlProbe().scalar("SELECT source_id FROM audit_log WHERE message_id = " +
+                             std::to_string(message_id));
+}
+
+// The next start finds `rows` rows covered by no seal and seals them late,
+// all in one seal, which verify names until it is accepted.
+void expect_sealed_late_once(const std::string& url, const std::string& key, int rows) {
+  const std::string said = start_and_close(url);
+  EXPECT_NE(said.find(std::to_string(rows) + " rows found unsealed at start are sealed late"),
+            std::string::npos)
+      << said;
+  EXPECT_GT(restarted_then_verify(url, key, said), 0) << said;
+  EXPECT_EQ(MysqlProbe().scalar("SELECT COUNT(*) FROM audit_log_seals WHERE ranges LIKE 'late:%'"),
+            1);
+}
+
 // A crashed older run whose sources' newest seals lie at different depths
 // (batches of 1): one producer logged 20 records, then one more after
 // another had logged 600, so most of its newest seals lie deeper among
@@ -758,10 +776,6 @@ TEST(Fault, AnOlderCrashedRunsSourceWithDeepSealsIsSealedLateWithItsRunMates) {
   }
   log_and_close(url, 1, 1, 30, 43'000'000);  // a later run: the crashed one is older
   ASSERT_EQ(sealed_table_seals(), 1056);
-  const auto source_of = [](long long message_id) {
-    return MysqlProbe().scalar("SELECT source_id FROM audit_log WHERE message_id = " +
-                               std::to_string(message_id));
-  };
   const long long deep = source_of(41'000'000);
   const long long near_top = source_of(42'000'000);
   const long long only_deep = source_of(44'000'000);
@@ -776,12 +790,7 @@ TEST(Fault, AnOlderCrashedRunsSourceWithDeepSealsIsSealedLateWithItsRunMates) {
         "audit_log WHERE source_id = " +
         std::to_string(sid) + " ORDER BY seq LIMIT 5");
   }
-  const std::string said = start_and_close(url);
-  EXPECT_NE(said.find("15 rows found unsealed at start are sealed late"), std::string::npos)
-      << said;
-  EXPECT_GT(restarted_then_verify(url, key, said), 0) << said;
-  EXPECT_EQ(MysqlProbe().scalar("SELECT COUNT(*) FROM audit_log_seals WHERE ranges LIKE 'late:%'"),
-            1);
+  expect_sealed_late_once(url, key, 15);
 }
 
 // As above, with two of the crashed run's sources sharing their seals
@@ -846,10 +855,6 @@ TEST(Fault, TwoLookedUpSourcesSharingSealsAreEachCountedByTheirOwnKeys) {
     EXPECT_TRUE(run.close().drained);
   }
   log_and_close(url, 1, 1, 30, 64'000'000);  // a later run: the crashed one is older
-  const auto source_of = [](long long message_id) {
-    return MysqlProbe().scalar("SELECT source_id FROM audit_log WHERE message_id = " +
-                               std::to_string(message_id));
-  };
   const long long a = source_of(61'000'000);
   const long long b = source_of(62'000'000);
   const long long near_top = source_of(63'000'000);
@@ -878,12 +883,7 @@ TEST(Fault, TwoLookedUpSourcesSharingSealsAreEachCountedByTheirOwnKeys) {
   ASSERT_EQ(
       MysqlProbe().scalar("SELECT MAX(seq) FROM audit_log WHERE source_id = " + std::to_string(a)),
       44);
-  const std::string said = start_and_close(url);
-  EXPECT_NE(said.find("15 rows found unsealed at start are sealed late"), std::string::npos)
-      << said;
-  EXPECT_GT(restarted_then_verify(url, key, said), 0) << said;
-  EXPECT_EQ(MysqlProbe().scalar("SELECT COUNT(*) FROM audit_log_seals WHERE ranges LIKE 'late:%'"),
-            1);
+  expect_sealed_late_once(url, key, 15);
 }
 
 // The same, but run B is a busy logger: it stores more than 600 seals
