@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -126,24 +127,26 @@ std::vector<std::string> rotated_copies(const std::string& log) {
   return paths;
 }
 
-// Of rotated_copies(log), the one that begins as `old` and holds more than
-// `old` was loaded to: where the lines a log got after its last load went,
-// when it was rotated while no load ran. Empty if none.
-std::string unread_rotated_copy(const std::string& log, const Checkpoint& old) {
+// Of rotated_copies(log), those that begin as `begins_as` says and hold
+// more than `done` bytes, newest first. A compressed copy's length is
+// known only by decompressing it all: with `plain_only` it is not looked
+// at, else it is taken for longer.
+std::vector<std::string> rotated_copies_past(
+    const std::string& log, std::uint64_t done, bool plain_only,
+    const std::function<bool(std::string_view prefix)>& begins_as) {
+  std::vector<std::string> found;
   for (const std::string& path : rotated_copies(log)) {
     try {
       ReplaySource copy(open_byte_source(path), identity_prefix_bytes);
-      // A compressed copy's length is known only by decompressing it all:
-      // not looked at (most are older rotations, loaded whole).
-      if (copy.compressed()) continue;
-      const auto size = copy.input_size();
-      if (size && *size <= old.bytes_done) continue;
-      if (starts_like(copy.prefix(), old)) return path;
+      if (plain_only && copy.compressed()) continue;
+      const auto size = copy.compressed() ? std::nullopt : copy.input_size();
+      if (size && *size <= done) continue;  // nothing beyond what was read
+      if (begins_as(copy.prefix())) found.push_back(path);
     } catch (const std::exception&) {
-      // unreadable: not it
+      // Not readable (being written, compressed meanwhile): not it.
     }
   }
-  return {};
+  return found;
 }
 
 // The whole records at the start of the file `path`, up to byte `size`:
@@ -620,8 +623,13 @@ Checkpoint Load::identify(InputState& input, const std::string& open_path,
   // itself: `not_this` is then the file it replaced.)
   if (not_this == -1 && input.path != "-") {
     for (const Checkpoint& old : named_so) {
-      const std::string copy = unread_rotated_copy(input.path, old);
-      if (copy.empty()) continue;
+      // (Uncompressed copies only: most compressed ones are older
+      // rotations, loaded whole.)
+      const auto copies =
+          rotated_copies_past(input.path, old.bytes_done, true,
+                              [&](std::string_view p) { return starts_like(p, old); });
+      if (copies.empty()) continue;
+      const std::string& copy = copies.front();
       std::fprintf(stderr,
                    "\nauditpipe ingest: %s is a new file since the last load of that name; the "
                    "file it replaced went on past the %llu bytes loaded of it, in %s, which "
@@ -755,22 +763,18 @@ bool Load::still_starts_like(int fd, InputState& input) {
 // was read: read from there to its end under the same key. Lines written
 // between the copy and the truncation are lost to every reader.
 void Load::read_rotated_copy(InputState& input, RowMapper& mapper, std::uint64_t& source_id) {
-  const std::vector<std::string> candidates = rotated_copies(input.path);
   std::uint64_t done;
   {
     std::lock_guard lock(input.mutex);
     if (!input.identified) return;
     done = input.position.bytes_done;
   }
-  for (const std::string& path : candidates) {
+  const auto copies = rotated_copies_past(input.path, done, false, [&](std::string_view prefix) {
+    std::lock_guard lock(input.mutex);
+    return starts_like(prefix, input.saved, input.grown.bytes, input.grown.id);
+  });
+  for (const std::string& path : copies) {
     try {
-      ReplaySource copy(open_byte_source(path), identity_prefix_bytes);
-      const auto size = copy.compressed() ? std::nullopt : copy.input_size();
-      if (size && *size <= done) continue;  // nothing beyond what was read
-      {
-        std::lock_guard lock(input.mutex);
-        if (!starts_like(copy.prefix(), input.saved, input.grown.bytes, input.grown.id)) continue;
-      }
       if (!config_.quiet)
         std::fprintf(stderr, "auditpipe ingest: %s was truncated; its rest is read from %s\n",
                      input.path.c_str(), path.c_str());

@@ -89,17 +89,19 @@ std::string key_file_of(const SealSettings& settings) {
 
 void check_files(const SealSettings& settings) {
   if (settings.mode == Mode::hmac) (void)read_key_file(key_file_of(settings));
-  if (settings.anchor_file.empty()) return;
+  if (!settings.anchor_file.empty()) check_anchor_file(settings.anchor_file);
+}
+
+void check_anchor_file(const std::string& path) {
   std::error_code ec;
-  if (std::filesystem::is_directory(settings.anchor_file, ec)) {
-    throw error("auditpipe: seal anchor file '" + settings.anchor_file + "' is a directory");
+  if (std::filesystem::is_directory(path, ec)) {
+    throw error("auditpipe: seal anchor file '" + path + "' is a directory");
   }
-  // The anchor is rewritten through a file beside it, renamed over it.
-  const std::string probe = settings.anchor_file + ".probe." + std::to_string(::getpid());
+  const std::string probe = path + ".probe." + std::to_string(::getpid());
   std::FILE* f = std::fopen(probe.c_str(), "w");
   if (f == nullptr) {
-    throw error("auditpipe: seal anchor file '" + settings.anchor_file +
-                "': cannot write beside it (" + std::strerror(errno) + ")");
+    throw error("auditpipe: seal anchor file '" + path + "': cannot write beside it (" +
+                std::strerror(errno) + ")");
   }
   std::fclose(f);
   std::remove(probe.c_str());

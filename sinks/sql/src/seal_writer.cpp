@@ -160,8 +160,7 @@ SealWriter::SealWriter(const SqlDialect& dialect, const seal::SealSettings& sett
   }
   // Refused now, not with every seal later: the anchor is what catches a
   // cut-off tail, and a path it cannot be written to would leave none.
-  if (!settings_.anchor_file.empty())
-    seal::check_files({seal::Mode::none, {}, settings_.anchor_file});
+  if (!settings_.anchor_file.empty()) seal::check_anchor_file(settings_.anchor_file);
   const std::string seals = dialect_.quote(seal::seals_table(table_.name));
   // Idempotent: a seal whose insert failed ambiguously (stored, the answer
   // lost) is inserted again without an error, and the read-back finds it.

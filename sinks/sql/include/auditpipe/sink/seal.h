@@ -70,10 +70,14 @@ AUDITPIPE_EXPORT std::optional<std::string> contradiction(const SealSettings& se
 AUDITPIPE_EXPORT std::string key_file_of(const SealSettings& settings);
 
 /// Sealing's files, checked before anything connects: seal=hmac's key
-/// file (read_key_file), and that a seal_anchor_file can be written (not a
-/// directory; a file can be made beside it). Throws auditpipe::error
-/// naming the file.
+/// file (read_key_file), and the anchor file (check_anchor_file). Throws
+/// auditpipe::error naming the file.
 AUDITPIPE_EXPORT void check_files(const SealSettings& settings);
+
+/// That a seal_anchor_file at `path` can be written: not a directory, and
+/// a file can be made beside it (it is rewritten through one, renamed over
+/// it). Throws auditpipe::error naming the file.
+AUDITPIPE_EXPORT void check_anchor_file(const std::string& path);
 
 /// The key file's bytes. Throws auditpipe::error for a missing, unreadable,
 /// empty or world-readable file (the message names the file, never the key).
