@@ -129,7 +129,7 @@ IngestCommand::IngestCommand(CLI::App& app) {
                      "print a schema file guessed from the inputs' first lines, and stop "
                      "(no URL then)");
   command_->add_option("--infer-lines", infer_lines_, "lines --infer looks at")->default_val(1000);
-  command_->add_option("--format,-f", config_.format, "auto, jsonl, csv or tsv")
+  command_->add_option("--format,-f", config_.format, "auto, jsonl (or json), csv or tsv")
       ->check(CLI::IsMember({"auto", "jsonl", "json", "csv", "tsv"}))
       ->default_val("auto");
   // One value per --map/--set (repeat the option for more): a vector

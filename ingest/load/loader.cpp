@@ -45,7 +45,8 @@ constexpr std::size_t lookahead_bytes = 64 * 1024;
 
 // A message of the command's own: "auditpipe ingest: ...".
 std::string as_usage(std::string_view message) {
-  if (message.starts_with("ingest: ")) message.remove_prefix(8);
+  for (std::string_view prefix : {"auditpipe: ", "ingest: "})
+    if (message.starts_with(prefix)) message.remove_prefix(prefix.size());
   return "auditpipe ingest: " + std::string(message);
 }
 
@@ -318,7 +319,11 @@ LoadSummary Load::run() {
                        [&](const auto& m) { return m.first == column; }))
         maps_.push_back(entry);
     }
-    schema_.emplace(table, file.columns);
+    try {
+      schema_.emplace(table, file.columns);  // names that are not identifiers, reserved ones
+    } catch (const error& e) {
+      throw usage_error(as_usage(e.what()));
+    }
     check_mapping();
   }
   db_ = Database::connect(config_.url);

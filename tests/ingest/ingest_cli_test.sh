@@ -469,9 +469,20 @@ case $case in
     set +e
     out=$("$bin" ingest --schema bad.json "$url" a.jsonl 2>&1); rc=$?
     set -e
-    expect_eq "$rc" 1 "exit status for a bad identifier"
+    # The schema file's mistake, found before connecting (before, exit 1
+    # after the SQLite file was made).
+    expect_eq "$rc" 2 "exit status for a bad identifier"
     grep -q 'user name' <<<"$out" || fail "the message does not name the column: $out"
     grep -qi 'identifier' <<<"$out" || fail "the message does not say what is wrong: $out"
+    set +e
+    out=$("$bin" ingest --schema schema.json --table 'no such' "$url" a.jsonl 2>&1); rc=$?
+    set -e
+    expect_eq "$rc" 2 "exit status for a --table that is not an identifier"
+    grep -q '"no such"' <<<"$out" || fail "the message does not name the table: $out"
+    if [ "$backend" = sqlite ]; then
+      set +e; "$bin" ingest --schema bad.json "sqlite://$work/never.db" a.jsonl 2>/dev/null; set -e
+      [ -e never.db ] && fail "a column name at fault made the SQLite file"
+    fi
     # Neither a table nor a schema file: a usage error (exit 2), as --help
     # says, not a failed load.
     set +e
