@@ -1,6 +1,8 @@
 // See ingest_command.h.
 #include "ingest_command.h"
 
+#include <sys/stat.h>
+
 #include <csignal>
 #include <cstdio>
 
@@ -200,9 +202,20 @@ int IngestCommand::run() {
     return usage("give --table (or --schema FILE)");
   config_.url = arguments_.front();
   config_.files.assign(arguments_.begin() + 1, arguments_.end());
-  if (config_.follow)
-    for (const std::string& f : config_.files)
-      if (f == "-") return usage("--follow reads files, not standard input");
+  if (config_.follow) {
+    for (const std::string& f : config_.files) {
+      if (struct stat st{}; f == "-") {
+        return usage("--follow reads files, not standard input");
+      } else if (::stat(f.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+        // A pipe has no end to follow past and no rotation: read without
+        // --follow, it is read until its writers close it. (Before, the
+        // open waited for a writer, deaf to Ctrl-C.)
+        return usage("--follow reads files; " + f +
+                     " is not a regular file (a pipe or device): leave --follow out, and it is "
+                     "read until its writers close it");
+      }
+    }
+  }
 
   // Sealing's key and anchor files before anything connects (or a SQLite
   // file is made): a missing or world-readable key is the command's

@@ -269,6 +269,11 @@ case $case in
     pid=
     expect_eq "$rc" 0 "exit status of a FIFO's load ($(cat out.txt))"
     expect_eq "$(q "SELECT COUNT(*) FROM $table WHERE user_name IN ('user700', 'user704')")" 2 "rows of the FIFO"
+    # --follow has no end of a pipe to follow past: refused, as it is for
+    # stdin (before, its open waited for a writer, deaf to Ctrl-C).
+    set +e; out=$(timeout 10 "$bin" ingest "${common[@]}" --follow "$url" nowriter.fifo 2>&1); rc=$?; set -e
+    expect_eq "$rc" 2 "exit status of --follow given a FIFO"
+    grep -q 'nowriter.fifo is not a regular file' <<<"$out" || fail "unclear message: $out"
 
     # A pipe that never pauses: Ctrl-C stops it too (the read takes no more
     # after it), and every record it read is stored, once.
