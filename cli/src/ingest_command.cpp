@@ -261,6 +261,16 @@ int IngestCommand::infer() {
       ingest::infer_columns(records_text, format, infer_lines_);
   // Checked like any schema before it is printed: what --infer writes loads.
   Schema check(table, inferred.columns);
+  // Lines left out leave columns guessed without them (a number beyond 64
+  // bits, before, made an int64 column the load then refused the line for).
+  if (inferred.unparsed > 0) {
+    const std::size_t looked_at = records_text.size() - (format == ingest::Format::jsonl ? 0 : 1);
+    std::fprintf(stderr,
+                 "auditpipe ingest --infer: left out %zu of the %zu records looked at (the schema "
+                 "is guessed from the others); the first, record %zu: %s\n",
+                 inferred.unparsed, looked_at, inferred.first_unparsed_record,
+                 inferred.first_unparsed_reason.c_str());
+  }
   std::fputs(ingest::to_schema_json(table, inferred.columns, inferred.paths).c_str(), stdout);
   return 0;
 }

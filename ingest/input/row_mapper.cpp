@@ -190,6 +190,9 @@ struct RowMapper::Impl {
   bool json_error(simdjson::error_code e, const RawRecord& r, std::string& reason) const {
     reason = std::string("JSON: ") + simdjson::error_message(e) + " (line " +
              std::to_string(r.line) + ")";
+    // What users hit most: ids beyond 64 bits, which simdjson's DOM refuses
+    // with the whole line (quoted, they load into a text column).
+    if (e == simdjson::NUMBER_ERROR) reason += ": " + std::string(number_error_hint);
     return false;
   }
 

@@ -197,13 +197,28 @@ InferredColumns infer_columns(const std::vector<std::string>& records, Format fo
                               std::size_t max_records) {
   Collector stats;
   std::size_t samples = 0, unparsed = 0;
+  std::size_t first_unparsed_record = 0;
+  std::string first_unparsed_reason;
+  // `number`: 1-based among the records looked at (a CSV header not counted).
+  const auto left_out = [&](std::size_t number, std::string why) {
+    if (unparsed++ == 0) {
+      first_unparsed_record = number;
+      first_unparsed_reason = std::move(why);
+    }
+  };
   if (format == Format::jsonl) {
     simdjson::dom::parser parser;
     for (std::size_t i = 0; i < records.size() && samples < max_records; ++i) {
       simdjson::dom::element doc;
       simdjson::dom::object obj;
-      if (parser.parse(records[i]).get(doc) || doc.get_object().get(obj)) {
-        ++unparsed;
+      if (const auto e = parser.parse(records[i]).get(doc); e) {
+        left_out(i + 1, std::string("not JSON: ") + simdjson::error_message(e) +
+                            (e == simdjson::NUMBER_ERROR ? ": " + std::string(number_error_hint)
+                                                         : std::string()));
+        continue;
+      }
+      if (doc.get_object().get(obj)) {
+        left_out(i + 1, "not a JSON object");
         continue;
       }
       ++samples;
@@ -228,7 +243,8 @@ InferredColumns infer_columns(const std::vector<std::string>& records, Format fo
     for (std::size_t i = 1; i < records.size() && samples < max_records; ++i) {
       split_fields(records[i], delim, fields);
       if (fields.size() != header.size()) {
-        ++unparsed;
+        left_out(i, std::to_string(fields.size()) + " fields where the header names " +
+                        std::to_string(header.size()));
         continue;
       }
       ++samples;
@@ -256,6 +272,8 @@ InferredColumns infer_columns(const std::vector<std::string>& records, Format fo
                            " sampled records could be used to infer columns");
   InferredColumns out = finish(stats.fields(), samples);
   out.unparsed = unparsed;
+  out.first_unparsed_record = first_unparsed_record;
+  out.first_unparsed_reason = std::move(first_unparsed_reason);
   return out;
 }
 

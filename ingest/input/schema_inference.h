@@ -35,8 +35,13 @@ struct InferredColumns {
   std::vector<ColumnSpec> columns;
   /// column = path where the input's name differs (MappingOptions::maps).
   std::vector<std::pair<std::string, std::string>> paths;
-  /// JSON samples that did not parse (and were left out).
+  /// Samples that did not parse (and were left out): JSON that is not an
+  /// object simdjson reads, CSV/TSV lines of another field count.
   std::size_t unparsed = 0;
+  /// The first of them: its number among the records looked at (1-based, a
+  /// CSV header not counted) and why.
+  std::size_t first_unparsed_record = 0;
+  std::string first_unparsed_reason;
 };
 
 /// Infers columns from up to `max_records` of `records` (each one record's

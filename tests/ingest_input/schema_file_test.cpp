@@ -113,6 +113,8 @@ TEST(SchemaInference, JsonTypesNestingNullsAndNames) {
   };
   const InferredColumns inf = infer_columns(recs, Format::jsonl);
   EXPECT_EQ(inf.unparsed, 1u);
+  EXPECT_EQ(inf.first_unparsed_record, 3u);
+  EXPECT_TRUE(inf.first_unparsed_reason.starts_with("not JSON")) << inf.first_unparsed_reason;
   std::map<std::string, ColumnSpec> by;
   for (const auto& c : inf.columns) by[c.name] = c;
   EXPECT_EQ(by.at("at").type, ColumnType::timestamp);
@@ -196,3 +198,24 @@ TEST(SchemaInference, WhatItInfersALoadCanMap) {
 }
 
 }  // namespace
+
+// What is left out is said, with why: an id beyond 64 bits (simdjson
+// refuses its whole line) or a CSV line of another field count, so that a
+// column guessed without them is no surprise.
+TEST(SchemaInference, SaysWhichRecordItLeftOutAndWhy) {
+  const std::vector<std::string> json = {
+      R"({"id":1,"big":5})",
+      R"({"id":2,"big":18446744073709551616})",
+      R"([1,2])",
+  };
+  InferredColumns inf = infer_columns(json, Format::jsonl);
+  EXPECT_EQ(inf.unparsed, 2u);
+  EXPECT_EQ(inf.first_unparsed_record, 2u);
+  EXPECT_NE(inf.first_unparsed_reason.find("beyond 64 bits"), std::string::npos)
+      << inf.first_unparsed_reason;
+  const std::vector<std::string> csv = {"a,b", "1,2", "3,4", "5"};
+  inf = infer_columns(csv, Format::csv);
+  EXPECT_EQ(inf.unparsed, 1u);
+  EXPECT_EQ(inf.first_unparsed_record, 3u);  // the third record after the header
+  EXPECT_EQ(inf.first_unparsed_reason, "1 fields where the header names 2");
+}
