@@ -82,6 +82,8 @@ FOLLOW
   away, or truncated in place) is read to its end and the new file loaded from
   its start; the end of a file truncated in place is read from its copy
   (the newest app.log.1, app.log-DATE, ... that begins as it did). Ctrl-C or SIGTERM drains, checkpoints and exits 0.
+  Without --follow too, a log rotated since its last load has the rest of
+  its rotated copy (uncompressed) read too.
 
 EXIT STATUS
   0    every record stored, none rejected

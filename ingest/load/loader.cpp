@@ -199,6 +199,8 @@ struct InputState {
   Position position;  ///< guarded by mutex
   std::atomic<std::uint64_t> input_bytes{0};
   std::optional<std::uint64_t> input_size;  ///< set before the readers start
+  /// Read as it grows (--follow); not a rotated copy read to catch up.
+  bool follows = false;
   /// Opened (and its first bytes read) before the readers start, for an
   /// input that cannot be opened twice (stdin, a pipe); the first pass takes it.
   std::unique_ptr<ByteSource> opened;
@@ -212,6 +214,7 @@ class Load {
 
  private:
   void leave_columns_to_database();
+  void add_unread_rotated_copies();
   bool still_starts_like(int fd, InputState& input);
   void read_rotated_copy(InputState& input, RowMapper& mapper, std::uint64_t& source_id);
   void read_inputs();
@@ -373,8 +376,10 @@ LoadSummary Load::run() {
       if (::stat(f.c_str(), &st) == 0 && S_ISREG(st.st_mode))
         in->input_size = static_cast<std::uint64_t>(st.st_size);
     }
+    in->follows = config_.follow;
     inputs_.push_back(std::move(in));
   }
+  add_unread_rotated_copies();
   if (!config_.schema_file) leave_columns_to_database();
 
   if (!config_.schema_file) check_mapping();  // with the columns left to the database
@@ -481,6 +486,62 @@ LoadSummary Load::run() {
   s.errors = errors_;
   s.reject_file = rejects_->path();
   return s;
+}
+
+// A log rotated while no load ran went on in its rotated copy past what
+// was loaded of it: that copy's rest is read too, as an input of this
+// command that continues its checkpoint (before, a message asked the user
+// to load it; a load from cron lost those lines). Uncompressed copies only:
+// a compressed copy's length needs a whole decompression, and most are
+// older rotations, loaded whole.
+void Load::add_unread_rotated_copies() {
+  if (!store_) return;
+  const std::size_t given = inputs_.size();
+  for (std::size_t i = 0; i < given; ++i) {
+    const InputState& input = *inputs_[i];
+    if (input.path == "-" || !input.input_size) continue;  // a pipe has no rotated copies
+    std::string prefix;
+    try {
+      prefix =
+          std::string(ReplaySource(open_byte_source(input.path), identity_prefix_bytes).prefix());
+    } catch (const std::exception&) {
+      continue;  // its own read says why
+    }
+    std::vector<Checkpoint> named_so;
+    {
+      std::lock_guard lock(db_mutex_);
+      for (Checkpoint& known : store_->candidates(input.name))
+        if (named_so.size() < 8 && known.source_name == input.name) named_so.push_back(known);
+    }
+    for (const Checkpoint& old : named_so) {
+      if (starts_like(prefix, old)) continue;  // this very file, not rotated since
+      const auto copies =
+          rotated_copies_past(input.path, old.bytes_done, true,
+                              [&](std::string_view p) { return starts_like(p, old); });
+      if (copies.empty()) continue;
+      const std::string& copy = copies.front();
+      struct stat a {
+      }, b{};
+      const bool given_too = std::any_of(inputs_.begin(), inputs_.end(), [&](const auto& in) {
+        return in->path == copy ||
+               (::stat(in->path.c_str(), &a) == 0 && ::stat(copy.c_str(), &b) == 0 &&
+                a.st_ino == b.st_ino && a.st_dev == b.st_dev);
+      });
+      if (given_too) continue;
+      auto in = std::make_unique<InputState>();
+      in->path = copy;
+      in->name = input.name;  // found by identify() under the checkpoint's name
+      in->format = input.format;
+      if (::stat(copy.c_str(), &b) == 0) in->input_size = static_cast<std::uint64_t>(b.st_size);
+      std::fprintf(stderr,
+                   "auditpipe ingest: %s is a new file since the last load of that name; the "
+                   "file it replaced went on past the %llu bytes loaded of it, in %s: its rest "
+                   "is loaded too\n",
+                   input.path.c_str(), static_cast<unsigned long long>(old.bytes_done),
+                   copy.c_str());
+      inputs_.push_back(std::move(in));
+    }
+  }
 }
 
 void Load::read_inputs() {
@@ -635,6 +696,9 @@ Checkpoint Load::identify(InputState& input, const std::string& open_path,
                               [&](std::string_view p) { return starts_like(p, old); });
       if (copies.empty()) continue;
       const std::string& copy = copies.front();
+      if (std::any_of(inputs_.begin(), inputs_.end(),
+                      [&](const auto& in) { return in->path == copy; }))
+        break;  // read by this command (add_unread_rotated_copies)
       std::fprintf(stderr,
                    "\nauditpipe ingest: %s is a new file since the last load of that name; the "
                    "file it replaced went on past the %llu bytes loaded of it, in %s, which "
@@ -796,7 +860,7 @@ void Load::read_input(InputState& input) {
   // file can still be read to its end through /proc/self/fd.
   int keep_fd = -1;
   std::string open_path = input.path;
-  if (config_.follow && input.path != "-") {
+  if (input.follows && input.path != "-") {
     keep_fd = ::open(input.path.c_str(), O_RDONLY | O_CLOEXEC);
     if (keep_fd < 0) {
       fail(input, std::strerror(errno));
@@ -820,7 +884,7 @@ void Load::read_input(InputState& input) {
     std::uint64_t source_id = 0;
     while (pass(input, open_path, *mapper, source_id) || input.reframe) {
       if (std::exchange(input.reframe, false) && !stopping()) continue;
-      if (!config_.follow || stopping()) break;
+      if (!input.follows || stopping()) break;
       // Wait for growth or a rotation.
       std::this_thread::sleep_for(config_.follow_poll);
       if (stopping()) break;
@@ -957,7 +1021,7 @@ bool Load::pass(InputState& input, const std::string& open_path, RowMapper& mapp
   const bool stream = !source->input_size().has_value();
   while (!halted(stream)) {
     if (!reader.next(raw)) {
-      more = config_.follow;
+      more = input.follows;
       break;
     }
     // A record without its line end: following, wait for the end; else the
@@ -965,7 +1029,7 @@ bool Load::pass(InputState& input, const std::string& open_path, RowMapper& mapp
     const bool last = raw.kind == RawRecord::Kind::incomplete;
     // Or ended by the stop, in the middle of the line: not a record.
     if (last && stopping()) break;
-    if (last && config_.follow) break;
+    if (last && input.follows) break;
     // A file written to within the last seconds may be in the middle of its
     // last line: loading that half now would store it under the key the
     // whole line gets later (which the database then skips). Held back,
@@ -977,7 +1041,7 @@ bool Load::pass(InputState& input, const std::string& open_path, RowMapper& mapp
     // A quote never closed took the rest of the input into one field, or a
     // stray one took the lines up to another quote: the line it opened on
     // is rejected, and the lines after it are read again.
-    const bool unclosed = !config_.follow && reader.ended_in_quotes();
+    const bool unclosed = !input.follows && reader.ended_in_quotes();
     if (unclosed || reader.stray_quote()) {
       reject_unclosed_quote(
           input, open_path, raw, pos,

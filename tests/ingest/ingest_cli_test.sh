@@ -370,16 +370,23 @@ case $case in
     expect_eq "$(count)" $expected "rows after loading the rotated file again"
     if [ "$case" = follow ]; then
       # Rotated while no load ran: the log's last lines are in its rotated
-      # copy, which a load of app.log does not read; it says so and names it.
+      # copy, which a load of app.log reads to its end too, and says so
+      # (before, it only named the copy: a load from cron lost the lines).
       jsonl 50 3000 >> app.log
       mv app.log.1 app.log.2
       mv app.log app.log.1
       jsonl 10 4000 > app.log
       out=$(ingest --quiet "$url" app.log 2>&1) || fail "loading the new log exited $?: $out"
-      grep -q "went on past the [0-9]* bytes loaded of it, in app.log.1, .*load it too" <<<"$out" ||
+      grep -q "went on past the [0-9]* bytes loaded of it, in app.log.1: its rest is loaded too" <<<"$out" ||
         fail "no word of the rotated copy's unread lines: $out"
-      ingest --quiet "$url" app.log.1 || fail "loading the rotated copy exited $?"
-      expect_eq "$(count)" $((expected + 60)) "rows after the rotated copy is loaded"
+      expect_eq "$(count)" $((expected + 60)) "rows of the new log and the rotated copy's rest"
+      expect_eq "$(q "SELECT COUNT(*) FROM $table WHERE user_name IN ('user3000', 'user3049', 'user4009')")" 3 \
+        "the first and last of the rotated copy's unread lines, the new log's last"
+      # Loaded again, alone or with the copy: nothing new, and nothing said.
+      out=$(ingest --quiet "$url" app.log 2>&1) || fail "loading the new log again exited $?: $out"
+      grep -q "rest is loaded" <<<"$out" && fail "the loaded copy is read again: $out"
+      ingest --quiet "$url" app.log.1 app.log || fail "loading the rotated copy and the log exited $?"
+      expect_eq "$(count)" $((expected + 60)) "rows after the rotated copy is loaded again"
       no_duplicates
     fi
     ;;
