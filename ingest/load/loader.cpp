@@ -507,6 +507,8 @@ void Load::add_unread_rotated_copies() {
     } catch (const std::exception&) {
       continue;  // its own read says why
     }
+    // The inputs loaded under this very name before (the newest 8: their
+    // times may tie).
     std::vector<Checkpoint> named_so;
     {
       std::lock_guard lock(db_mutex_);
@@ -520,8 +522,8 @@ void Load::add_unread_rotated_copies() {
                               [&](std::string_view p) { return starts_like(p, old); });
       if (copies.empty()) continue;
       const std::string& copy = copies.front();
-      struct stat a {
-      }, b{};
+      struct stat a {};
+      struct stat b {};
       const bool given_too = std::any_of(inputs_.begin(), inputs_.end(), [&](const auto& in) {
         return in->path == copy ||
                (::stat(in->path.c_str(), &a) == 0 && ::stat(copy.c_str(), &b) == 0 &&
@@ -643,13 +645,7 @@ Checkpoint Load::identify(InputState& input, const std::string& open_path,
       cut_short = std::move(known);
     }
   };
-  std::vector<Checkpoint> known_here = store_->candidates(input.name);
-  // The inputs loaded under this very name before (the newest 8: their
-  // times may tie).
-  std::vector<Checkpoint> named_so;
-  for (const Checkpoint& known : known_here)
-    if (named_so.size() < 8 && known.source_name == input.name) named_so.push_back(known);
-  for (Checkpoint& known : known_here) consider(known);
+  for (Checkpoint& known : store_->candidates(input.name)) consider(known);
   if (auto known = store_->find(c.source_id)) consider(*known);
   // (A file cut short is matched over more bytes than an input identified
   // by fewer than the whole prefix, which it also starts with.)
@@ -682,31 +678,6 @@ Checkpoint Load::identify(InputState& input, const std::string& open_path,
                  input.path.c_str(), static_cast<unsigned long long>(*size),
                  static_cast<unsigned long long>(cut_short->bytes_done),
                  static_cast<unsigned long long>(whole.records));
-  }
-  // A file that replaced the one loaded under its name while no load ran
-  // (rotated away): that one's last lines are in its rotated copy, which
-  // this command does not read. (While a load follows a file it reads them
-  // itself: `not_this` is then the file it replaced.)
-  if (not_this == -1 && input.path != "-") {
-    for (const Checkpoint& old : named_so) {
-      // (Uncompressed copies only: most compressed ones are older
-      // rotations, loaded whole.)
-      const auto copies =
-          rotated_copies_past(input.path, old.bytes_done, true,
-                              [&](std::string_view p) { return starts_like(p, old); });
-      if (copies.empty()) continue;
-      const std::string& copy = copies.front();
-      if (std::any_of(inputs_.begin(), inputs_.end(),
-                      [&](const auto& in) { return in->path == copy; }))
-        break;  // read by this command (add_unread_rotated_copies)
-      std::fprintf(stderr,
-                   "\nauditpipe ingest: %s is a new file since the last load of that name; the "
-                   "file it replaced went on past the %llu bytes loaded of it, in %s, which "
-                   "this command does not read: load it too (auditpipe ingest ... %s)\n",
-                   input.path.c_str(), static_cast<unsigned long long>(old.bytes_done),
-                   copy.c_str(), copy.c_str());
-      break;
-    }
   }
   // Recorded before any of its records is sent, so that a crash before the
   // first checkpoint still finds this identity again.
