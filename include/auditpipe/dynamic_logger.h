@@ -228,13 +228,13 @@ class AUDITPIPE_EXPORT DynamicLogger {
 
   /// Waits up to `timeout` for every record committed before the call to be written.
   bool flush(std::chrono::milliseconds timeout) {
-    return pipeline_.flush(Pipeline::clock::now() + timeout);
+    return pipeline_.flush(Pipeline::deadline_after(timeout));
   }
   /// Stops intake and drains for at most Options::close_timeout.
   CloseReport close() { return close(pipeline_.options().close_timeout); }
   /// close() with a deadline `timeout` from now.
   CloseReport close(std::chrono::milliseconds timeout) {
-    return pipeline_.close(Pipeline::clock::now() + timeout);
+    return pipeline_.close(Pipeline::deadline_after(timeout));
   }
   /// A snapshot of the counters, gauges and histograms.
   Stats stats() const { return pipeline_.stats(); }

@@ -141,7 +141,7 @@ class Logger {
   /// Waits up to `timeout` for every record committed before the call to be
   /// written. True if all were.
   bool flush(std::chrono::milliseconds timeout) {
-    return pipeline_.flush(Pipeline::clock::now() + timeout);
+    return pipeline_.flush(Pipeline::deadline_after(timeout));
   }
 
   /// Stops intake and drains, for at most Options::close_timeout (or the
@@ -149,7 +149,7 @@ class Logger {
   CloseReport close() { return close(pipeline_.options().close_timeout); }
   /// close() with a deadline `timeout` from now instead of Options::close_timeout.
   CloseReport close(std::chrono::milliseconds timeout) {
-    return pipeline_.close(Pipeline::clock::now() + timeout);
+    return pipeline_.close(Pipeline::deadline_after(timeout));
   }
 
   /// A snapshot of the counters, gauges and histograms (see Stats).

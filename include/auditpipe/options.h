@@ -28,6 +28,8 @@ AUDITPIPE_EXPORT std::string_view to_string(Overflow overflow) noexcept;
 
 /// How a Logger behaves: pool size, batching, writers, overflow policy, waits, spill directory,
 /// durable pool (README, Options).
+/// A duration longer than 100 years (std::chrono::milliseconds::max() for
+/// "no limit") is taken as 100 years (Pipeline::longest_wait).
 struct AUDITPIPE_EXPORT Options {
   /// Slots in the record pool: the hard cap on records held in memory.
   std::size_t capacity = 65536;

@@ -15,6 +15,7 @@
 // flush/close/stats from any thread, concurrently with producers.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -39,6 +40,14 @@ class AUDITPIPE_EXPORT Pipeline {
  public:
   /// The clock of deadlines.
   using clock = std::chrono::steady_clock;
+  /// The longest any wait or deadline is: a longer duration (milliseconds::
+  /// max() for "no limit") is taken as this, which the clock's arithmetic
+  /// still holds (nanoseconds overflow past 292 years).
+  static constexpr std::chrono::hours longest_wait{24 * 365 * 100};
+  /// The deadline `timeout` from now, `timeout` capped at longest_wait.
+  static clock::time_point deadline_after(std::chrono::milliseconds timeout) noexcept {
+    return clock::now() + std::min<std::chrono::milliseconds>(timeout, longest_wait);
+  }
 
   /// How long close() waits for records that are acquired but not yet
   /// committed (a log() in progress takes nanoseconds; a Handle the

@@ -42,6 +42,15 @@ using namespace internal;
 Options resolve(const TableDescriptor& table, const Sink* sink, Options o) {
   auto fail = [](const std::string& what) { throw error("auditpipe: invalid options: " + what); };
   if (sink == nullptr) fail("no sink given");
+  // milliseconds::max() for "no limit" overflowed the deadlines made of it
+  // (max_wait: log() timed out at once; close(): nothing drained).
+  for (std::chrono::milliseconds* d :
+       {&o.flush_interval, &o.max_wait, &o.close_timeout, &o.retry_backoff_initial,
+        &o.retry_backoff_max, &o.spill_fsync_interval, &o.summary_interval, &o.health_down_after})
+    *d = std::min<std::chrono::milliseconds>(*d, Pipeline::longest_wait);
+  if (o.write_latency_target)
+    o.write_latency_target =
+        std::min<std::chrono::milliseconds>(*o.write_latency_target, Pipeline::longest_wait);
   if (o.writers == 0) o.writers = std::max(1u, sink->preferred_writers());
   if (o.batch_size == 0) o.batch_size = std::clamp<std::size_t>(o.capacity / 8, 1, 5000);
   if (!o.write_latency_target) {
@@ -84,6 +93,41 @@ Options resolve(const TableDescriptor& table, const Sink* sink, Options o) {
 
 bool starts_while_unreachable(const Options& o) {
   return o.start_while_unreachable.value_or(!o.spill_path.empty() || !o.durable_path.empty());
+}
+
+// The sinks that serve a pipeline, for as long as each lives. A sink is
+// opened once and closed once (Sink's contract): two loggers given one sink
+// each opened it, the first close() closed it under the second (whose
+// writes then failed as "cancelled"), and the second crashed in cancel().
+class SinkClaims {
+ public:
+  /// Throws auditpipe::error if `sink` serves, or served, another pipeline.
+  void claim(const std::shared_ptr<Sink>& sink) {
+    detail::MutexLock lock(mutex_);
+    std::erase_if(claimed_, [](const std::weak_ptr<Sink>& w) { return w.expired(); });
+    for (const std::weak_ptr<Sink>& w : claimed_) {
+      if (w.lock().get() == sink.get()) {
+        throw error("auditpipe: this sink already serves a logger (" + sink->describe() +
+                    "); a sink is opened and closed by one logger: give each logger its own "
+                    "(auditpipe::open(url) again)");
+      }
+    }
+    claimed_.push_back(sink);
+  }
+  /// A pipeline that failed to start never opened it for good.
+  void release(const Sink* sink) {
+    detail::MutexLock lock(mutex_);
+    std::erase_if(claimed_, [&](const std::weak_ptr<Sink>& w) { return w.lock().get() == sink; });
+  }
+
+ private:
+  detail::Mutex mutex_;
+  std::vector<std::weak_ptr<Sink>> claimed_ AUDITPIPE_GUARDED_BY(mutex_);
+};
+
+SinkClaims& sink_claims() {
+  static SinkClaims claims;
+  return claims;
 }
 
 // How often a durable pool's file gets the current TSC calibration: the
@@ -408,7 +452,14 @@ Pipeline::Pipeline(const TableDescriptor& table, std::shared_ptr<Sink> sink, con
 Pipeline::Pipeline(const TableDescriptor& table, std::shared_ptr<Sink> sink, const Options& options,
                    std::shared_ptr<const void> keep_alive) {
   const Options resolved = resolve(table, sink.get(), options);
-  engine_ = new Engine(table, std::move(sink), resolved, std::move(keep_alive));
+  const Sink* const claimed = sink.get();
+  sink_claims().claim(sink);
+  try {
+    engine_ = new Engine(table, std::move(sink), resolved, std::move(keep_alive));
+  } catch (...) {
+    sink_claims().release(claimed);
+    throw;
+  }
 }
 
 Pipeline::~Pipeline() {

@@ -19,9 +19,11 @@
 #include <vector>
 
 #include "audit_row.h"
+#include "auditpipe/dynamic_logger.h"
 #include "auditpipe/logger.h"
 #include "auditpipe/mysql/mysql_sink.h"
 #include "auditpipe/postgresql/postgresql_sink.h"
+#include "auditpipe/schema.h"
 #include "auditpipe/sqlite/sqlite_sink.h"
 #include "auditpipe/utf8.h"
 #include "mysql_probe.h"
@@ -547,6 +549,51 @@ TEST_P(SinkConformance, AMissingTableIsAnErrorAtStartWhenCreationIsOff) {
     FAIL() << "expected an error";
   } catch (const auditpipe::error& e) {
     EXPECT_NE(std::string(e.what()).find("does not exist"), std::string::npos) << e.what();
+  }
+}
+
+// Names longer than the database keeps are refused at start, saying so.
+// PostgreSQL cut a 64-byte column name to 63 silently: the first start
+// made the table, and every later one failed its table check. MySQL
+// refused a seals table's name past 64 bytes with its bare error.
+TEST_P(SinkConformance, NamesTheDatabaseWouldCutOrRefuseAreRefusedAtStart) {
+  const bool postgresql = GetParam().rfind("postgresql", 0) == 0;
+  const auditpipe::Schema wide_column(
+      "audit_log", {{.name = std::string(64, 'c'), .type = auditpipe::ColumnType::int64}});
+  for (int start = 0; start < 2; ++start) {
+    try {
+      auditpipe::DynamicLogger logger(wide_column, backend_->open(""));
+      auto r = logger.acquire();
+      ASSERT_TRUE(r);
+      ASSERT_TRUE(r.set_integer(0, start));
+      ASSERT_EQ(r.commit(), auditpipe::Status::ok);
+      EXPECT_TRUE(logger.close().drained);
+      EXPECT_FALSE(postgresql) << "a 64-byte column name was taken";
+    } catch (const auditpipe::error& e) {
+      EXPECT_TRUE(postgresql) << "start " << start << ": " << e.what();
+      EXPECT_NE(std::string(e.what()).find("the column name '" + std::string(64, 'c') +
+                                           "' is 64 bytes, and postgresql keeps names of at "
+                                           "most 63 bytes"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  if (!postgresql) {
+    EXPECT_EQ(backend_->scalar("SELECT COUNT(*) FROM audit_log"), 2);
+  }
+  if (GetParam() == "sqlite") return;  // SQLite keeps names of any length
+  // With seal=, the seals' tables are named after the table.
+  const std::string table = "audit_log_" + std::string(postgresql ? 45 : 46, 'x');
+  try {
+    auditpipe::DynamicLogger logger(
+        auditpipe::Schema(table, {{.name = "n", .type = auditpipe::ColumnType::int64}}),
+        backend_->open("seal=hash"));
+    FAIL() << "a " << table.size() << "-byte table name was taken with seal=";
+  } catch (const auditpipe::error& e) {
+    EXPECT_NE(std::string(e.what()).find("with seal=, the table of rows left unsealed's name '" +
+                                         table + "_unsealed'"),
+              std::string::npos)
+        << e.what();
   }
 }
 

@@ -85,7 +85,10 @@ class CollectingSink : public auditpipe::Sink {
   // Setup.
   void keep_bytes() { keep_bytes_ = true; }
   void delay_per_record(std::chrono::microseconds d) { delay_per_record_ = d; }
-  void fail_open() { fail_open_ = true; }
+  void fail_open(bool on = true) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    fail_open_ = on;
+  }
   void fail_next(int n) {
     std::lock_guard<std::mutex> lock(mutex_);
     transient_failures_ = n;

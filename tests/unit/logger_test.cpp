@@ -520,6 +520,69 @@ TEST(Logger, ASinkThatCannotOpenFailsConstruction) {
   EXPECT_THROW(auditpipe::Logger<AuditRow>{sink}, auditpipe::error);
 }
 
+// A sink is opened and closed by one logger. Given to two, the first close()
+// closed it under the second, whose writes then failed as "cancelled" and
+// whose close() crashed in the sink's cancel(): the second is refused.
+TEST(Logger, ASinkServesOneLoggerOnly) {
+  auto sink = std::make_shared<CollectingSink>();
+  {
+    auditpipe::Logger<AuditRow> first(sink);
+    ASSERT_EQ(log_one(first, 1), Status::ok);
+    try {
+      auditpipe::Logger<AuditRow> second(sink);
+      FAIL() << "a second logger on the same sink was started";
+    } catch (const auditpipe::error& e) {
+      EXPECT_NE(std::string(e.what()).find("already serves a logger"), std::string::npos)
+          << e.what();
+    }
+    EXPECT_TRUE(first.close().drained);
+  }
+  // Also once the first is gone: the sink was closed for good.
+  EXPECT_THROW(auditpipe::Logger<AuditRow>{sink}, auditpipe::error);
+  EXPECT_EQ(sink->keys().size(), 1u);
+  // A sink of its own each: both start.
+  auditpipe::Logger<AuditRow> a(std::make_shared<CollectingSink>());
+  auditpipe::Logger<AuditRow> b(std::make_shared<CollectingSink>());
+  // A logger that failed to start did not keep its sink: a retry may use it.
+  auto flaky = std::make_shared<CollectingSink>();
+  flaky->fail_open();
+  EXPECT_THROW(auditpipe::Logger<AuditRow>{flaky}, auditpipe::error);
+  flaky->fail_open(false);
+  auditpipe::Logger<AuditRow> retried(flaky);
+  EXPECT_EQ(log_one(retried, 2), Status::ok);
+  EXPECT_TRUE(retried.close().drained);
+}
+
+// milliseconds::max() as "no limit" overflowed the deadlines made of it:
+// log() timed out at once, close() drained nothing, flush() gave up at once.
+TEST(Logger, TheLongestDurationsMeanNoLimit) {
+  constexpr auto forever = std::chrono::milliseconds::max();
+  auto sink = std::make_shared<CollectingSink>();
+  Options o;
+  o.capacity = 4;
+  o.batch_size = 1;
+  o.max_wait = forever;
+  o.close_timeout = forever;
+  auditpipe::Logger<AuditRow> logger(sink, o);
+  EXPECT_EQ(logger.options().max_wait, auditpipe::Pipeline::longest_wait);
+  sink->hold();  // the pool fills: the next log() waits for the writer
+  std::atomic<int> logged{0};
+  std::thread producer([&] {
+    for (int i = 0; i < 40; ++i)
+      if (log_one(logger, i) == Status::ok) logged.fetch_add(1);
+  });
+  std::this_thread::sleep_for(200ms);
+  EXPECT_LT(logged.load(), 40);  // waiting, not timed out
+  sink->release();
+  producer.join();
+  EXPECT_EQ(logged.load(), 40);
+  EXPECT_EQ(logger.stats().timed_out, 0u);
+  EXPECT_TRUE(logger.flush(forever));
+  const auto report = logger.close(forever);
+  EXPECT_TRUE(report.drained);
+  EXPECT_EQ(sink->keys().size(), 40u);
+}
+
 TEST(Logger, ThreadsThatComeAndGoReuseSources) {
   auto sink = std::make_shared<CollectingSink>();
   auditpipe::Logger<AuditRow> logger(sink);

@@ -136,6 +136,7 @@ CatalogColumn schema_column(const std::vector<std::optional<std::string>>& row,
 
 const SqlDialect mysql_dialect{
     .identifier_quote = '`',
+    .max_identifier_bytes = 64,
     // boolean, int8, int16, int32, int64, uint8, uint16, uint32, float64,
     // timestamp; text by its length (text_type):
     .column_types = {"BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "TINYINT UNSIGNED",

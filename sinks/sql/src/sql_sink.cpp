@@ -82,6 +82,7 @@ void SqlSink::open(const TableDescriptor& table, const SinkContext& context) {
   if (const auto why = seal::contradiction(settings_.seal, settings_.migrate_add_columns)) {
     throw url_error("auditpipe: " + settings_.redacted_url + ": " + *why);
   }
+  check_name_lengths();
   if (settings_.seal.mode != seal::Mode::none) {
     sealer_ =
         std::make_unique<SealWriter>(dialect_, settings_.seal, table, settings_.table_location);
@@ -108,6 +109,28 @@ void SqlSink::open(const TableDescriptor& table, const SinkContext& context) {
   } catch (const std::exception& e) {
     throw error("auditpipe: cannot prepare table " + std::string(table.name) + " " +
                 settings_.table_location + ": " + e.what());
+  }
+}
+
+// A name longer than the database keeps: PostgreSQL cut it silently, so
+// the first start made a column the table check then did not find, and
+// every later start failed; MySQL refused a long seals table's name with
+// its bare error.
+void SqlSink::check_name_lengths() const {
+  const std::size_t longest = dialect_.max_identifier_bytes;
+  if (longest == 0) return;
+  const auto check = [&](const char* what, std::string_view name) {
+    if (name.size() <= longest) return;
+    throw error("auditpipe: table " + std::string(table_->name) + " " + settings_.table_location +
+                ": " + what + " '" + std::string(name) + "' is " + std::to_string(name.size()) +
+                " bytes, and " + std::string(dialect_.name) + " keeps names of at most " +
+                std::to_string(longest) + " bytes");
+  };
+  check("the table name", table_->name);
+  for (const Column& c : table_->columns) check("the column name", c.name);
+  if (settings_.seal.mode != seal::Mode::none) {
+    check("with seal=, the seals table's name", seal::seals_table(table_->name));
+    check("with seal=, the table of rows left unsealed's name", seal::unsealed_table(table_->name));
   }
 }
 

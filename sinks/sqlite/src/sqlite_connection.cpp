@@ -23,6 +23,21 @@ namespace auditpipe::sqlite {
 
 namespace {
 
+// The connection's busy handler: waits for a lock another connection holds
+// in steps of at most 10 ms, until the busy timeout has passed since this
+// lock was first found held, and gives up at once once cancel_io() ran.
+int wait_while_busy(void* connection, int count) noexcept {
+  auto& c = *static_cast<SqliteConnection*>(connection);
+  const auto now = std::chrono::steady_clock::now();
+  if (count == 0) c.busy_since = now;  // a new wait for a lock
+  const auto waited = now - c.busy_since;
+  if (c.cancelled.load(std::memory_order_relaxed) || waited >= c.busy_timeout) return 0;
+  const std::chrono::steady_clock::duration step =
+      std::chrono::milliseconds(count < 4 ? 1 << count : 10);
+  std::this_thread::sleep_for(std::min(step, c.busy_timeout - waited));
+  return 1;
+}
+
 [[noreturn]] void bad_url(std::string_view url, const std::string& why) {
   throw url_error("auditpipe: malformed SQLite URL '" + redact_url(url) + "': " + why);
 }
@@ -169,14 +184,15 @@ std::unique_ptr<SqliteConnection> open_connection(const SqliteConfig& config, Th
   } else if (threading == Threading::caller_serializes) {
     reopen(c->session, config.path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | threading_flag);
   }
+  auto* handle = static_cast<::soci::sqlite3_session_backend*>(c->session.get_backend())->conn_;
+  c->handle = handle;
   // The busy timeout first: switching a new file to WAL takes a write
   // lock, and loggers opening the same file at once would otherwise get
   // SQLITE_BUSY ("database is locked") instead of waiting their turn.
-  c->session << "PRAGMA busy_timeout=" + std::to_string(config.busy_timeout_ms);
+  c->busy_timeout = std::chrono::milliseconds(config.busy_timeout_ms);
+  sqlite3_busy_handler(handle, wait_while_busy, c.get());
   // SQLite opens a file it may not write read-only without a word; every
   // batch would then fail. Refused here, at construction, instead.
-  auto* handle = static_cast<::soci::sqlite3_session_backend*>(c->session.get_backend())->conn_;
-  c->handle = handle;
   c->path = config.path;
   if (config.read_only) return c;
   if (sqlite3_db_readonly(handle, "main") == 1) {
@@ -290,6 +306,7 @@ void SqliteConnection::execute_ddl(const std::string& sql) {
 void SqliteConnection::cancel_io() noexcept {
   // The handle is fixed from open to close, and the skeleton never calls
   // this on a connection being closed.
+  cancelled.store(true, std::memory_order_relaxed);  // a wait for a lock ends too
   if (handle != nullptr) sqlite3_interrupt(handle);
 }
 

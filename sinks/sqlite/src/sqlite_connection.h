@@ -11,6 +11,8 @@
 // named from there (its functions are found by their arguments' namespace).
 #include <soci/sqlite3/soci-sqlite3.h>
 
+#include <atomic>
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -65,6 +67,14 @@ class SqliteConnection final : public SqlConnection {
   sqlite_api::sqlite3* handle = nullptr;  // the session's, set once it is open
   std::string path;                       // the file, for messages
   sqlite_api::sqlite3_stmt* insert = nullptr;
+
+  // The busy timeout, kept by this connection's own busy handler
+  // (wait_while_busy in the .cpp): SQLite's sleeps through an interrupt, so
+  // a close() deadline was overrun by up to busy_timeout_ms while another
+  // process held the file.
+  std::chrono::milliseconds busy_timeout{0};
+  std::chrono::steady_clock::time_point busy_since{};  // the statement's thread only
+  std::atomic<bool> cancelled{false};                  // set by cancel_io(), for good
 };
 
 // Who serialises a connection's use: SQLite's own mutex, taken and released
