@@ -64,7 +64,7 @@ PoolFile::PoolFile(const std::filesystem::path& path, std::uint64_t fingerprint,
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (fd_ < 0) fail(std::string("cannot open: ") + std::strerror(errno));
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-    fail("in use by another process (only one logger may own a pool file)");
+    fail("in use by another logger, in this process or another (one logger owns a pool file)");
   }
   const std::size_t sources_offset = page;
   const std::size_t slab_offset =

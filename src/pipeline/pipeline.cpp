@@ -272,11 +272,8 @@ class Pipeline::Engine {
           "auditpipe: closed with {} records acquired and never committed; counted as abandoned",
           report.uncommitted);
     }
-    report.stats = stats();
+    report.stats = stats();  // the uncommitted ones among the abandoned
     report.stats.connection_pool = pool_at_close;
-    // They count as abandoned from here (their handles count them again
-    // when they let go, to the same total).
-    report.stats.abandoned += report.uncommitted;
     report.spilled = spilled;
     report.unwritten = unwritten;
     report.on_disk = on_disk();
@@ -296,6 +293,10 @@ class Pipeline::Engine {
       return spill_pending || intake_.queued() != 0 || intake_.committed_count() != 0;
     });
     s.committed = intake_.committed();
+    // After close(), records still acquired count as abandoned, as the close
+    // report counts them (each handle's release moves one from here to the
+    // counter): the same total before and after the application lets go.
+    if (intake_.stopped()) s.abandoned += intake_.uncommitted();
     s.connection_pool = sink_->connection_pool_stats();
     s.seals = sink_->seal_stats();
     s.spill_bytes = spill_ ? spill_->bytes() : 0;

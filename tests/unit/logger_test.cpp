@@ -322,6 +322,9 @@ TEST(Logger, CloseDoesNotWaitForAHandleThatIsNeverCommitted) {
   EXPECT_EQ(report.unwritten, 0u);
   EXPECT_EQ(report.stats.written, 10u);
   EXPECT_EQ(report.stats.abandoned, 1u);
+  // stats() says what the report says while the handle is still held (it
+  // said 0 until the handle let go).
+  EXPECT_EQ(logger.stats().abandoned, 1u);
   EXPECT_EQ(sink->keys().size(), 10u);
   // Committing it now is refused, and it is counted once.
   EXPECT_EQ(held.commit(), Status::closed);
