@@ -100,8 +100,8 @@ class Logger {
   };
 
   /// Opens the sink (creating or checking the table) and starts the writers.
-  /// Throws auditpipe::error if the options are invalid or the sink cannot
-  /// be opened.
+  /// Throws auditpipe::error if the options are invalid, the sink cannot
+  /// be opened, or it serves another logger already (a sink serves one).
   explicit Logger(std::shared_ptr<Sink> sink, const Options& options = {})
       : pipeline_(descriptor_of<Record>(), std::move(sink), options) {}
 

@@ -215,6 +215,11 @@ class Load {
  private:
   void leave_columns_to_database();
   void add_unread_rotated_copies();
+  /// The rotated copy of `input` that holds lines its last load did not
+  /// read, to be read too; none if there is none or it is among `found` or
+  /// the inputs given. Throws if `input` or the checkpoints cannot be read.
+  std::unique_ptr<InputState> unread_rotated_copy(
+      const InputState& input, const std::vector<std::unique_ptr<InputState>>& found);
   bool still_starts_like(int fd, InputState& input);
   void read_rotated_copy(InputState& input, RowMapper& mapper, std::uint64_t& source_id);
   void read_inputs();
@@ -496,54 +501,85 @@ LoadSummary Load::run() {
 // older rotations, loaded whole.
 void Load::add_unread_rotated_copies() {
   if (!store_) return;
-  const std::size_t given = inputs_.size();
-  for (std::size_t i = 0; i < given; ++i) {
-    const InputState& input = *inputs_[i];
-    if (input.path == "-" || !input.input_size) continue;  // a pipe has no rotated copies
-    std::string prefix;
+  std::vector<std::unique_ptr<InputState>> copies;
+  for (const auto& given : inputs_) {
     try {
-      prefix =
-          std::string(ReplaySource(open_byte_source(input.path), identity_prefix_bytes).prefix());
+      if (auto copy = unread_rotated_copy(*given, copies)) copies.push_back(std::move(copy));
     } catch (const std::exception&) {
-      continue;  // its own read says why
-    }
-    // The inputs loaded under this very name before (the newest 8: their
-    // times may tie).
-    std::vector<Checkpoint> named_so;
-    {
-      std::lock_guard lock(db_mutex_);
-      for (Checkpoint& known : store_->candidates(input.name))
-        if (named_so.size() < 8 && known.source_name == input.name) named_so.push_back(known);
-    }
-    for (const Checkpoint& old : named_so) {
-      if (starts_like(prefix, old)) continue;  // this very file, not rotated since
-      const auto copies =
-          rotated_copies_past(input.path, old.bytes_done, true,
-                              [&](std::string_view p) { return starts_like(p, old); });
-      if (copies.empty()) continue;
-      const std::string& copy = copies.front();
-      struct stat a {};
-      struct stat b {};
-      const bool given_too = std::any_of(inputs_.begin(), inputs_.end(), [&](const auto& in) {
-        return in->path == copy ||
-               (::stat(in->path.c_str(), &a) == 0 && ::stat(copy.c_str(), &b) == 0 &&
-                a.st_ino == b.st_ino && a.st_dev == b.st_dev);
-      });
-      if (given_too) continue;
-      auto in = std::make_unique<InputState>();
-      in->path = copy;
-      in->name = input.name;  // found by identify() under the checkpoint's name
-      in->format = input.format;
-      if (::stat(copy.c_str(), &b) == 0) in->input_size = static_cast<std::uint64_t>(b.st_size);
-      std::fprintf(stderr,
-                   "auditpipe ingest: %s is a new file since the last load of that name; the "
-                   "file it replaced went on past the %llu bytes loaded of it, in %s: its rest "
-                   "is loaded too\n",
-                   input.path.c_str(), static_cast<unsigned long long>(old.bytes_done),
-                   copy.c_str());
-      inputs_.push_back(std::move(in));
+      // Unreadable, or the database did not answer: the input's own read
+      // says so; no catch-up is looked for.
     }
   }
+  // First: a followed input keeps its reader thread until the stop, and a
+  // copy behind it would wait for ever.
+  inputs_.insert(inputs_.begin(), std::make_move_iterator(copies.begin()),
+                 std::make_move_iterator(copies.end()));
+}
+
+std::unique_ptr<InputState> Load::unread_rotated_copy(
+    const InputState& input, const std::vector<std::unique_ptr<InputState>>& found) {
+  if (input.path == "-" || !input.input_size) return nullptr;  // a pipe has no rotated copies
+  const std::string prefix =
+      std::string(ReplaySource(open_byte_source(input.path), identity_prefix_bytes).prefix());
+  // The inputs loaded under this very name before (the newest 8: their
+  // times may tie).
+  std::vector<Checkpoint> named_so;
+  {
+    std::lock_guard lock(db_mutex_);
+    for (Checkpoint& known : store_->candidates(input.name))
+      if (named_so.size() < 8 && known.source_name == input.name) named_so.push_back(known);
+  }
+  const auto same_file = [](const std::string& a, const std::string& b) {
+    struct stat sa {};
+    struct stat sb {};
+    return a == b || (::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 &&
+                      sa.st_ino == sb.st_ino && sa.st_dev == sb.st_dev);
+  };
+  for (const Checkpoint& old : named_so) {
+    if (starts_like(prefix, old)) continue;  // this very file, not rotated since
+    const auto copies = rotated_copies_past(
+        input.path, old.bytes_done, true, [&](std::string_view p) { return starts_like(p, old); });
+    if (copies.empty()) continue;
+    const std::string& copy = copies.front();
+    // Known by its whole identity prefix: that file. By fewer bytes (it was
+    // that short when loaded), any file that begins so is taken for it, and
+    // a wrong one would have its first bytes_done skipped: named only.
+    const bool sure =
+        old.prefix_bytes == identity_prefix_bytes || old.grown_bytes == identity_prefix_bytes;
+    if (!sure) {
+      std::fprintf(stderr,
+                   "auditpipe ingest: %s is a new file since the last load of that name; the "
+                   "file it replaced was loaded to byte %llu, and %s begins as it did (over its "
+                   "first %llu bytes only, which another file may begin with too) and is longer: "
+                   "if it is that file, load it too (auditpipe ingest ... %s)\n",
+                   input.path.c_str(), static_cast<unsigned long long>(old.bytes_done),
+                   copy.c_str(), static_cast<unsigned long long>(old.prefix_bytes), copy.c_str());
+      continue;
+    }
+    bool given_too = false;
+    for (const auto& in : inputs_) {
+      if (!same_file(in->path, copy)) continue;
+      // Given by its own name: found under the log's, as its checkpoint is
+      // (one salted when first seen is found by name only).
+      in->name = input.name;
+      given_too = true;
+    }
+    for (const auto& in : found) given_too = given_too || same_file(in->path, copy);
+    if (given_too) continue;
+    auto in = std::make_unique<InputState>();
+    in->path = copy;
+    in->name = input.name;  // found by identify() under the checkpoint's name
+    in->format = input.format;
+    if (struct stat st{}; ::stat(copy.c_str(), &st) == 0)
+      in->input_size = static_cast<std::uint64_t>(st.st_size);
+    std::fprintf(stderr,
+                 "auditpipe ingest: %s is a new file since the last load of that name; the file "
+                 "it replaced went on past the %llu bytes loaded of it, in %s: its rest is "
+                 "loaded too\n",
+                 input.path.c_str(), static_cast<unsigned long long>(old.bytes_done), copy.c_str());
+    return in;
+  }
+  return nullptr;
 }
 
 void Load::read_inputs() {

@@ -103,16 +103,17 @@ class SinkClaims {
  public:
   /// Throws auditpipe::error if `sink` serves, or served, another pipeline.
   void claim(const std::shared_ptr<Sink>& sink) {
-    detail::MutexLock lock(mutex_);
-    std::erase_if(claimed_, [](const std::weak_ptr<Sink>& w) { return w.expired(); });
-    for (const std::weak_ptr<Sink>& w : claimed_) {
-      if (w.lock().get() == sink.get()) {
-        throw error("auditpipe: this sink already serves a logger (" + sink->describe() +
-                    "); a sink is opened and closed by one logger: give each logger its own "
-                    "(auditpipe::open(url) again)");
+    if (!try_claim(sink)) {
+      std::string where;
+      try {
+        where = " (" + sink->describe() + ")";
+      } catch (...) {
+        // Its own error is not the one to report.
       }
+      throw error("auditpipe: this sink already serves a logger" + where +
+                  "; a sink is opened and closed by one logger: give each logger its own "
+                  "(auditpipe::open(url) again)");
     }
-    claimed_.push_back(sink);
   }
   /// A pipeline that failed to start never opened it for good.
   void release(const Sink* sink) {
@@ -121,6 +122,15 @@ class SinkClaims {
   }
 
  private:
+  bool try_claim(const std::shared_ptr<Sink>& sink) {
+    detail::MutexLock lock(mutex_);
+    std::erase_if(claimed_, [](const std::weak_ptr<Sink>& w) { return w.expired(); });
+    for (const std::weak_ptr<Sink>& w : claimed_)
+      if (w.lock().get() == sink.get()) return false;
+    claimed_.push_back(sink);
+    return true;
+  }
+
   detail::Mutex mutex_;
   std::vector<std::weak_ptr<Sink>> claimed_ AUDITPIPE_GUARDED_BY(mutex_);
 };
@@ -154,11 +164,17 @@ class Pipeline::Engine {
         intake_(table_, options_, counters_, spill_.get()) {
     // Open before accepting anything: a bad URL, a missing table or wrong
     // credentials fail here, not at the first batch.
+    // Claimed for good once opened; a start that failed before leaves it
+    // free for a retry.
+    sink_claims().claim(sink_);
     try {
       const std::vector<RecordRef> recovered = recovered_keys();
       sink_->open(table_, SinkContext{options_.writers, !options_.durable_path.empty(), recovered});
     } catch (const unreachable& e) {
-      if (!starts_while_unreachable(options_)) throw;
+      if (!starts_while_unreachable(options_)) {
+        sink_claims().release(sink_.get());
+        throw;
+      }
       counters_.start_unreachable(e.what());
       diagnostics()->error(
           "auditpipe: starting without the database ({}); records wait{} until it answers",
@@ -166,6 +182,9 @@ class Pipeline::Engine {
           !options_.spill_path.empty()     ? " in the pool and the spill directory"
           : !options_.durable_path.empty() ? " in the durable pool"
                                            : " in the pool");
+    } catch (...) {
+      sink_claims().release(sink_.get());
+      throw;
     }
     recover();
     schedule_chores();
@@ -274,6 +293,7 @@ class Pipeline::Engine {
     }
     report.stats = stats();  // the uncommitted ones among the abandoned
     report.stats.connection_pool = pool_at_close;
+    abandoned_at_close_.store(report.stats.abandoned, std::memory_order_release);
     report.spilled = spilled;
     report.unwritten = unwritten;
     report.on_disk = on_disk();
@@ -294,9 +314,15 @@ class Pipeline::Engine {
     });
     s.committed = intake_.committed();
     // After close(), records still acquired count as abandoned, as the close
-    // report counts them (each handle's release moves one from here to the
-    // counter): the same total before and after the application lets go.
-    if (intake_.stopped()) s.abandoned += intake_.uncommitted();
+    // report counts them: the same total before and after the application
+    // lets go of them (each release moves one into the counter; nothing new
+    // is acquired). Once the report is made, its total: a scan racing a
+    // release could read one too few or too many, and a counter must not go
+    // down.
+    if (const std::uint64_t total = abandoned_at_close_.load(std::memory_order_acquire))
+      s.abandoned = std::max(s.abandoned, total);
+    else if (intake_.stopped())
+      s.abandoned += intake_.uncommitted();
     s.connection_pool = sink_->connection_pool_stats();
     s.seals = sink_->seal_stats();
     s.spill_bytes = spill_ ? spill_->bytes() : 0;
@@ -442,6 +468,7 @@ class Pipeline::Engine {
   std::vector<std::unique_ptr<BatchWriter>> writers_;
   detail::Mutex close_mutex_;
   std::optional<CloseReport> report_ AUDITPIPE_GUARDED_BY(close_mutex_);
+  std::atomic<std::uint64_t> abandoned_at_close_{0};  ///< the report's, once made
   // Parked: the Pipeline is gone, records are still held (see retire()).
   std::atomic<bool> parked_{false};
   detail::Mutex held_mutex_;
@@ -453,14 +480,7 @@ Pipeline::Pipeline(const TableDescriptor& table, std::shared_ptr<Sink> sink, con
 Pipeline::Pipeline(const TableDescriptor& table, std::shared_ptr<Sink> sink, const Options& options,
                    std::shared_ptr<const void> keep_alive) {
   const Options resolved = resolve(table, sink.get(), options);
-  const Sink* const claimed = sink.get();
-  sink_claims().claim(sink);
-  try {
-    engine_ = new Engine(table, std::move(sink), resolved, std::move(keep_alive));
-  } catch (...) {
-    sink_claims().release(claimed);
-    throw;
-  }
+  engine_ = new Engine(table, std::move(sink), resolved, std::move(keep_alive));
 }
 
 Pipeline::~Pipeline() {

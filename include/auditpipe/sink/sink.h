@@ -96,7 +96,9 @@ class AUDITPIPE_EXPORT Sink {
   virtual ~Sink() = default;
 
   /// Prepares the target for records of `table` (creating or checking the
-  /// table, opening connections). Called once, before any write. Throws
+  /// table, opening connections). Called once, before any write: a sink
+  /// serves one logger, and a second is refused before it calls this (after
+  /// an open() that threw, another logger may try again). Throws
   /// auditpipe::error with a message naming the problem; the logger then
   /// fails to start. Throws auditpipe::unreachable when the target cannot be
   /// reached at all: if the logger starts anyway (Options::

@@ -136,7 +136,6 @@ CatalogColumn schema_column(const std::vector<std::optional<std::string>>& row,
 
 const SqlDialect mysql_dialect{
     .identifier_quote = '`',
-    .max_identifier_bytes = 64,
     // boolean, int8, int16, int32, int64, uint8, uint16, uint32, float64,
     // timestamp; text by its length (text_type):
     .column_types = {"BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "TINYINT UNSIGNED",
@@ -181,6 +180,7 @@ const SqlDialect mysql_dialect{
         "IF(VERSION() LIKE '%MariaDB%', '1', '0') FROM information_schema.COLUMNS "
         "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION",
     .schema_column = schema_column,
+    .max_identifier_bytes = 64,
 };
 
 }  // namespace auditpipe::mysql

@@ -94,7 +94,6 @@ CatalogColumn schema_column(const std::vector<std::optional<std::string>>& row,
 const SqlDialect postgresql_dialect{
     // The sink quotes every name, and a quoted name is exact in PostgreSQL.
     .exact_column_names = true,
-    .max_identifier_bytes = 63,  // NAMEDATALEN - 1
     // Unsigned types one size up, so that every value fits.
     // boolean, int8, int16, int32, int64, uint8, uint16, uint32, float64, timestamp, text:
     .column_types = {"BOOLEAN", "SMALLINT", "SMALLINT", "INTEGER", "BIGINT", "SMALLINT", "INTEGER",
@@ -142,6 +141,7 @@ const SqlDialect postgresql_dialect{
         "AND a.attname = c.column_name "
         "WHERE c.table_schema = current_schema() AND c.table_name = ? ORDER BY c.ordinal_position",
     .schema_column = schema_column,
+    .max_identifier_bytes = 63,  // NAMEDATALEN - 1
 };
 
 }  // namespace auditpipe::postgresql

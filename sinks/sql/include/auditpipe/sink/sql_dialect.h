@@ -72,10 +72,6 @@ struct AUDITPIPE_EXPORT SqlDialect {
   /// is not user_name) rather than in any case (MySQL, SQLite). The catalog
   /// queries then return names as they are, not lower-cased.
   bool exact_column_names = false;
-  /// The longest name the database keeps, in bytes, for the table, its
-  /// columns and the seals' tables (PostgreSQL: 63, longer ones it cuts
-  /// silently; MySQL: 64, longer ones it refuses). 0: no limit (SQLite).
-  std::size_t max_identifier_bytes = 0;
   /// A new table's column types.
   SqlColumnTypes column_types = {};
   /// A text column's type by the record's capacity in bytes, instead of
@@ -158,6 +154,13 @@ struct AUDITPIPE_EXPORT SqlDialect {
   /// gets `unbounded_text_bytes`.
   CatalogColumn (*schema_column)(const std::vector<std::optional<std::string>>& row,
                                  std::uint32_t unbounded_text_bytes) = nullptr;
+
+  /// The longest name the database keeps, in bytes, for the table, its
+  /// columns and the seals' tables (PostgreSQL: 63, longer ones it cuts
+  /// silently; MySQL: 64, longer ones it refuses). 0: no limit (SQLite).
+  /// (Last, so that a dialect initialised member by member before it was
+  /// added still compiles.)
+  std::size_t max_identifier_bytes = 0;
 
   /// `identifier` quoted, with any quote character in it doubled. Descriptor
   /// names are plain identifiers already (checked at compile time);

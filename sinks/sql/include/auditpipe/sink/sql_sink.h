@@ -196,9 +196,11 @@ class AUDITPIPE_EXPORT SqlSink : public Sink {
 
   void open_pool(const SinkContext& context, bool open_first);
   void open_connections(std::unique_ptr<SqlConnection> setup, const SinkContext& context);
+  /// Throws auditpipe::error for a name longer than the dialect's
+  /// max_identifier_bytes.
+  void check_name_lengths() const;
   /// Creates or checks the table on `c`'s server if no connection did yet,
   /// and runs table_ready() if it never ran. Throws auditpipe::error.
-  void check_name_lengths() const;
   void prepare_table(SqlConnection& c) AUDITPIPE_EXCLUDES(table_mutex_);
   /// What the pool's openers run: connect, prepare_table, prepare_writes.
   std::unique_ptr<PooledConnection> open_pooled() AUDITPIPE_EXCLUDES(failure_mutex_);
