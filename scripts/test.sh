@@ -136,7 +136,8 @@ if [ $quick -eq 0 ]; then
   # clang's thread-safety analysis over every library: a member guarded
   # by a mutex touched without it, or a *_locked function called without
   # the lock, fails this build.
-  build build/tsa -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug \
+  # (No -g: the analysis needs no debug info; 92 -> 79 s on 2 cores.)
+  build build/tsa -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG= \
     -DCMAKE_CXX_FLAGS="-Wthread-safety -Werror=thread-safety" \
     -DAUDITPIPE_BUILD_TESTS=OFF -DAUDITPIPE_BUILD_EXAMPLES=OFF -DAUDITPIPE_BUILD_BENCH=OFF
   # libFuzzer (clang) on the URL parser and the spill-file reader, for a
