@@ -530,10 +530,8 @@ std::unique_ptr<InputState> Load::unread_rotated_copy(
       if (named_so.size() < 8 && known.source_name == input.name) named_so.push_back(known);
   }
   const auto same_file = [](const std::string& a, const std::string& b) {
-    struct stat sa {};
-    struct stat sb {};
-    return a == b || (::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 &&
-                      sa.st_ino == sb.st_ino && sa.st_dev == sb.st_dev);
+    std::error_code ec;  // one missing: not the same
+    return a == b || std::filesystem::equivalent(a, b, ec);
   };
   for (const Checkpoint& old : named_so) {
     if (starts_like(prefix, old)) continue;  // this very file, not rotated since
