@@ -7,7 +7,9 @@
 // another only through the references handed to them here.
 #include "auditpipe/pipeline.h"
 
+#include <pthread.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <limits>
@@ -120,6 +122,9 @@ class SinkClaims {
     detail::MutexLock lock(mutex_);
     std::erase_if(claimed_, [&](const std::weak_ptr<Sink>& w) { return w.lock().get() == sink; });
   }
+  /// Around fork() (ForkHandlers): not held by a thread the child lacks.
+  void lock_for_fork() AUDITPIPE_ACQUIRE(mutex_) { mutex_.lock(); }
+  void unlock_after_fork() AUDITPIPE_RELEASE(mutex_) { mutex_.unlock(); }
 
  private:
   bool try_claim(const std::shared_ptr<Sink>& sink) {
@@ -136,9 +141,65 @@ class SinkClaims {
 };
 
 SinkClaims& sink_claims() {
-  static SinkClaims claims;
-  return claims;
+  // Never destroyed: an engine kept alive by a held record may let go of
+  // its sink after static destruction began.
+  static SinkClaims* const claims = new SinkClaims;
+  return *claims;
 }
+
+// The intakes of this process's engines, for fork(). A child of a process
+// with a logger has the logger's memory and none of its threads: its
+// writers, connections, spill directory and durable pool file are the
+// parent's. A log() there used to return ok for records nobody would write,
+// and close() waited for writers that did not exist, for ever. In the child
+// every engine is orphaned (Intake::orphan: records refused, the pool not
+// touched), closes at once and is never destroyed: its destruction would
+// join threads the child does not have, and close the parent's connections
+// (MySQL's COM_QUIT and PostgreSQL's Terminate go out on the socket both
+// processes hold).
+class LiveIntakes {
+ public:
+  LiveIntakes() {
+    pthread_atfork([] { live_intakes().lock_for_fork(); },
+                   [] { live_intakes().unlock_in_parent(); },
+                   [] { live_intakes().orphan_all_in_child(); });
+  }
+  void add(Intake* intake) {
+    detail::MutexLock lock(mutex_);
+    live_.push_back(intake);
+  }
+  void remove(Intake* intake) {
+    detail::MutexLock lock(mutex_);
+    std::erase(live_, intake);
+  }
+
+  static LiveIntakes& live_intakes() {
+    // Never destroyed, as sink_claims().
+    static LiveIntakes* const intakes = new LiveIntakes;
+    return *intakes;
+  }
+
+ private:
+  // A fork() holds both registries, so that the child's copies are not
+  // held by a thread it does not have (a logger made in the child uses
+  // them).
+  void lock_for_fork() AUDITPIPE_ACQUIRE(mutex_) AUDITPIPE_NO_THREAD_SAFETY_ANALYSIS {
+    sink_claims().lock_for_fork();
+    mutex_.lock();
+  }
+  void unlock_in_parent() AUDITPIPE_RELEASE(mutex_) AUDITPIPE_NO_THREAD_SAFETY_ANALYSIS {
+    mutex_.unlock();
+    sink_claims().unlock_after_fork();
+  }
+  void orphan_all_in_child() AUDITPIPE_RELEASE(mutex_) AUDITPIPE_NO_THREAD_SAFETY_ANALYSIS {
+    for (Intake* intake : live_) intake->orphan();
+    mutex_.unlock();
+    sink_claims().unlock_after_fork();
+  }
+
+  detail::Mutex mutex_;
+  std::vector<Intake*> live_ AUDITPIPE_GUARDED_BY(mutex_);
+};
 
 // How often a durable pool's file gets the current TSC calibration: the
 // calibration itself is re-anchored at most once a second.
@@ -195,13 +256,16 @@ class Pipeline::Engine {
       writers_.push_back(std::make_unique<BatchWriter>(parts, i, i == 0 ? spill_.get() : nullptr));
     }
     housekeeper_.start();
+    LiveIntakes::live_intakes().add(&intake_);
   }
 
-  ~Engine() = default;
+  ~Engine() { LiveIntakes::live_intakes().remove(&intake_); }
 
   // The Pipeline is being destroyed: closes, then frees the engine unless
   // records it handed out are still held; then the last of them does.
   static void retire(Engine* e) {
+    // In a fork() child: never freed (LiveIntakes).
+    if (e->intake_.orphaned()) return;
     e->close(clock::now() + e->options_.close_timeout);
     std::size_t held = 0;
     {
@@ -238,7 +302,7 @@ class Pipeline::Engine {
           detail::MutexLock lock(e->held_mutex_);
           last = --e->returning_ == 0 && e->intake_.uncommitted() == 0;
         }
-        if (last) delete e;
+        if (last && !e->intake_.orphaned()) delete e;
       }
     } ticket{e};
     return f(e->intake_);
@@ -250,6 +314,7 @@ class Pipeline::Engine {
   // and those in the spill directory (all of them: replay goes oldest
   // first, and a record spilled later waits behind the earlier ones).
   bool flush(clock::time_point deadline) {
+    if (intake_.orphaned()) return false;
     auto pending = intake_.committed_now();
     WriterControl::UrgentScope urgent(control_);
     intake_.signal().wake_all();
@@ -263,6 +328,13 @@ class Pipeline::Engine {
   }
 
   CloseReport close(clock::time_point deadline) {
+    if (intake_.orphaned()) {
+      // Nothing was committed in this process; the parent writes its own.
+      CloseReport report;
+      report.drained = true;
+      report.stats = stats();
+      return report;
+    }
     detail::MutexLock lock(close_mutex_);
     if (report_) return *report_;
     intake_.begin_close();
@@ -304,6 +376,17 @@ class Pipeline::Engine {
 
   Stats stats() const {
     Stats s;
+    if (intake_.orphaned()) {
+      // The counters' copies are the parent's, as of the fork.
+      s.health = Health::down;
+      s.health_reason =
+          "auditpipe: this process is a fork() child of the one that made this "
+          "logger (pid " +
+          std::to_string(owner_pid_) +
+          "), whose writers and connections it does not have: the logger refuses "
+          "records here (Status::closed); make loggers after fork()";
+      return s;
+    }
     const bool spill_pending = on_disk() != 0;
     counters_.copy_to(s, spill_pending, options_.health_down_after, [&] {
       // Committed records not stored yet (queued, or held by a writer), or
@@ -455,6 +538,7 @@ class Pipeline::Engine {
   // What owns a descriptor that is not static (a runtime Schema): first,
   // so it goes last, after everything that reads table_.
   const std::shared_ptr<const void> keep_alive_;
+  const pid_t owner_pid_ = ::getpid();
   const TableDescriptor& table_;
   const Options options_;
   const std::shared_ptr<Sink> sink_;

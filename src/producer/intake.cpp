@@ -105,7 +105,9 @@ SlotHeader* Intake::acquire_blocking(Status* status, clock::time_point t0) noexc
 }
 
 void Intake::abandon(std::byte* record) noexcept {
-  if (!pool_.contains(record)) {
+  if (orphaned()) {
+    // The parent's slot (or overflow record): its thread still holds it there.
+  } else if (!pool_.contains(record)) {
     owner_of_overflow_record(record)->spill_record_in_use.store(false, std::memory_order_relaxed);
   } else {
     SlotHeader* s = pool_.slot_of(record);
@@ -156,6 +158,11 @@ std::size_t Intake::take_recovered(SlotHeader** out, std::size_t max) noexcept {
 // into a pool slot after waiting as Overflow::block does. A keyed record
 // keeps its key on either way.
 Status Intake::commit_outside_pool(std::byte* record, const RecordKey* key) noexcept {
+  if (orphaned()) {
+    // Not into the parent's spill directory.
+    counters_.abandoned.fetch_add(1, std::memory_order_relaxed);
+    return Status::closed;
+  }
   // The append's own time counts against max_wait: a producer never waits
   // longer than that for the spill and the pool together.
   const clock::time_point t0 = clock::now();
@@ -236,6 +243,14 @@ std::size_t Intake::uncommitted() const {
          static_cast<std::uint32_t>(SlotState::filling);
   }
   return n;
+}
+
+void Intake::orphan() noexcept {
+  orphaned_.store(true, std::memory_order_relaxed);
+  closing_.store(true, std::memory_order_seq_cst);
+  stopped_.store(true, std::memory_order_seq_cst);
+  // acquire() then goes to acquire_slow(), which sees closing_ first.
+  pool_.divert_acquirers();
 }
 
 void Intake::begin_close() noexcept {

@@ -66,9 +66,13 @@ class Intake {
   // The same, leaving the calling thread's source in `p` for a commit on
   // this thread (commit(record, p)), which then need not look it up.
   std::byte* acquire(Status* status, Producer*& p) noexcept {
-    p = registry_->current();
     // Behind anyone already waiting: queue up rather than overtake them.
-    SlotHeader* s = pool_.waiters() == 0 ? pool_.try_acquire(p->cache) : nullptr;
+    if (pool_.waiters() != 0) [[unlikely]] {
+      p = nullptr;  // the commit looks it up
+      return acquire_slow(status);
+    }
+    p = registry_->current();
+    SlotHeader* s = pool_.try_acquire(p->cache);
     if (s == nullptr) [[unlikely]]
       return acquire_slow(status);
     // Checked after taking the slot (pairs with begin_close(), which sets
@@ -164,6 +168,16 @@ class Intake {
   void mark_stopped() noexcept { stopped_.store(true, std::memory_order_seq_cst); }
   bool stopped() const noexcept { return stopped_.load(std::memory_order_acquire); }
 
+  // This process is a fork() child of the one that made this intake: the
+  // writers stayed in the parent, and so did the pool and the spill
+  // directory (a durable pool's file is mapped shared with the parent, whose
+  // records are the parent's to write). From now on acquire() and commit()
+  // refuse (Status::closed), abandon() only counts, and nothing touches the
+  // pool or the spill. Called by the fork handler, on the child's only
+  // thread.
+  void orphan() noexcept;
+  bool orphaned() const noexcept { return orphaned_.load(std::memory_order_relaxed); }
+
   std::size_t capacity() const noexcept { return pool_.capacity(); }
   std::size_t in_use() const noexcept { return pool_.in_use(); }
   RecordPool::Census census() const noexcept { return pool_.census(); }
@@ -181,7 +195,7 @@ class Intake {
       return commit_outside_pool(record, key);
     SlotHeader* s = pool_.slot_of(record);
     if (stopped_.load(std::memory_order_acquire)) [[unlikely]] {
-      pool_.release(&s, 1);
+      if (!orphaned()) pool_.release(&s, 1);
       counters_.abandoned.fetch_add(1, std::memory_order_relaxed);
       return Status::closed;
     }
@@ -253,6 +267,7 @@ class Intake {
   const std::size_t overflow_offset_;  // of an overflow record behind its header
   std::atomic<bool> closing_{false};
   std::atomic<bool> stopped_{false};
+  std::atomic<bool> orphaned_{false};
 };
 
 }  // namespace auditpipe::internal

@@ -201,6 +201,10 @@ class RecordPool {
   // Acquirers currently waiting in acquire_until(). While it is non-zero,
   // new acquirers should queue behind them rather than call try_acquire().
   std::uint32_t waiters() const noexcept { return waiters_.load(std::memory_order_relaxed); }
+  // Counts a waiter that never leaves, so that every acquirer from now on
+  // takes its slow path and none touches the pool: a fork() child's copy
+  // of it, which is the parent's (Intake::orphan).
+  void divert_acquirers() noexcept { waiters_.fetch_add(1, std::memory_order_relaxed); }
 
   // Whether an acquire found the pool empty since the last call (which
   // clears it). Lets a writer notice a full pool without taking the

@@ -7,6 +7,9 @@
 
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -299,6 +302,43 @@ TEST(MetricsHttp, TheDestructorStopsWithAClientConnected) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
   EXPECT_TRUE(idle->closed_within(100ms)) << "the server kept the connection";
   EXPECT_FALSE(RawHttp(port).connected());
+}
+
+// A fork() child has the server's memory, not its threads; the listening
+// socket is the parent's. Stopping the server there shut the parent's
+// listener down, and the child's join waited for a thread it never had.
+// The child's stop() and destructor now leave it alone.
+TEST(MetricsHttp, AForkedChildLeavesTheParentsServerServing) {
+  testing_support::TempDir dir;
+  auditpipe::Logger<AuditRow> logger(auditpipe::sqlite::open("sqlite://" + dir.file("f.db")));
+  write_rows(logger, 7);
+  auto server = std::make_unique<MetricsServer>(
+      std::vector<auditpipe::http::MetricsSource>{{[&] { return logger.stats(); }, {}}},
+      any_port());
+  const int port = server->port();
+  const pid_t child = fork();
+  ASSERT_NE(child, -1);
+  if (child == 0) {
+    server->stop();
+    server.reset();
+    _exit(0);
+  }
+  int status = 0;
+  pid_t done = 0;
+  for (int i = 0; i < 300 && (done = waitpid(child, &status, WNOHANG)) == 0; ++i) {
+    std::this_thread::sleep_for(100ms);
+  }
+  if (done == 0) {
+    kill(child, SIGKILL);
+    waitpid(child, &status, 0);
+    FAIL() << "the child's stop() or destructor did not return";
+  }
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  httplib::Client client("127.0.0.1", port);
+  const auto res = client.Get("/metrics");
+  ASSERT_TRUE(res) << "the parent's server stopped serving: " << httplib::to_string(res.error());
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(PromText(res->body).value("auditpipe_records_written_total", {}), 7);
 }
 
 TEST(MetricsHttp, AThrowingStatsCallbackIsA500) {

@@ -9,6 +9,7 @@
 #include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
@@ -133,6 +134,9 @@ struct MetricsServer::Impl {
   bool ipv6 = false;
   httplib::Server server;
   std::thread listener;
+  // A fork() child has this server's memory, not its threads; its socket is
+  // the parent's (stopping it there would shut the parent's listener).
+  const pid_t owner = ::getpid();
   std::atomic<bool> listener_done{false};
   std::atomic<bool> connections_shut_down{false};
 
@@ -286,6 +290,12 @@ MetricsServer::MetricsServer(std::vector<MetricsSource> sources,
 }
 
 MetricsServer::~MetricsServer() {
+  if (::getpid() != impl_->owner) {
+    // In a fork() child: left alone, as stop() leaves it; destroying it
+    // would join a listener thread the child does not have.
+    (void)impl_.release();
+    return;
+  }
   stop();
 }
 
@@ -301,6 +311,7 @@ void MetricsServer::add(MetricsSource source) {
 
 void MetricsServer::stop() {
   Impl& m = *impl_;
+  if (::getpid() != m.owner) return;  // the parent's server (Impl::owner)
   m.server.stop();
   if (!m.connections_shut_down.exchange(true)) {
     std::lock_guard lock(m.busy_mutex);

@@ -91,7 +91,9 @@ class AUDITPIPE_EXPORT MetricsServer {
   void add(MetricsSource source);
 
   /// Stops listening, lets the scrapes in progress finish, closes every
-  /// connection and joins the threads. Idempotent.
+  /// connection and joins the threads. Idempotent. In a fork() child of the
+  /// process that made the server, it (and the destructor) does nothing:
+  /// the listening socket and the threads are the parent's.
   void stop();
 
   /// The bound port (the free port picked for port 0).
