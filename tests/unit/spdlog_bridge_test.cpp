@@ -7,7 +7,11 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <future>
 #include <thread>
 #include <vector>
 
@@ -18,6 +22,8 @@
 #include "auditpipe/spdlog/line_sink.h"
 #include "collecting_sink.h"
 #include "eventually.h"
+#include "null_row.h"
+#include "temp_dir.h"
 
 namespace {
 
@@ -127,6 +133,55 @@ TEST(SpdlogBridge, AuditpipesOwnDiagnosticsDoNotLoopBack) {
   }
 }
 
+// The same, for a diagnostic made on the producer's own thread, inside the
+// sink's commit: a spill directory at its cap is reported by the commit
+// that found it full. The sink's lock, held by that very thread, was taken
+// again: the application hung (a new user's program, 4 threads).
+TEST(SpdlogBridge, ADiagnosticFromInsideTheSinksOwnCommitDoesNotHang) {
+  testing_support::TempDir dir;
+  auto sink = std::make_shared<CollectingSink>();
+  sink->hold();  // nothing is written: the pool fills, then the spill directory
+  auditpipe::Options o;
+  o.capacity = 16;
+  o.batch_size = 8;
+  o.overflow = auditpipe::Overflow::spill;
+  o.spill_path = dir.path() / "spill";
+  o.spill_max_bytes = 20000;
+  o.spill_segment_bytes = 10000;
+  o.max_wait = std::chrono::milliseconds(20);
+  auto audit = std::make_shared<auditpipe::Logger<LogRecord>>(sink, o);
+  auto fallback = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(64);
+  auto to_audit = std::make_shared<auditpipe::spdlog_bridge::from_spdlog_mt>(audit, fallback);
+  auto logger = std::make_shared<spdlog::logger>("everything", to_audit);
+  auto previous = auditpipe::diagnostics();
+  auditpipe::set_diagnostics_logger(logger);
+  auto producers = std::async(std::launch::async, [&] {
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&] {
+        for (int i = 0; i < 60; ++i) logger->info("application message {}", i);
+      });
+    }
+    for (auto& t : threads) t.join();
+  });
+  if (producers.wait_for(std::chrono::seconds(60)) != std::future_status::ready) {
+    std::fprintf(stderr, "the producers hung in the sink's lock\n");
+    std::abort();  // they cannot be joined
+  }
+  auditpipe::set_diagnostics_logger(previous);
+  EXPECT_GT(to_audit->internal_messages(), 0u);  // the "cannot spill" reports were kept out...
+  bool reported = false;
+  for (const auto& line : fallback->last_formatted()) {
+    reported = reported || line.find("spill") != std::string::npos;
+  }
+  EXPECT_TRUE(reported) << "...and went to the fallback";
+  EXPECT_EQ(to_audit->committed() + to_audit->not_committed(), 240u);
+  EXPECT_GT(to_audit->not_committed(), 0u);  // the spill directory was full
+  sink->release();
+  const auto report = audit->close(std::chrono::seconds(30));
+  EXPECT_EQ(report.stats.written + report.stats.replayed + report.on_disk, to_audit->committed());
+}
+
 TEST(SpdlogBridge, TheSingleThreadedSinkWorks) {
   auto sink = std::make_shared<CollectingSink>();
   auto audit = std::make_shared<auditpipe::Logger<LogRecord>>(sink);
@@ -161,6 +216,37 @@ TEST(SpdlogBridge, RecordsAsLinesThroughASpdlogLogger) {
       << out[0];
   EXPECT_NE(out[0].find(R"(sender="quote \" back\\slash\nnewline")"), std::string::npos) << out[0];
   EXPECT_NE(out[0].find("delivered=true"), std::string::npos) << out[0];
+}
+
+// An empty nullable member is `null`, not the zero value: a line said
+// amount=0 note="" for both NULL and a real 0 and "" (README, Nullable
+// columns: an empty string and 0 stay values).
+TEST(SpdlogBridge, LinesTellNullFromZeroAndEmpty) {
+  auto ring = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(16);
+  auto lines = std::make_shared<spdlog::logger>("null-lines", ring);
+  lines->set_pattern("%v");
+  {
+    auditpipe::Logger<testing_support::NullRow> logger(
+        auditpipe::spdlog_bridge::make_line_sink(lines));
+    for (std::int64_t id = 0; id < 2; ++id) {
+      auto r = logger.acquire();
+      r->message_id = id;
+      if (id == 1) {
+        r->amount = 0.0;
+        r->note = "";
+        r->flag = false;
+        r->i32 = 0;
+      }
+      ASSERT_EQ(r.commit(), Status::ok);
+    }
+    EXPECT_EQ(logger.close().stats.written, 2u);
+  }
+  const auto out = ring->last_formatted();
+  ASSERT_EQ(out.size(), 2u);
+  for (const char* field : {" i32=null ", " flag=null ", " amount=null ", " note=null "})
+    EXPECT_NE(out[0].find(field), std::string::npos) << field << " in " << out[0];
+  for (const char* field : {" i32=0 ", " flag=false ", " amount=0 ", " note=\"\" "})
+    EXPECT_NE(out[1].find(field), std::string::npos) << field << " in " << out[1];
 }
 
 TEST(SpdlogBridge, TheDiagnosticsLoggerCanBeReplacedAndSilenced) {

@@ -45,6 +45,11 @@ class LineSink final : public Sink {
           line += ' ';
           line += c.name;
           line += '=';
+          // Unquoted: a text "null" is quoted, as every text is.
+          if (is_null(r.data, c)) {
+            line += "null";
+            continue;
+          }
           switch (c.type) {
             case ColumnType::text:
               append_quoted(line, read_text(r.data, c));

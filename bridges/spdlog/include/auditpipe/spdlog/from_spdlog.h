@@ -16,9 +16,11 @@
 // A message that finds auditpipe's pool full follows the logger's overflow
 // policy, so spdlog waits at most max_wait (block) or not at all (drop,
 // fail, spill); nothing here can wait without bound. Messages logged by
-// auditpipe's own threads (its diagnostics, if they are routed to this
-// sink) are not fed back into the pipeline that is reporting them: they go
-// to the `fallback` sink if one is given, and are counted otherwise.
+// auditpipe's own threads, or on a producer's thread from inside this
+// sink's own commit (auditpipe's diagnostics, if they are routed to this
+// sink: a full spill directory is reported so), are not fed back into the
+// pipeline that is reporting them: they go to the `fallback` sink if one
+// is given, and are counted otherwise.
 //
 // The other direction, auditpipe records out as spdlog lines, is
 // line_sink.h.
@@ -36,6 +38,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <thread>
 
 #include "auditpipe/diagnostics.h"
 #include "auditpipe/export.h"
@@ -50,18 +53,37 @@ namespace auditpipe::spdlog_bridge {
 /// writer then logged a diagnostic into this sink and waited for the same
 /// lock, each would wait on the other until max_wait ran out. The writer's
 /// path through sink_it_ touches only atomics and the fallback sink (which
-/// has its own lock), so it needs none.
+/// has its own lock), so it needs none. The thread that holds it may take
+/// it again: a producer's commit inside sink_it_ may report a diagnostic
+/// (a full spill directory) into this very sink, and waiting for the lock
+/// it holds itself hung the application.
 class AUDITPIPE_EXPORT internal_aware_mutex {
  public:
   void lock() {
-    if (!on_internal_thread()) mutex_.lock();
+    if (on_internal_thread()) return;
+    const std::thread::id me = std::this_thread::get_id();
+    // Only this thread can have stored its own id.
+    if (owner_.load(std::memory_order_relaxed) == me) {
+      ++depth_;
+      return;
+    }
+    mutex_.lock();
+    owner_.store(me, std::memory_order_relaxed);
   }
   void unlock() {
-    if (!on_internal_thread()) mutex_.unlock();
+    if (on_internal_thread()) return;
+    if (depth_ != 0) {
+      --depth_;
+      return;
+    }
+    owner_.store(std::thread::id(), std::memory_order_relaxed);
+    mutex_.unlock();
   }
 
  private:
   std::mutex mutex_;
+  std::atomic<std::thread::id> owner_{};
+  unsigned depth_ = 0;  ///< times the owner took it again; only the owner touches it
 };
 
 /// An spdlog sink that commits every message it is given into a Logger<LogRecord> (use
@@ -92,11 +114,18 @@ class FromSpdlog final : public ::spdlog::sinks::base_sink<Mutex> {
   /// spdlog's per-message hook: one record per message (auditpipe's own threads' messages go to the
   /// fallback).
   void sink_it_(const ::spdlog::details::log_msg& msg) override {
-    if (on_internal_thread()) {
+    const std::thread::id me = std::this_thread::get_id();
+    // From inside this thread's own commit below: auditpipe reporting on it.
+    if (on_internal_thread() || committing_.load(std::memory_order_relaxed) == me) {
       internal_.fetch_add(1, std::memory_order_relaxed);
       if (fallback_ && fallback_->should_log(msg.level)) fallback_->log(msg);
       return;
     }
+    committing_.store(me, std::memory_order_relaxed);
+    struct Done {
+      std::atomic<std::thread::id>& committing;
+      ~Done() { committing.store(std::thread::id(), std::memory_order_relaxed); }
+    } done{committing_};
     auto r = logger_->acquire();
     if (!r) {
       not_committed_.fetch_add(1, std::memory_order_relaxed);
@@ -132,6 +161,9 @@ class FromSpdlog final : public ::spdlog::sinks::base_sink<Mutex> {
   std::atomic<std::uint64_t> committed_{0};
   std::atomic<std::uint64_t> not_committed_{0};
   std::atomic<std::uint64_t> internal_{0};
+  /// The thread in sink_it_'s acquire and commit (sink_it_ runs under the
+  /// sink's lock, or on one thread: one at a time, bar its own re-entry).
+  std::atomic<std::thread::id> committing_{};
 };
 
 /// For spdlog's thread-safe loggers (the *_mt ones): locks, except on auditpipe's own threads.
