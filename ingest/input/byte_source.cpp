@@ -26,8 +26,9 @@ constexpr std::size_t compressed_chunk = 64 * 1024;
   throw auditpipe::error("ingest: " + path + ": " + what);
 }
 
-[[noreturn]] void corrupt(const std::string& path, const std::string& what) {
-  throw corrupt_data("ingest: " + path + ": " + what);
+[[noreturn]] void corrupt(const std::string& path, const std::string& what,
+                          std::uint64_t suspect_from) {
+  throw corrupt_data("ingest: " + path + ": " + what, suspect_from);
 }
 
 // The file's own bytes: a descriptor or a memory block, with the first few
@@ -259,6 +260,7 @@ class GzipSource final : public SourceBase {
         // (inflate itself checks the header).
         inflateReset(&z_);
         in_member_ = true;
+        member_start_ = position_ + (std::min<std::size_t>(n, 1u << 30) - z_.avail_out);
       }
       const uInt before_in = z_.avail_in;
       const int rc = inflate(&z_, Z_NO_FLUSH);
@@ -266,8 +268,10 @@ class GzipSource final : public SourceBase {
       if (rc == Z_STREAM_END) {
         in_member_ = false;
       } else if (rc == Z_DATA_ERROR || rc == Z_NEED_DICT) {
-        corrupt(path(), "corrupt gzip data at byte " + std::to_string(consumed_) +
-                            (z_.msg ? std::string(": ") + z_.msg : std::string()));
+        corrupt(path(),
+                "corrupt gzip data at byte " + std::to_string(consumed_) +
+                    (z_.msg ? std::string(": ") + z_.msg : std::string()),
+                member_start_);
       } else if (rc == Z_MEM_ERROR) {
         fail(path(), "zlib: out of memory");
       } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
@@ -286,7 +290,8 @@ class GzipSource final : public SourceBase {
   z_stream z_;
   std::vector<char> in_;
   bool in_member_ = true;
-  std::uint64_t consumed_ = 0;  // compressed bytes given to inflate
+  std::uint64_t member_start_ = 0;  // where the current member's output began
+  std::uint64_t consumed_ = 0;      // compressed bytes given to inflate
 };
 
 class ZstdSource final : public SourceBase {
@@ -312,12 +317,15 @@ class ZstdSource final : public SourceBase {
         }
         ib_ = ZSTD_inBuffer{in_.data(), k, 0};
       }
+      if (!frame_open_) frame_start_ = position_ + ob.pos;
       const std::size_t before = ib_.pos;
       const std::size_t rc = ZSTD_decompressStream(ctx_, &ob, &ib_);
       consumed_ += ib_.pos - before;
       if (ZSTD_isError(rc))
-        corrupt(path(), "corrupt zstd data at byte " + std::to_string(consumed_) + ": " +
-                            ZSTD_getErrorName(rc));
+        corrupt(
+            path(),
+            "corrupt zstd data at byte " + std::to_string(consumed_) + ": " + ZSTD_getErrorName(rc),
+            frame_start_);
       frame_open_ = rc != 0;
     }
     position_ += ob.pos;
@@ -331,6 +339,7 @@ class ZstdSource final : public SourceBase {
   std::vector<char> in_;
   ZSTD_inBuffer ib_{nullptr, 0, 0};
   bool frame_open_ = false;
+  std::uint64_t frame_start_ = 0;  // where the current frame's output began
   std::uint64_t consumed_ = 0;
 };
 

@@ -23,9 +23,13 @@ namespace auditpipe::ingest {
 
 /// Compressed data that does not decompress (a bad block, a wrong
 /// checksum): what was decompressed before it was noticed may be wrong too
-/// (gzip checks its CRC only at a member's end).
+/// (gzip checks its CRC only at a member's end, zstd at a frame's), from
+/// `suspect_from` on: the offset in the decompressed stream where the
+/// damaged member or frame began. What came before it was checked.
 struct corrupt_data : auditpipe::error {
-  using auditpipe::error::error;
+  corrupt_data(const std::string& what, std::uint64_t from)
+      : auditpipe::error(what), suspect_from(from) {}
+  std::uint64_t suspect_from;
 };
 
 /// A stream of (decompressed) bytes; see the file's comment.

@@ -22,6 +22,7 @@
 #include "auditpipe/dynamic_logger.h"
 #include "auditpipe/open.h"
 #include "auditpipe/schema.h"
+#include "auditpipe/sink/seal.h"
 #include "auditpipe/status.h"
 #include "checkpoint_store.h"
 #include "input/byte_source.h"
@@ -283,6 +284,15 @@ class Load {
   bool checkpoint_broken_ = false;  ///< checkpoint thread only: reconnect before the next
   std::mutex errors_mutex_;
   std::vector<std::string> errors_;
+  /// Rows read from a damaged gzip member or zstd frame: removed once the
+  /// load has stored everything (remove_suspect_rows).
+  struct SuspectRows {
+    std::string path;
+    std::int64_t source_id;
+    std::uint64_t from;  ///< the first suspect row's seq (offset)
+  };
+  std::vector<SuspectRows> suspects_;  ///< guarded by errors_mutex_
+  void remove_suspect_rows();
   std::mutex checkpoint_mutex_;
   std::condition_variable checkpoint_wake_;
   bool readers_done_ = false;  ///< guarded by checkpoint_mutex_
@@ -469,6 +479,7 @@ LoadSummary Load::run() {
   const CloseReport report =
       gave_up_.load() ? logger_->close(std::chrono::milliseconds(1000)) : logger_->close();
   if (report.drained) checkpoint_now();  // everything committed is stored: the final positions
+  remove_suspect_rows();
   progress.stop();
 
   LoadSummary s;
@@ -600,6 +611,46 @@ void Load::read_inputs() {
 void Load::fail(InputState& input, const std::string& message) {
   std::lock_guard lock(errors_mutex_);
   errors_.push_back(input.path + ": " + message);
+}
+
+void Load::remove_suspect_rows() {
+  std::vector<SuspectRows> suspects;
+  {
+    std::lock_guard lock(errors_mutex_);
+    suspects = suspects_;
+  }
+  if (suspects.empty()) return;
+  const bool sealed = seal::settings_in_url(config_.url).mode != seal::Mode::none;
+  std::lock_guard db_lock(db_mutex_);
+  for (const SuspectRows& s : suspects) {
+    const std::string where = " FROM " + db_->quote(store_table_) + " WHERE " +
+                              db_->quote(source_id_column) + " = ? AND " + db_->quote(seq_column) +
+                              " >= ?";
+    const std::vector<std::string> params = {std::to_string(s.source_id), std::to_string(s.from)};
+    std::string outcome;
+    try {
+      const auto count = db_->query("SELECT COUNT(*)" + where, params);
+      const std::string n = count.empty() || !count[0][0] ? "0" : *count[0][0];
+      if (n == "0") continue;
+      if (sealed) {
+        // Removing sealed rows is what verify reports as tampering.
+        outcome = n +
+                  " rows read from its damaged part are in the sealed table and were not "
+                  "removed (verify would report them deleted): they may be garbage, and keep "
+                  "a good copy's rows out; look at them with SELECT *" +
+                  where + " (" + params[0] + ", " + params[1] + ")";
+      } else {
+        db_->execute("DELETE" + where, params);
+        outcome = "removed the " + n + " rows read from its damaged part";
+      }
+    } catch (const std::exception& e) {
+      outcome = "could not remove the rows read from its damaged part (" + std::string(e.what()) +
+                "): they may be garbage, and keep a good copy's rows out; remove them with DELETE" +
+                where + " (" + params[0] + ", " + params[1] + ")";
+    }
+    std::lock_guard lock(errors_mutex_);
+    errors_.push_back(s.path + ": " + outcome);
+  }
 }
 
 void Load::check_mapping() const {
@@ -920,17 +971,29 @@ void Load::read_input(InputState& input) {
       }
     }
   } catch (const corrupt_data& e) {
-    // Rows stored before it was noticed stay (their keys keep a rerun from
-    // storing them twice), but the checkpoint goes back to the start: a
-    // good copy of the input, or this one repaired, is then read whole, not
-    // from past lines read from the corrupt part.
+    // The checkpoint goes back to the start, so that a good copy of the
+    // input, or this one repaired, is read whole. The rows read from the
+    // damaged member were stored before its checksum failed, under the keys
+    // the good copy's rows have: they would keep the good ones out (a new
+    // user's good copy loaded "exit 0" over 8,527 garbage rows). They are
+    // removed once everything read is stored; rows of the members before
+    // it were checked, and stay.
+    std::optional<std::int64_t> source;
     {
       std::lock_guard lock(input.mutex);
+      if (input.identified) source = input.saved.source_id;
       input.position = {};
     }
+    if (source) {
+      std::lock_guard lock(errors_mutex_);
+      suspects_.push_back({input.path, *source, e.suspect_from});
+    }
     fail(input, std::string(e.what()) +
-                    "; its checkpoint is set back to the start, so that a good copy of it loads "
-                    "whole (rows stored from past the corruption, if any parsed, may be garbage)");
+                    "; its checkpoint is set back to the start, and the rows read from the "
+                    "damaged part (from byte " +
+                    std::to_string(e.suspect_from) +
+                    " of its decompressed data on) are removed once the load has stored what it "
+                    "read, so that a good copy of it loads whole");
   } catch (const std::exception& e) {
     fail(input, e.what());
   }
