@@ -119,6 +119,7 @@ void Spill::stop_replay() {
 void Spill::seal() {
   stop_replay();
   writer_.seal();
+  writer_.release_directory();
 }
 
 bool Spill::replay_some(std::size_t max, const Write& write) {

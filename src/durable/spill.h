@@ -65,8 +65,9 @@ class Spill {
   bool replay_some(std::size_t max, const Write& write);
 
   void sync_if_due() { writer_.sync_if_due(fsync_interval_); }
-  // close(), once the writers are gone: seals the active segment, and
-  // notes how far the replay of a segment got, if it stopped part-way.
+  // close(), once the writers are gone: seals the active segment, notes
+  // how far the replay of a segment got, if it stopped part-way, and lets
+  // go of the directory (another logger may use it from now on).
   void seal();
 
   std::uint64_t bytes() const { return writer_.bytes(); }

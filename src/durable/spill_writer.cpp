@@ -1,6 +1,7 @@
 #include "durable/spill_writer.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -39,19 +40,49 @@ void sync_and_close(int fd) {
 
 }  // namespace
 
+SpillWriter::DirectoryLock::DirectoryLock(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir)) {
+    throw error("auditpipe: cannot use spill directory '" + dir.string() +
+                "': " + (ec ? ec.message() : "not a directory"));
+  }
+  const fs::path file = dir / ".auditpipe-lock";
+  fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd_ < 0) {
+    throw error("auditpipe: spill directory '" + dir.string() +
+                "' is not writable: " + std::strerror(errno));
+  }
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int why = errno;
+    ::close(fd_);
+    throw error("auditpipe: spill directory '" + dir.string() +
+                (why == EWOULDBLOCK
+                     ? std::string("' is in use by another logger, in this process or another; "
+                                   "one logger owns a spill directory: give each its own "
+                                   "spill_path")
+                     : "' cannot be locked: " + std::string(std::strerror(why))));
+  }
+}
+
+SpillWriter::DirectoryLock::~DirectoryLock() {
+  release();
+}
+
+void SpillWriter::DirectoryLock::release() noexcept {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
 SpillWriter::SpillWriter(fs::path dir, const TableDescriptor& table, std::uint64_t fingerprint,
                          std::uint64_t max_bytes, std::uint64_t segment_bytes)
     : dir_(std::move(dir)),
+      lock_(dir_),
       codec_(table),
       fingerprint_(fingerprint),
       max_bytes_(max_bytes),
       segment_bytes_(std::max<std::uint64_t>(segment_bytes, 4096)) {
   std::error_code ec;
-  fs::create_directories(dir_, ec);
-  if (ec || !fs::is_directory(dir_)) {
-    throw error("auditpipe: cannot use spill directory '" + dir_.string() +
-                "': " + (ec ? ec.message() : "not a directory"));
-  }
   std::uint64_t records = 0;
   for (const auto& entry : fs::directory_iterator(dir_, ec)) {
     const std::uint64_t n = segment_number(entry.path().filename().string());

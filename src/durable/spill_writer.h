@@ -66,6 +66,8 @@ class SpillWriter {
   // Closes the active segment (if it has records) so it can be replayed;
   // the next append starts a new one.
   void seal();
+  // The directory's lock is let go: nothing is written any more (close()).
+  void release_directory() noexcept { lock_.release(); }
 
   // Sealed segments, oldest first.
   std::vector<std::filesystem::path> sealed_segments();
@@ -95,7 +97,24 @@ class SpillWriter {
   void forget_locked(std::uint64_t number) AUDITPIPE_REQUIRES(mutex_);
   std::uint64_t count_records(const std::filesystem::path& segment, std::uint64_t size) const;
 
+  // A lock on the directory (flock on a file in it) for the writer's life:
+  // one logger owns a spill directory. Two on one directory (one Options
+  // reused for two loggers) replayed each other's records into their own
+  // databases.
+  class DirectoryLock {
+   public:
+    explicit DirectoryLock(const std::filesystem::path& dir);
+    ~DirectoryLock();
+    DirectoryLock(const DirectoryLock&) = delete;
+    DirectoryLock& operator=(const DirectoryLock&) = delete;
+    void release() noexcept;
+
+   private:
+    int fd_ = -1;
+  };
+
   const std::filesystem::path dir_;
+  DirectoryLock lock_;
   const RecordCodec codec_;
   const std::uint64_t fingerprint_;
   const std::uint64_t max_bytes_;

@@ -16,6 +16,7 @@
 
 #include "audit_row.h"
 #include "collecting_sink.h"
+#include "temp_dir.h"
 
 namespace app {
 
@@ -554,6 +555,37 @@ TEST(Logger, ASinkServesOneLoggerOnly) {
   auditpipe::Logger<AuditRow> retried(flaky);
   EXPECT_EQ(log_one(retried, 2), Status::ok);
   EXPECT_TRUE(retried.close().drained);
+}
+
+// Two loggers on one spill directory (one Options reused) replayed each
+// other's spilled records into their own sinks: one's records stored twice,
+// the other's partly missing. A spill directory serves one logger at a
+// time: a second is refused while the first has not closed.
+TEST(Logger, ASpillDirectoryServesOneLoggerAtATime) {
+  testing_support::TempDir dir;
+  Options o;
+  o.overflow = auditpipe::Overflow::spill;
+  o.spill_path = dir.path() / "spill";
+  auditpipe::Logger<AuditRow> first(std::make_shared<CollectingSink>(), o);
+  ASSERT_EQ(log_one(first, 1), Status::ok);
+  try {
+    auditpipe::Logger<AuditRow> second(std::make_shared<CollectingSink>(), o);
+    FAIL() << "a second logger on the same spill directory was started";
+  } catch (const auditpipe::error& e) {
+    EXPECT_NE(std::string(e.what()).find("in use by another logger"), std::string::npos)
+        << e.what();
+  }
+  // Another directory: both run.
+  Options other = o;
+  other.spill_path = dir.path() / "other";
+  auditpipe::Logger<AuditRow> beside(std::make_shared<CollectingSink>(), other);
+  EXPECT_TRUE(first.close().drained);
+  // Closed: the directory is free for the next logger, before the first is gone.
+  auto next_sink = std::make_shared<CollectingSink>();
+  auditpipe::Logger<AuditRow> next(next_sink, o);
+  ASSERT_EQ(log_one(next, 2), Status::ok);
+  EXPECT_TRUE(next.close().drained);
+  EXPECT_EQ(next_sink->keys().size(), 1u);
 }
 
 // milliseconds::max() as "no limit" overflowed the deadlines made of it:
