@@ -25,6 +25,7 @@
 #pragma once
 
 #include <chrono>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -68,6 +69,20 @@ constexpr bool is_pointer_source() {
   }
 }
 
+// Every value of integer (or enum) S fits in integer D: a narrowing copy
+// wrapped (300 into a std::uint8_t member stored 44, -1 stored 255) with
+// no error and no counter.
+template <class D, class S>
+constexpr bool integer_fits() {
+  if constexpr (std::is_enum_v<S>) {
+    return integer_fits<D, std::underlying_type_t<S>>();
+  } else if constexpr (std::is_signed_v<S> && !std::is_signed_v<D>) {
+    return false;
+  } else {
+    return std::numeric_limits<S>::digits <= std::numeric_limits<D>::digits;
+  }
+}
+
 template <class D, class S>
 constexpr bool assignable_value() {
   if constexpr (is_fixed_string<D>::value) {
@@ -78,8 +93,13 @@ constexpr bool assignable_value() {
   } else if constexpr (std::is_same_v<D, bool>) {
     return std::is_same_v<S, bool>;
   } else if constexpr (std::is_integral_v<D>) {
-    // Integers and enums; floating point would be silently truncated.
-    return (std::is_integral_v<S> && !std::is_same_v<S, bool>) || std::is_enum_v<S>;
+    // Integers and enums whose every value fits; floating point would be
+    // silently truncated, a wider integer silently wrapped.
+    if constexpr ((std::is_integral_v<S> && !std::is_same_v<S, bool>) || std::is_enum_v<S>) {
+      return integer_fits<D, S>();
+    } else {
+      return false;
+    }
   } else if constexpr (std::is_floating_point_v<D>) {
     return std::is_arithmetic_v<S> && !std::is_same_v<S, bool>;
   } else {
@@ -199,7 +219,9 @@ constexpr Field<Src, SrcMember, Dst, DstMember> field(SrcMember Src::*from, DstM
       "auditpipe: this source member cannot be mapped onto that record field. Text "
       "fields take anything convertible to std::string_view; timestamps take "
       "auditpipe::timestamp or std::chrono::system_clock::time_point; integers take "
-      "integers and enums; double takes numbers; bool takes bool. An auditpipe::nullable<T> "
+      "integers and enums whose every value they hold (a narrower or unsigned member: "
+      "auditpipe::compute with the conversion you mean); double takes numbers; bool takes "
+      "bool. An auditpipe::nullable<T> "
       "member takes what T takes, a std::optional or nullable of it, or a pointer to it "
       "(nullptr: NULL; for text, a null const char*).");
   return {from, to};
