@@ -114,8 +114,12 @@ if(TARGET auditpipe_sqlite)
     REQUIRES auditpipe-sql REQUIRES_PRIVATE sqlite3 LIBS_PRIVATE -lsoci_sqlite3 -lsoci_core -ldl)
 endif()
 if(TARGET auditpipe_postgresql)
+  # -lpq, not libpq in Requires.private: Debian's libpq.pc lists in its
+  # Libs.private what a static libpq would need (-lpgcommon -lpgport
+  # -lgssapi_krb5 -lldap), which libpq-dev does not ship, and this library
+  # links the shared libpq; its headers do not include libpq's.
   auditpipe_pkgconfig(auditpipe-postgresql auditpipe_postgresql "auditpipe: the PostgreSQL sink"
-    REQUIRES auditpipe-sql REQUIRES_PRIVATE libpq)
+    REQUIRES auditpipe-sql LIBS_PRIVATE -lpq)
 endif()
 if(TARGET auditpipe_mysql)
   auditpipe_pkgconfig(auditpipe-mysql auditpipe_mysql "auditpipe: the MySQL/MariaDB sink"
