@@ -273,6 +273,8 @@ int IngestCommand::infer() {
                  inferred.unparsed, looked_at, inferred.first_unparsed_record,
                  inferred.first_unparsed_reason.c_str());
   }
+  for (const std::string& note : inferred.notes)
+    std::fprintf(stderr, "auditpipe ingest --infer: %s\n", note.c_str());
   std::fputs(ingest::to_schema_json(table, inferred.columns, inferred.paths).c_str(), stdout);
   return 0;
 }

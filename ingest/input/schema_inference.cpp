@@ -21,6 +21,7 @@ struct FieldStats {
   std::size_t present = 0;  // samples with a non-null, non-empty value
   std::size_t ints = 0, floats = 0, bools = 0, strings = 0, timestamps = 0, others = 0;
   std::size_t longest = 0;
+  std::string beyond_int64;  // the first integer above int64's range (made the column text)
 };
 
 class Collector {
@@ -29,7 +30,9 @@ class Collector {
     auto it = index_.find(path);
     if (it != index_.end()) return fields_[it->second];
     index_.emplace(path, fields_.size());
-    fields_.push_back(FieldStats{path});
+    FieldStats f;
+    f.path = path;
+    fields_.push_back(std::move(f));
     return fields_.back();
   }
   std::vector<FieldStats>& fields() { return fields_; }
@@ -58,6 +61,7 @@ void collect_json(simdjson::dom::object obj, const std::string& prefix, Collecto
         break;
       case T::UINT64:
         ++f.others;  // beyond int64: text
+        if (f.beyond_int64.empty()) f.beyond_int64 = std::to_string(kv.value.get_uint64().value());
         break;
       case T::DOUBLE:
         ++f.floats;
@@ -173,6 +177,9 @@ InferredColumns finish(std::vector<FieldStats>& fields, std::size_t samples) {
       c.type = ColumnType::text;
     }
     if (c.type == ColumnType::text) c.max_length = text_size(f.longest);
+    if (!f.beyond_int64.empty())
+      out.notes.push_back(name + " is text: it holds an integer beyond int64 (" + f.beyond_int64 +
+                          "), which no integer column takes");
     if (name != f.path) out.paths.emplace_back(name, f.path);
     out.columns.push_back(std::move(c));
   }

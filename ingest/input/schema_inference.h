@@ -42,6 +42,9 @@ struct InferredColumns {
   /// CSV header not counted) and why.
   std::size_t first_unparsed_record = 0;
   std::string first_unparsed_reason;
+  /// Why a column's type is not the one its values look like (an integer
+  /// beyond int64 makes a column text), one line each.
+  std::vector<std::string> notes;
 };
 
 /// Infers columns from up to `max_records` of `records` (each one record's

@@ -219,3 +219,19 @@ TEST(SchemaInference, SaysWhichRecordItLeftOutAndWhy) {
   EXPECT_EQ(inf.first_unparsed_record, 3u);  // the third record after the header
   EXPECT_EQ(inf.first_unparsed_reason, "1 fields where the header names 2");
 }
+
+// An integer above int64's range but within 64 bits parses (as unsigned):
+// its column is text, and that is said, naming the value (a new user's
+// all-integer id column came out text in silence).
+TEST(SchemaInference, SaysWhyAColumnOfIntegersIsText) {
+  const std::vector<std::string> json = {R"({"id":1})", R"({"id":9223372036854775808})",
+                                         R"({"id":3,"n":4})"};
+  const InferredColumns inf = infer_columns(json, Format::jsonl);
+  EXPECT_EQ(inf.unparsed, 0u);
+  ASSERT_EQ(inf.columns.size(), 2u);
+  EXPECT_EQ(inf.columns[0].type, auditpipe::ColumnType::text);
+  EXPECT_EQ(inf.columns[1].type, auditpipe::ColumnType::int64);
+  ASSERT_EQ(inf.notes.size(), 1u);
+  EXPECT_NE(inf.notes[0].find("id is text"), std::string::npos) << inf.notes[0];
+  EXPECT_NE(inf.notes[0].find("9223372036854775808"), std::string::npos) << inf.notes[0];
+}
