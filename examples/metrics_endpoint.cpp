@@ -49,8 +49,10 @@ int main(int argc, char** argv) {
   int port = 9464;
   std::string url = "sqlite:///tmp/metrics_endpoint.db";
   long rate = 2000, seconds = 0;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
+  for (int i = 1; i < argc; i += 2) {
+    std::string flag = argv[i];
+    // A flag without its value (or --help) is a usage error, not a default.
+    if (i + 1 == argc) flag.clear();
     if (flag == "--port")
       port = std::atoi(argv[i + 1]);
     else if (flag == "--url")

@@ -228,10 +228,19 @@ VerifyCommand::VerifyCommand(CLI::App& app) {
   command_->add_option("--since", since_,
                        "check the seals from the first made at or after TIME (epoch seconds or "
                        "YYYY-MM-DD[THH:MM:SS] UTC) on, trusting the seals before it");
-  command_->add_option("--max-findings", max_findings_, "findings printed (default 20)");
-  command_->add_option("--unsealed-window", unsealed_window_,
-                       "rows no seal covers among the keys of the last N seals are 'not yet "
-                       "sealed' (a crash of several writers), not 'inserted' (default 16)");
+  // Unsigned, yet "-16" converted (wrapped round): a usage error instead.
+  const CLI::Validator count(
+      [](std::string& value) {
+        return value.find('-') == std::string::npos ? std::string() : "a count, not " + value;
+      },
+      "UINT");
+  command_->add_option("--max-findings", max_findings_, "findings printed (default 20)")
+      ->check(count);
+  command_
+      ->add_option("--unsealed-window", unsealed_window_,
+                   "rows no seal covers among the keys of the last N seals are 'not yet "
+                   "sealed' (a crash of several writers), not 'inserted' (default 16)")
+      ->check(count);
   command_
       ->add_option("--accept-late", accept_late_,
                    "late seals numbered up to SEALNO were checked: no longer reported "

@@ -65,7 +65,7 @@ Options resolve(const TableDescriptor& table, const Sink* sink, Options o) {
     fail("batch_size (" + std::to_string(o.batch_size) + ") must not exceed capacity (" +
          std::to_string(o.capacity) + "): a batch is taken from the pool's records");
   }
-  if (o.writers == 0 || o.writers > 256) fail("writers must be between 1 and 256");
+  if (o.writers == 0 || o.writers > 256) fail("writers must be 0 (the sink's choice) or 1 to 256");
   if (o.flush_interval.count() <= 0) fail("flush_interval must be positive");
   if (o.max_wait.count() < 0) fail("max_wait must not be negative");
   if (o.close_timeout.count() < 0) fail("close_timeout must not be negative");

@@ -295,6 +295,9 @@ case $case in
     expect_found 2 "give epoch seconds"
     run_verify --key-file key --anchor "$work/no-such-anchor"
     expect_found 2 "cannot read it"
+    # A negative count wrapped round (window -16 acted as 0), silently.
+    run_verify --key-file key --unsealed-window=-16
+    expect_found 2 "a count, not -16"
     # A URL at fault is a usage error too (not 4, "could not read"), said
     # about the URL as given.
     set +e
