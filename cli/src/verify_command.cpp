@@ -70,9 +70,10 @@ std::int64_t to_int(std::string_view s, const char* what) {
 }
 
 struct Seal {
-  bool checked = true;     ///< false: made before --since, its rows trusted
-  bool malformed = false;  ///< its ranges are not ranges (reported)
-  bool late = false;       ///< sealed by a start, not by the run that stored its rows
+  bool checked = true;      ///< false: made before --since, its rows trusted
+  bool malformed = false;   ///< its ranges are not ranges (reported)
+  bool unreadable = false;  ///< a count or time is not a number (reported); its rows placed
+  bool late = false;        ///< sealed by a start, not by the run that stored its rows
   std::int64_t no = 0;
   std::string ranges;
   std::int64_t row_count = 0;
@@ -329,16 +330,36 @@ int VerifyCommand::run() {
                   seal::seals_table(table_) +
                   "; was it written with seal=hmac or seal=hash?): " + e.what());
     }
+    // A number no writer stores (a SQLite seals table takes any value) is
+    // the seal rewritten: reported as such with the rest of the table, not
+    // "could not verify" (exit 4), which hid every other finding.
+    std::vector<std::string> rewritten_seals;
     for (auto& r : seal_rows) {
       Seal s;
-      s.no = to_int(r[0].value_or(""), "seal_no");
+      std::string bad;
+      const auto number = [&](const std::optional<std::string>& v, const char* what) {
+        try {
+          return to_int(v.value_or(""), what);
+        } catch (const error&) {
+          if (bad.empty()) bad = std::string(what) + " '" + shown(v.value_or("NULL")) + "'";
+          return std::int64_t{0};
+        }
+      };
+      s.no = number(r[0], "seal_no");
+      if (!bad.empty()) s.no = seals.empty() ? 1 : seals.back().no + 1;
       s.ranges = r[1].value_or("");
       s.late = seal::is_late(s.ranges);
-      s.row_count = to_int(r[2].value_or(""), "row_count");
+      s.row_count = number(r[2], "row_count");
       s.prev = r[3].value_or("");
       s.digest = r[4].value_or("");
-      s.sealed_at = to_int(r[5].value_or("0"), "sealed_at");
+      s.sealed_at = r[5] ? number(r[5], "sealed_at") : 0;
       s.row_hashes = r[6].value_or("");
+      if (!bad.empty()) {
+        s.unreadable = true;
+        rewritten_seals.push_back("rewritten seal: seal " + std::to_string(s.no) + "'s " + bad +
+                                  " is not a number auditpipe writes; its rows are not vouched "
+                                  "for");
+      }
       seals.push_back(std::move(s));
     }
     // --since: the seals from the first one made at or after TIME on, by
@@ -349,6 +370,7 @@ int VerifyCommand::run() {
       while (from < seals.size() && seals[from].sealed_at < since_us) seals[from++].checked = false;
     }
     Findings findings(max_findings_);
+    for (const std::string& f : rewritten_seals) findings.tampered(f);
     if (accept_late_ > 0 && (seals.empty() || accept_late_ > seals.back().no)) {
       throw UsageError("auditpipe verify: --accept-late " + std::to_string(accept_late_) +
                        ": the newest seal is " +
@@ -617,7 +639,7 @@ int VerifyCommand::run() {
                           ": its prev_digest is not the previous seal's digest (seals removed, "
                           "reordered or rewritten)");
       }
-      if (s.malformed) {  // reported above; its rows could not be placed
+      if (s.malformed || s.unreadable) {  // reported above
         prev = s.digest;
         expected_no = s.no + 1;
         continue;
@@ -643,7 +665,21 @@ int VerifyCommand::run() {
                                  seal::seal_message(s.prev, s.no, s.sealed_at, s.ranges,
                                                     s.row_count, plain(), 3)) == s.digest;
       };
-      if (s.rows < s.row_count) {
+      // Every key of the seal's ranges was sealed (they list exactly the
+      // keys stored), so a count that is not the ranges' is the seal's own
+      // field rewritten, not rows deleted or inserted (a new user's edit
+      // of row_count was reported as an inserted row that did not exist).
+      const bool count_rewritten = s.rows != s.row_count && s.gaps.empty() && !verifies();
+      if (count_rewritten) {
+        findings.tampered("rewritten seal: " + where + " says " + std::to_string(s.row_count) +
+                          " rows, but its ranges hold " + std::to_string(s.rows) +
+                          ", none missing, and its digest does not verify (its row count or "
+                          "ranges were changed)");
+        if (!changed_keys.empty()) {
+          findings.tampered("changed: " + changed_keys + " of " + where +
+                            " differ from what was sealed");
+        }
+      } else if (s.rows < s.row_count) {
         std::string keys;
         for (std::size_t i = 0; i < s.gaps.size() && i < 10; ++i) {
           std::string seqs = s.gaps[i].second;
@@ -663,8 +699,13 @@ int VerifyCommand::run() {
                             " differ from what was sealed");
         }
       } else if (s.rows > s.row_count) {
+        // More rows than sealed in ranges that list the sealed keys: rows
+        // inserted at keys a seal's ranges hold, or the ranges widened.
         findings.tampered("inserted: " + std::to_string(s.rows - s.row_count) +
-                          " rows more than sealed inside the ranges of " + where);
+                          " rows more than sealed inside the ranges of " + where +
+                          (verifies() ? std::string()
+                                      : " (or its ranges were rewritten: its digest does not "
+                                        "verify)"));
       } else if (!verifies()) {
         if (mode == seal::Mode::hmac &&
             seal::seal_digest(seal::Mode::hash, {},

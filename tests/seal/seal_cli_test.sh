@@ -329,6 +329,26 @@ case $case in
       q "UPDATE $table SET ok = 5 WHERE source_id = $sid AND seq = $seq"
       run_verify --key-file key --anchor anchor
       expect_found 1 "^changed: source_id $sid seq $seq of seal [0-9]+ \(" "1 tampering findings"
+    else
+      # Timestamps no writer stores: the read-back failed the whole query
+      # (bigint out of range, "cannot convert infinity"), exit 4, and every
+      # other finding went unsaid. Now each is a changed row.
+      read -r sid seq <<<"$(q "SELECT source_id, seq FROM $table ORDER BY seq LIMIT 1 OFFSET 10" | tr '\t' ' ')"
+      read -r sid2 seq2 <<<"$(q "SELECT source_id, seq FROM $table ORDER BY seq LIMIT 1 OFFSET 20" | tr '\t' ' ')"
+      q "UPDATE $table SET at = 'infinity' WHERE source_id = $sid AND seq = $seq"
+      q "UPDATE $table SET at = '294276-12-31 00:00:00+00' WHERE source_id = $sid2 AND seq = $seq2"
+      run_verify --key-file key --anchor anchor
+      expect_found 1 "^changed: source_id $sid seq $seq, source_id $sid2 seq $seq2 of seal [0-9]+ \("
+    fi
+    # A seal's own count rewritten: not "inserted" rows that do not exist.
+    q "UPDATE ${table}_seals SET row_count = row_count - 1 WHERE seal_no = 1"
+    run_verify --key-file key --anchor anchor
+    expect_found 1 "^rewritten seal: seal 1 .* says 309 rows, but its ranges hold 310"
+    if [ "$backend" = sqlite ]; then
+      # A value of no integer in SQLite's untyped column: a finding, not exit 4.
+      q "UPDATE ${table}_seals SET sealed_at = 'x' WHERE seal_no = 1"
+      run_verify --key-file key --anchor anchor
+      expect_found 1 "^rewritten seal: seal 1's sealed_at 'x' is not a number"
     fi ;;
   bad_key)
     jsonl 10 0 > a.jsonl

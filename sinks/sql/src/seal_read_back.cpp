@@ -29,9 +29,14 @@ std::string read_back_expression(std::string_view dialect, ColumnType type,
     return "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', " + quoted + ")";
   if (dialect == "postgresql") {
     // Whole minutes' seconds, then the microseconds within the minute:
-    // extract(epoch) is a double, which rounds far-off timestamps.
-    return "(floor(extract(epoch from date_trunc('minute', " + quoted +
-           ")))::bigint * 1000000 + extract(microseconds from " + quoted + ")::bigint)";
+    // extract(epoch) is a double, which rounds far-off timestamps. In
+    // numeric, and 'infinity' as itself: a value no writer stores (bigint
+    // out of range, or infinity) failed the whole query, and verify said
+    // "could not verify" instead of naming the changed row.
+    return "CASE WHEN isfinite(" + quoted +
+           ") THEN (floor(extract(epoch from date_trunc('minute', " + quoted +
+           ")))::numeric * 1000000 + extract(microseconds from " + quoted + "))::text ELSE " +
+           quoted + "::text END";
   }
   return quoted;
 }
