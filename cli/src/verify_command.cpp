@@ -315,7 +315,23 @@ int VerifyCommand::run() {
       db->execute("SET enable_sort = off");
     }
     std::optional<Schema> schema = db->read_schema(table_);
-    if (!schema) throw error("auditpipe verify: no table " + table_ + " in " + db->describe());
+    if (!schema) {
+      // PostgreSQL's catalogue shows an account only the columns it may
+      // read: a table without SELECT looked missing.
+      try {
+        db->query("SELECT 1 FROM " + db->quote(table_) + " WHERE 1 = 0");
+      } catch (const std::exception& e) {
+        const std::string why = e.what();
+        if (why.find("permission denied") != std::string::npos ||
+            why.find("command denied") != std::string::npos) {
+          throw error("auditpipe verify: cannot read " + table_ + " in " + db->describe() +
+                      ": grant the verifying account SELECT on it, on " +
+                      seal::seals_table(table_) + " and on " + seal::unsealed_table(table_) + ": " +
+                      why);
+        }
+      }
+      throw error("auditpipe verify: no table " + table_ + " in " + db->describe());
+    }
     const std::string seals_name = db->quote(seal::seals_table(table_));
 
     // The seals, in chain order (one per stored batch: small next to the rows).

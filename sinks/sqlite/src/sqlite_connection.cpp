@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <thread>
 
 #include "auditpipe/sink/url.h"
@@ -59,6 +60,30 @@ bool reopen(::soci::session& session, const std::string& path, int flags) {
   sqlite3_close(backend->conn_);
   backend->conn_ = own;
   return true;
+}
+
+// `path` as the path of a file: URI (RFC 3986: what is not unreserved or
+// '/', percent-encoded; a relative path stays relative).
+std::string file_uri(const std::string& path) {
+  static constexpr char hex[] = "0123456789ABCDEF";
+  std::string uri = "file:";
+  for (const unsigned char c : path) {
+    if (std::isalnum(c) || c == '/' || c == '-' || c == '.' || c == '_' || c == '~') {
+      uri += static_cast<char>(c);
+    } else {
+      uri += '%';
+      uri += hex[c >> 4];
+      uri += hex[c & 15];
+    }
+  }
+  return uri;
+}
+
+// Whether this process may make files beside `path` (SQLite's -shm and -wal).
+bool directory_writable(const std::string& path) {
+  std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  return ::access(dir.c_str(), W_OK) == 0;
 }
 
 }  // namespace
@@ -178,7 +203,27 @@ std::unique_ptr<SqliteConnection> open_connection(const SqliteConfig& config, Th
   const int threading_flag =
       threading == Threading::caller_serializes ? SQLITE_OPEN_NOMUTEX : SQLITE_OPEN_FULLMUTEX;
   if (config.read_only) {
-    if (!reopen(c->session, config.path, SQLITE_OPEN_READONLY | threading_flag)) {
+    // A write-ahead-log database in a directory this process may not write
+    // (a copy on read-only media): SQLite makes its -shm beside the file
+    // even to read, and every read failed ("attempt to write a readonly
+    // database"). Nothing can change such a file: it is opened immutable,
+    // unless its -wal holds changes not yet in it, which that would not see.
+    std::string target = config.path;
+    int flags = SQLITE_OPEN_READONLY | threading_flag;
+    if (!directory_writable(config.path)) {
+      std::error_code ec;
+      const auto wal = std::filesystem::file_size(config.path + "-wal", ec);
+      if (!ec && wal > 0) {
+        throw error("auditpipe: SQLite database '" + config.path +
+                    "' has changes in its write-ahead log ('" + config.path +
+                    "-wal') not yet in the file, and its directory cannot be written, so they "
+                    "cannot be read: make a one-file copy (sqlite3 FILE \".backup COPY\"), or "
+                    "read it where its directory is writable");
+      }
+      target = file_uri(config.path) + "?immutable=1";
+      flags |= SQLITE_OPEN_URI;
+    }
+    if (!reopen(c->session, target, flags)) {
       throw error("auditpipe: cannot open SQLite database '" + config.path + "' read-only");
     }
   } else if (threading == Threading::caller_serializes) {
