@@ -118,6 +118,24 @@ case $case in
     jq -se 'any(.[]; .line == 7 and (.reason | test("300")) and (.reason | test("level")))' rejects.jsonl >/dev/null ||
       fail "the out-of-range reason names the value and the column"
     expect_eq "$(q "SELECT COUNT(*) FROM $table WHERE user_name LIKE 'bad%utf'")" 1 "the invalid UTF-8 line, repaired"
+    if [ "$backend" != sqlite ]; then
+      # The password from a file (password_file=), not the command line that
+      # ps shows every user; before, the URL was the only way to give it.
+      password=$(sed -E 's#^[a-z]+://[^:]*:([^@]*)@.*#\1#' <<<"$url")
+      bare=$(sed -E 's#^([a-z]+://[^:]*):[^@]*@#\1@#' <<<"$url")
+      printf '%s\n' "$password" > db.pass
+      chmod 600 db.pass
+      jsonl 3 700 > pw.jsonl
+      ingest --quiet "${bare}?password_file=$PWD/db.pass" pw.jsonl || fail "the load with password_file= exited $?"
+      expect_eq "$(q "SELECT COUNT(*) FROM $table WHERE user_name IN ('user700', 'user701', 'user702')")" 3 "rows loaded with password_file="
+      chmod 644 db.pass
+      set +e; out=$(ingest --quiet "${bare}?password_file=$PWD/db.pass" pw.jsonl 2>&1); rc=$?; set -e
+      [ "$rc" != 0 ] || fail "a password file readable by everyone was used"
+      grep -q "readable by everyone" <<<"$out" || fail "no word of the password file's mode: $out"
+      grep -q -- "$password" <<<"$out" && fail "the message shows the password: $out"
+      set +e; out=$(ingest --quiet "${url}?password_file=$PWD/db.pass" pw.jsonl 2>&1); rc=$?; set -e
+      expect_eq "$rc" 2 "exit status with a password and password_file="
+    fi
     ;;
 
   rerun)

@@ -36,7 +36,7 @@ MysqlConfig parse_mysql_url(std::string_view text) {
             text, url_schemes,
             {"write_path", "create_table", "migrate", "charset", "connect_timeout", "read_timeout",
              "write_timeout", "tls", "tls_ca", "tls_cert", "tls_key", "socket", "hosts", "seal",
-             "seal_key_file", "seal_anchor_file"},
+             "seal_key_file", "seal_anchor_file", "password_file"},
             pool_option_names);
       },
       "mysql://user:password@host:port[,host2:port2]/database?option=value (or mariadb://)");
@@ -65,6 +65,8 @@ MysqlConfig parse_mysql_url(std::string_view text) {
   for (const auto& [key, value] : url.query) {
     if (key == "write_path") {
       c.write_path = static_cast<WritePath>(url_choice(url, key, value, write_path_names));
+    } else if (key == "password_file") {
+      c.password = password_from_file(url, value);
     } else if (key == "create_table") {
       c.sink.create_table = boolean(url, key, value);
     } else if (key == "migrate") {

@@ -36,7 +36,7 @@ PostgresqlConfig parse_postgresql_url(std::string_view text) {
             text, url_schemes,
             {"write_path", "create_table", "migrate", "connect_timeout", "sslmode", "sslrootcert",
              "sslcert", "sslkey", "application_name", "host", "port", "target_session_attrs",
-             "seal", "seal_key_file", "seal_anchor_file"},
+             "seal", "seal_key_file", "seal_anchor_file", "password_file"},
             pool_option_names);
       },
       "postgresql://user:password@host:port[,host2:port2]/database?option=value (or postgres://)");
@@ -125,6 +125,8 @@ PostgresqlConfig parse_postgresql_url(std::string_view text) {
                                                    "primary", "standby",    "prefer-standby"};
       url_choice(url, key, value, attrs);
       target_session_attrs = value;
+    } else if (key == "password_file") {
+      set("password", password_from_file(url, value));
     } else if (key == "host" || key == "port") {
       // Read above, into the endpoints.
     } else {

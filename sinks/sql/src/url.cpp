@@ -1,8 +1,13 @@
 #include "auditpipe/sink/url.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
+#include <fstream>
 
 #include "auditpipe/status.h"
 
@@ -371,6 +376,29 @@ std::uint64_t url_number(const Url& url, std::string_view key, std::string_view 
                                std::to_string(max)));
   }
   return v;
+}
+
+std::string password_from_file(const Url& url, const std::string& path) {
+  if (url.password) {
+    throw url_error(url.masked("auditpipe: bad URL '" + url.redacted() +
+                               "': a password and password_file= both; give one"));
+  }
+  const std::string where =
+      "auditpipe: password file '" + path + "' (password_file= of " + url.redacted() + ")";
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw error(where + ": " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) throw error(where + " is not a file");
+  if ((st.st_mode & S_IROTH) != 0)
+    throw error(where + " is readable by everyone: chmod o-r (better 0400) it first");
+  std::ifstream in(path, std::ios::binary);
+  std::string password;
+  if (!in || !std::getline(in, password)) {
+    throw error(where +
+                (in ? " is empty" : ": cannot be read: " + std::string(std::strerror(errno))));
+  }
+  if (!password.empty() && password.back() == '\r') password.pop_back();
+  if (password.empty()) throw error(where + ": its first line is empty");
+  return password;
 }
 
 Url parse_sink_url(std::string_view text, std::span<const std::string_view> schemes,

@@ -140,6 +140,13 @@ AUDITPIPE_EXPORT std::size_t url_choice(const Url& url, std::string_view key,
                                         std::string_view value,
                                         std::span<const std::string_view> choices);
 
+/// The password in file `path` (URL option `password_file=`): its first
+/// line, without the line end. Keeps the password out of the URL, which a
+/// command line shows to every user (ps, /proc/PID/cmdline). Throws
+/// auditpipe::url_error if `url` has a password too, auditpipe::error if
+/// the file cannot be read, is readable by everyone, or is empty.
+AUDITPIPE_EXPORT std::string password_from_file(const Url& url, const std::string& path);
+
 /// The values of every SQL sink's `migrate` option: leave a table that lacks
 /// the record's columns alone (refused at open, with the ALTER TABLE that
 /// would fix it), or add those columns at open (SqlSinkSettings).
