@@ -75,7 +75,10 @@ constexpr bool is_pointer_source() {
 template <class D, class S>
 constexpr bool integer_fits() {
   if constexpr (std::is_enum_v<S>) {
-    return integer_fits<D, std::underlying_type_t<S>>();
+    // An unscoped enum's underlying type is the compiler's choice (unsigned
+    // int for `enum Kind {a, b}`): its width is what counts.
+    using U = std::underlying_type_t<S>;
+    return (!std::is_signed_v<U> || std::is_signed_v<D>)&&sizeof(U) <= sizeof(D);
   } else if constexpr (std::is_signed_v<S> && !std::is_signed_v<D>) {
     return false;
   } else {

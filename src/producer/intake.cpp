@@ -158,8 +158,9 @@ std::size_t Intake::take_recovered(SlotHeader** out, std::size_t max) noexcept {
 // into a pool slot after waiting as Overflow::block does. A keyed record
 // keeps its key on either way.
 Status Intake::commit_outside_pool(std::byte* record, const RecordKey* key) noexcept {
-  if (orphaned()) {
-    // Not into the parent's spill directory.
+  if (stopped_.load(std::memory_order_acquire)) {
+    // Closed (its spill directory let go, perhaps another logger's now), or
+    // a fork() child's: not into the spill directory.
     counters_.abandoned.fetch_add(1, std::memory_order_relaxed);
     return Status::closed;
   }

@@ -32,11 +32,13 @@ std::string read_back_expression(std::string_view dialect, ColumnType type,
     // extract(epoch) is a double, which rounds far-off timestamps. In
     // numeric, and 'infinity' as itself: a value no writer stores (bigint
     // out of range, or infinity) failed the whole query, and verify said
-    // "could not verify" instead of naming the changed row.
+    // "could not verify" instead of naming the changed row. Both parts
+    // numeric: before PostgreSQL 14 extract() is a double, which would make
+    // the sum a double printed in exponent form.
     return "CASE WHEN isfinite(" + quoted +
            ") THEN (floor(extract(epoch from date_trunc('minute', " + quoted +
-           ")))::numeric * 1000000 + extract(microseconds from " + quoted + "))::text ELSE " +
-           quoted + "::text END";
+           ")))::numeric * 1000000 + extract(microseconds from " + quoted +
+           ")::numeric)::text ELSE " + quoted + "::text END";
   }
   return quoted;
 }

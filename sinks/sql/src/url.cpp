@@ -391,10 +391,10 @@ std::string password_from_file(const Url& url, const std::string& path) {
   if ((st.st_mode & S_IROTH) != 0)
     throw error(where + " is readable by everyone: chmod o-r (better 0400) it first");
   std::ifstream in(path, std::ios::binary);
+  if (!in) throw error(where + ": cannot be read: " + std::strerror(errno));
   std::string password;
-  if (!in || !std::getline(in, password)) {
-    throw error(where +
-                (in ? " is empty" : ": cannot be read: " + std::string(std::strerror(errno))));
+  if (!std::getline(in, password)) {
+    throw error(where + " is empty");
   }
   if (!password.empty() && password.back() == '\r') password.pop_back();
   if (password.empty()) throw error(where + ": its first line is empty");
