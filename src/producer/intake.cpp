@@ -252,6 +252,11 @@ void Intake::orphan() noexcept {
   stopped_.store(true, std::memory_order_seq_cst);
   // acquire() then goes to acquire_slow(), which sees closing_ first.
   pool_.divert_acquirers();
+  // A thread that exits in the child (exit() runs thread_local destructors)
+  // would give its magazine back under the pool's mutex, which a parent's
+  // thread may have held at the fork, into a pool that may be the parent's
+  // shared mapping.
+  registry_->orphan();
 }
 
 void Intake::begin_close() noexcept {

@@ -103,6 +103,7 @@ Producer* ProducerRegistry::attach() {
 }
 
 void ProducerRegistry::detach(Producer* producer) {
+  if (orphaned_.load(std::memory_order_relaxed)) return;
   detail::MutexLock lock(mutex_);
   if (!alive_) return;
   // The exiting thread is the magazine's owner: its slots go back now

@@ -87,6 +87,10 @@ class ProducerRegistry : public std::enable_shared_from_this<ProducerRegistry> {
 
   // Destroys every source (and its queue token). Threads that still cache a
   // source never use it again: they only match this registry's id.
+  // A fork() child's copy (Intake::orphan): threads that exit there give
+  // nothing back; the pool and its locks are the parent's.
+  void orphan() noexcept { orphaned_.store(true, std::memory_order_relaxed); }
+
   void shutdown();
 
  private:
@@ -110,6 +114,7 @@ class ProducerRegistry : public std::enable_shared_from_this<ProducerRegistry> {
   std::vector<std::unique_ptr<Producer>> producers_ AUDITPIPE_GUARDED_BY(mutex_);
   std::vector<Producer*> idle_ AUDITPIPE_GUARDED_BY(mutex_);
   std::uint64_t committed_before_ = 0;  // seqs of persisted sources at start (set once)
+  std::atomic<bool> orphaned_{false};
 };
 
 }  // namespace auditpipe::internal
