@@ -91,6 +91,25 @@ TEST(SpdlogBridge, AFullPoolFollowsTheOverflowPolicyWithoutBlockingSpdlog) {
   EXPECT_EQ(audit->close().stats.written, 16u);
 }
 
+// auditpipe's diagnostics routed into the very from_spdlog_mt sink that
+// feeds its pipeline, with a fallback for the messages kept out of it;
+// `previous` is the diagnostics logger to put back.
+struct LoopedDiagnostics {
+  LoopedDiagnostics(std::shared_ptr<auditpipe::Sink> sink, const auditpipe::Options& o)
+      : audit(std::make_shared<auditpipe::Logger<LogRecord>>(std::move(sink), o)),
+        fallback(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(64)),
+        to_audit(std::make_shared<auditpipe::spdlog_bridge::from_spdlog_mt>(audit, fallback)),
+        logger(std::make_shared<spdlog::logger>("everything", to_audit)),
+        previous(auditpipe::diagnostics()) {
+    auditpipe::set_diagnostics_logger(logger);
+  }
+  std::shared_ptr<auditpipe::Logger<LogRecord>> audit;
+  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> fallback;
+  std::shared_ptr<auditpipe::spdlog_bridge::from_spdlog_mt> to_audit;
+  std::shared_ptr<spdlog::logger> logger;
+  std::shared_ptr<spdlog::logger> previous;
+};
+
 // auditpipe's own diagnostics routed into the very sink that feeds it: the
 // writer reports failures from its thread, and those reports must neither
 // loop into the pipeline nor deadlock with producers holding spdlog's lock.
@@ -105,12 +124,14 @@ TEST(SpdlogBridge, AuditpipesOwnDiagnosticsDoNotLoopBack) {
   o.max_wait = std::chrono::seconds(5);
   o.retry_backoff_initial = std::chrono::milliseconds(1);
   o.retry_backoff_max = std::chrono::milliseconds(2);
-  auto audit = std::make_shared<auditpipe::Logger<LogRecord>>(sink, o);
-  auto fallback = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(64);
-  auto to_audit = std::make_shared<auditpipe::spdlog_bridge::from_spdlog_mt>(audit, fallback);
-  auto logger = std::make_shared<spdlog::logger>("everything", to_audit);
-  auto previous = auditpipe::diagnostics();
-  auditpipe::set_diagnostics_logger(logger);
+  LoopedDiagnostics looped(sink, o);
+  // (Named references, not a structured binding: clang 14's lambdas
+  // cannot capture one.)
+  auto& audit = looped.audit;
+  auto& fallback = looped.fallback;
+  auto& to_audit = looped.to_audit;
+  auto& logger = looped.logger;
+  auto& previous = looped.previous;
   std::vector<std::thread> threads;
   for (int t = 0; t < 3; ++t) {
     threads.emplace_back([&] {
@@ -149,12 +170,14 @@ TEST(SpdlogBridge, ADiagnosticFromInsideTheSinksOwnCommitDoesNotHang) {
   o.spill_max_bytes = 20000;
   o.spill_segment_bytes = 10000;
   o.max_wait = std::chrono::milliseconds(20);
-  auto audit = std::make_shared<auditpipe::Logger<LogRecord>>(sink, o);
-  auto fallback = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(64);
-  auto to_audit = std::make_shared<auditpipe::spdlog_bridge::from_spdlog_mt>(audit, fallback);
-  auto logger = std::make_shared<spdlog::logger>("everything", to_audit);
-  auto previous = auditpipe::diagnostics();
-  auditpipe::set_diagnostics_logger(logger);
+  LoopedDiagnostics looped(sink, o);
+  // (Named references, not a structured binding: clang 14's lambdas
+  // cannot capture one.)
+  auto& audit = looped.audit;
+  auto& fallback = looped.fallback;
+  auto& to_audit = looped.to_audit;
+  auto& logger = looped.logger;
+  auto& previous = looped.previous;
   auto producers = std::async(std::launch::async, [&] {
     std::vector<std::thread> threads;
     for (int t = 0; t < 4; ++t) {
