@@ -5,8 +5,8 @@
 # non-zero on any failure; servers are stopped either way.
 #
 #   ./scripts/test.sh            # everything
-#   ./scripts/test.sh --quick    # the main build only (no sanitizer builds, no clang
-#                                # thread-safety build, no fuzzing)
+#   ./scripts/test.sh --quick    # the main build only (no sanitizer builds, so no
+#                                # clang thread-safety analysis, no fuzzing)
 #
 # The fuzz targets run for AUDITPIPE_FUZZ_SECONDS each (default 30).
 set -euo pipefail
@@ -118,8 +118,13 @@ if [ $quick -eq 0 ]; then
   # ASan+UBSan with clang: GCC's UBSan instrumentation nearly doubles its
   # compile time (fault_test.cpp at -O1: GCC 17.9 s with both, 11.1 s ASan
   # alone; clang 11.2 s with both), and this tree was the longest build.
+  # The same clang compile runs clang's thread-safety analysis: a member
+  # guarded by a mutex touched without it, or a *_locked function called
+  # without the lock, fails this build. The tree compiles every library the
+  # project has (the concurrent tests link all of them), so a separate
+  # analysis-only tree would compile the same files again (82 s).
   build build/asan -DCMAKE_CXX_COMPILER=clang++ -DAUDITPIPE_ASAN=ON "${sanitizer_flags[@]}" \
-    --target concurrent_tests
+    -DCMAKE_CXX_FLAGS="-Wthread-safety -Werror=thread-safety" --target concurrent_tests auditpipe_cli
   # The sanitizers slow everything down; the million-row test writes fewer.
   export AUDITPIPE_TEST_ROWS=100000
   # and a wait may end further past its deadline (tests/support/wait_slack.h).
@@ -133,13 +138,6 @@ if [ $quick -eq 0 ]; then
   step "concurrent tests under TSan" \
     env TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp" \
     setarch "$(uname -m)" -R ctest --test-dir build/tsan -L concurrent --no-tests=error --output-on-failure -j"$jobs"
-  # clang's thread-safety analysis over every library: a member guarded
-  # by a mutex touched without it, or a *_locked function called without
-  # the lock, fails this build.
-  # (No -g: the analysis needs no debug info; 92 -> 79 s on 2 cores.)
-  build build/tsa -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG= \
-    -DCMAKE_CXX_FLAGS="-Wthread-safety -Werror=thread-safety" \
-    -DAUDITPIPE_BUILD_TESTS=OFF -DAUDITPIPE_BUILD_EXAMPLES=OFF -DAUDITPIPE_BUILD_BENCH=OFF
   # libFuzzer (clang) on the URL parser and the spill-file reader, for a
   # bounded time each.
   build build/fuzz -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAUDITPIPE_FUZZ=ON \
