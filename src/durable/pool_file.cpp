@@ -174,7 +174,18 @@ void PoolFile::save_clock(const TscClock::Snapshot& clock) noexcept {
 
 PoolFile::~PoolFile() {
   munmap(base_, size_);
-  ::close(fd_);
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void PoolFile::let_go_in_fork_child() noexcept {
+  // The mapping holds the open file, and with it the lock, as much as the
+  // descriptor does. Zeroed private memory takes its place at the same
+  // address, so that anything of the child's that still points into the
+  // pool (a record it held at the fork, refused on commit) writes there and
+  // not into the parent's slots.
+  mmap(base_, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
 }
 
 SourceTable PoolFile::sources() noexcept {

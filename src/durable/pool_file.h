@@ -62,6 +62,12 @@ class PoolFile {
   // if `clock` is the one saved last. One caller at a time.
   void save_clock(const TscClock::Snapshot& clock) noexcept;
 
+  // In a fork() child (Intake::orphan): lets go of the child's hold on the
+  // file (its descriptor and its mapping), which kept the file locked until
+  // the child exited, however long after the parent let go. The slots'
+  // memory stays, zeroed and the child's own.
+  void let_go_in_fork_child() noexcept;
+
   static constexpr std::size_t max_sources = 4096;
 
   // Where the calibration lives, and its layout: two copies, the one

@@ -69,6 +69,8 @@ class Spill {
   // how far the replay of a segment got, if it stopped part-way, and lets
   // go of the directory (another logger may use it from now on).
   void seal();
+  // In a fork() child: the directory is the parent's (Intake::orphan).
+  void let_go_in_fork_child() noexcept { writer_.release_directory(); }
 
   std::uint64_t bytes() const { return writer_.bytes(); }
   // Records in the spill directory not yet replayed: appended (by

@@ -67,6 +67,8 @@ class SpillWriter {
   // the next append starts a new one.
   void seal();
   // The directory's lock is let go: nothing is written any more (close()).
+  // Also in a fork() child (Intake::orphan): its copy of the lock's
+  // descriptor would keep the directory locked after the parent let go.
   void release_directory() noexcept { lock_.release(); }
 
   // Sealed segments, oldest first.

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "common/descriptor_fingerprint.h"
+#include "durable/pool_file.h"
 #include "durable/spill.h"
 
 namespace auditpipe::internal {
@@ -257,6 +258,12 @@ void Intake::orphan() noexcept {
   // thread may have held at the fork, into a pool that may be the parent's
   // shared mapping.
   registry_->orphan();
+  // The child's copies of the descriptors that lock the durable pool's file
+  // and the spill directory: kept, they held the locks after the parent
+  // closed its logger, so that a new logger there (a restarted one, in the
+  // parent or elsewhere) was refused for as long as the child lived.
+  if (PoolFile* file = pool_.file()) file->let_go_in_fork_child();
+  if (spill_ != nullptr) spill_->let_go_in_fork_child();
 }
 
 void Intake::begin_close() noexcept {

@@ -3,6 +3,8 @@
 #include "auditpipe/logger.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -586,6 +588,58 @@ TEST(Logger, ASpillDirectoryServesOneLoggerAtATime) {
   ASSERT_EQ(log_one(next, 2), Status::ok);
   EXPECT_TRUE(next.close().drained);
   EXPECT_EQ(next_sink->keys().size(), 1u);
+}
+
+// A fork() child kept its copies of the descriptors that lock a logger's
+// spill directory and durable pool file: after the parent closed its logger,
+// a new one there (a restart) was refused for as long as the child lived.
+// The child only waits on a pipe and _exit()s: nothing in it allocates.
+TEST(Logger, AForkedChildHoldsNeitherTheSpillDirectoryNorTheDurablePool) {
+  testing_support::TempDir dir;
+  Options o;
+  o.overflow = auditpipe::Overflow::spill;
+  o.spill_path = dir.path() / "spill";
+  o.durable_path = dir.path() / "pool";
+  auto first_sink = std::make_shared<CollectingSink>();
+  auto first = std::make_unique<auditpipe::Logger<AuditRow>>(first_sink, o);
+  ASSERT_EQ(log_one(*first, 1), Status::ok);
+  auto held = first->acquire();
+  ASSERT_TRUE(held);
+  held->message_id = 99;
+  int go[2];
+  ASSERT_EQ(pipe(go), 0);
+  const pid_t child = fork();
+  ASSERT_NE(child, -1);
+  if (child == 0) {
+    close(go[1]);
+    // A record acquired before the fork: the child's commit is refused and
+    // does not reach the parent's slots.
+    if (held.commit() != Status::closed) _exit(1);
+    char c = 0;
+    [[maybe_unused]] const auto n = read(go[0], &c, 1);
+    _exit(0);
+  }
+  close(go[0]);
+  ASSERT_EQ(held.commit(), Status::ok);
+  EXPECT_TRUE(first->close().drained);
+  first.reset();
+  EXPECT_EQ(first_sink->keys().size(), 2u);
+  std::string refused;
+  try {
+    auto sink = std::make_shared<CollectingSink>();
+    auditpipe::Logger<AuditRow> restarted(sink, o);
+    EXPECT_EQ(log_one(restarted, 2), Status::ok);
+    EXPECT_TRUE(restarted.close().drained);
+    EXPECT_EQ(sink->keys().size(), 1u);
+  } catch (const auditpipe::error& e) {
+    refused = e.what();
+  }
+  close(go[1]);  // the child exits
+  int status = 0;
+  waitpid(child, &status, 0);
+  EXPECT_EQ(refused, "") << "a restarted logger was refused while the child lived";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "the child's commit was not refused";
 }
 
 // milliseconds::max() as "no limit" overflowed the deadlines made of it:
