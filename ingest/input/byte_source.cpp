@@ -27,8 +27,8 @@ constexpr std::size_t compressed_chunk = 64 * 1024;
 }
 
 [[noreturn]] void corrupt(const std::string& path, const std::string& what,
-                          std::uint64_t suspect_from) {
-  throw corrupt_data("ingest: " + path + ": " + what, suspect_from);
+                          std::uint64_t suspect_from, std::uint64_t reached) {
+  throw corrupt_data("ingest: " + path + ": " + what, suspect_from, reached);
 }
 
 // The file's own bytes: a descriptor or a memory block, with the first few
@@ -271,7 +271,7 @@ class GzipSource final : public SourceBase {
         corrupt(path(),
                 "corrupt gzip data at byte " + std::to_string(consumed_) +
                     (z_.msg ? std::string(": ") + z_.msg : std::string()),
-                member_start_);
+                member_start_, position_);
       } else if (rc == Z_MEM_ERROR) {
         fail(path(), "zlib: out of memory");
       } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
@@ -325,7 +325,7 @@ class ZstdSource final : public SourceBase {
         corrupt(
             path(),
             "corrupt zstd data at byte " + std::to_string(consumed_) + ": " + ZSTD_getErrorName(rc),
-            frame_start_);
+            frame_start_, position_);
       frame_open_ = rc != 0;
     }
     position_ += ob.pos;

@@ -25,11 +25,14 @@ namespace auditpipe::ingest {
 /// checksum): what was decompressed before it was noticed may be wrong too
 /// (gzip checks its CRC only at a member's end, zstd at a frame's), from
 /// `suspect_from` on: the offset in the decompressed stream where the
-/// damaged member or frame began. What came before it was checked.
+/// damaged member or frame began, up to `reached`: the offset of the first
+/// byte not handed out (read() never returned it). What came before
+/// `suspect_from` was checked.
 struct corrupt_data : auditpipe::error {
-  corrupt_data(const std::string& what, std::uint64_t from)
-      : auditpipe::error(what), suspect_from(from) {}
+  corrupt_data(const std::string& what, std::uint64_t from, std::uint64_t to)
+      : auditpipe::error(what), suspect_from(from), reached(to) {}
   std::uint64_t suspect_from;
+  std::uint64_t reached;
 };
 
 /// A stream of (decompressed) bytes; see the file's comment.

@@ -198,6 +198,9 @@ struct InputState {
     std::int64_t id = 0;
   } grown;
   Position position;  ///< guarded by mutex
+  /// guarded by mutex: the first offset this run read the current source
+  /// from (its rows have seq >= it); none if it read none of it yet.
+  std::optional<std::uint64_t> read_from;
   std::atomic<std::uint64_t> input_bytes{0};
   std::optional<std::uint64_t> input_size;  ///< set before the readers start
   /// Read as it grows (--follow); not a rotated copy read to catch up.
@@ -284,12 +287,13 @@ class Load {
   bool checkpoint_broken_ = false;  ///< checkpoint thread only: reconnect before the next
   std::mutex errors_mutex_;
   std::vector<std::string> errors_;
-  /// Rows read from a damaged gzip member or zstd frame: removed once the
-  /// load has stored everything (remove_suspect_rows).
+  /// Rows this load read from a damaged gzip member or zstd frame: removed
+  /// once the load has stored everything (remove_suspect_rows).
   struct SuspectRows {
     std::string path;
     std::int64_t source_id;
     std::uint64_t from;  ///< the first suspect row's seq (offset)
+    std::uint64_t to;    ///< past the last one's
   };
   std::vector<SuspectRows> suspects_;  ///< guarded by errors_mutex_
   void remove_suspect_rows();
@@ -625,8 +629,9 @@ void Load::remove_suspect_rows() {
   for (const SuspectRows& s : suspects) {
     const std::string where = " FROM " + db_->quote(store_table_) + " WHERE " +
                               db_->quote(source_id_column) + " = ? AND " + db_->quote(seq_column) +
-                              " >= ?";
-    const std::vector<std::string> params = {std::to_string(s.source_id), std::to_string(s.from)};
+                              " >= ? AND " + db_->quote(seq_column) + " < ?";
+    const std::vector<std::string> params = {std::to_string(s.source_id), std::to_string(s.from),
+                                             std::to_string(s.to)};
     std::string outcome;
     try {
       const auto count = db_->query("SELECT COUNT(*)" + where, params);
@@ -638,7 +643,7 @@ void Load::remove_suspect_rows() {
                   " rows read from its damaged part are in the sealed table and were not "
                   "removed (verify would report them deleted): they may be garbage, and keep "
                   "a good copy's rows out; look at them with SELECT *" +
-                  where + " (" + params[0] + ", " + params[1] + ")";
+                  where + " (" + params[0] + ", " + params[1] + ", " + params[2] + ")";
       } else {
         db_->execute("DELETE" + where, params);
         outcome = "removed the " + n + " rows read from its damaged part";
@@ -646,7 +651,7 @@ void Load::remove_suspect_rows() {
     } catch (const std::exception& e) {
       outcome = "could not remove the rows read from its damaged part (" + std::string(e.what()) +
                 "): they may be garbage, and keep a good copy's rows out; remove them with DELETE" +
-                where + " (" + params[0] + ", " + params[1] + ")";
+                where + " (" + params[0] + ", " + params[1] + ", " + params[2] + ")";
     }
     std::lock_guard lock(errors_mutex_);
     errors_.push_back(s.path + ": " + outcome);
@@ -905,6 +910,8 @@ void Load::read_rotated_copy(InputState& input, RowMapper& mapper, std::uint64_t
                      input.path.c_str(), path.c_str());
       pass(input, path, mapper, source_id);
       return;
+    } catch (const corrupt_data&) {
+      throw;  // its rows read from the damaged part go (read_input)
     } catch (const std::exception&) {
       // Not readable (being written, compressed meanwhile): the next one.
     }
@@ -934,6 +941,7 @@ void Load::read_input(InputState& input) {
     if (input.identified) input.not_this = input.saved.source_id;
     input.identified = false;
     input.position = {};
+    input.read_from.reset();
   };
   try {
     restart();
@@ -977,23 +985,37 @@ void Load::read_input(InputState& input) {
     // the good copy's rows have: they would keep the good ones out (a new
     // user's good copy loaded "exit 0" over 8,527 garbage rows). They are
     // removed once everything read is stored; rows of the members before
-    // it were checked, and stay.
+    // it were checked, and stay. Only rows this load read itself: rows
+    // stored before (by an earlier load of a good copy with the same first
+    // bytes, say, before this copy was damaged on disk) are not touched.
     std::optional<std::int64_t> source;
+    std::optional<std::uint64_t> read_from;
     {
       std::lock_guard lock(input.mutex);
       if (input.identified) source = input.saved.source_id;
+      read_from = input.read_from;
       input.position = {};
     }
-    if (source) {
+    const std::uint64_t from = std::max(e.suspect_from, read_from.value_or(e.reached));
+    if (source && from < e.reached) {
       std::lock_guard lock(errors_mutex_);
-      suspects_.push_back({input.path, *source, e.suspect_from});
+      suspects_.push_back({input.path, *source, from, e.reached});
     }
-    fail(input, std::string(e.what()) +
-                    "; its checkpoint is set back to the start, and the rows read from the "
-                    "damaged part (from byte " +
-                    std::to_string(e.suspect_from) +
-                    " of its decompressed data on) are removed once the load has stored what it "
-                    "read, so that a good copy of it loads whole");
+    std::string what = std::string(e.what()) + "; its checkpoint is set back to the start";
+    if (from < e.reached)
+      what += ", and the rows this load read from the damaged part (bytes " + std::to_string(from) +
+              " to " + std::to_string(e.reached) +
+              " of its decompressed data) are removed once it has stored what it read, so "
+              "that a good copy of it loads whole";
+    if (e.suspect_from < from)
+      what += "; rows of bytes " + std::to_string(e.suspect_from) + " to " + std::to_string(from) +
+              " were stored by an earlier load, of this input or of a copy with the same first "
+              "bytes, and are left as they are: if that load read this damaged copy, they may "
+              "be garbage (look at them by their " +
+              std::string(source_id_column) + " " +
+              (source ? std::to_string(*source) : std::string("?")) + " and " +
+              std::string(seq_column) + ", the offset)";
+    fail(input, what);
   } catch (const std::exception& e) {
     fail(input, e.what());
   }
@@ -1023,6 +1045,7 @@ bool Load::pass(InputState& input, const std::string& open_path, RowMapper& mapp
         input.not_this = input.saved.source_id;
         input.identified = false;
         input.position = {};
+        input.read_from.reset();
       }
     }
     if (!input.identified) {
@@ -1070,6 +1093,10 @@ bool Load::pass(InputState& input, const std::string& open_path, RowMapper& mapp
     // again; the keys make that harmless.
     source = read_ahead(open_byte_source(open_path, interrupt()));
     start = {};
+  }
+  {
+    std::lock_guard lock(input.mutex);
+    input.read_from = std::min(input.read_from.value_or(start.bytes_done), start.bytes_done);
   }
   RecordReader reader(*source, input.format, config_.max_record_bytes, start.lines_done + 1);
   Position pos = start;

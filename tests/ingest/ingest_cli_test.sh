@@ -682,6 +682,16 @@ PY
     ingest --quiet "$url" two_good.jsonl.gz || fail "the good copy of two members exited $?"
     expect_eq "$(q "SELECT COUNT(*) FROM $table WHERE msg LIKE 'massage%'")" 0 "rows of the damaged member left"
     expect_eq "$(q "SELECT COUNT(DISTINCT user_name) FROM $table WHERE user_name LIKE 'user1_____'")" 20000 "the good copy's rows of two members"
+    # The damaged copy again, after the good one was loaded whole (a nightly
+    # load of a directory where a copy went bad on disk): its damage is found
+    # while it is read up to its checkpoint, and only rows a load read itself
+    # are removed. Before, the good copy's 10,000 rows of the second member
+    # were deleted.
+    set +e; out=$(ingest --quiet "$url" two_bad.jsonl.gz 2>&1); rc=$?; set -e
+    expect_eq "$rc" 1 "exit status of the damaged copy after the good one"
+    grep -q "stored by an earlier load" <<<"$out" || fail "no word of the rows stored before: $out"
+    ! grep -q "removed the" <<<"$out" || fail "rows removed that this load did not read: $out"
+    expect_eq "$(q "SELECT COUNT(*) FROM $table WHERE user_name LIKE 'user1_____' AND msg NOT LIKE 'massage%'")" 20000 "the good copy's rows, after the damaged copy again"
     ;;
 
   max_rejects)
