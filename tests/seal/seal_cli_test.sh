@@ -122,6 +122,31 @@ case $case in
       set -e
       expect_found 0 "3500 rows, [0-9]+ seals: verified"
       [ "$(ls "$ro/media")" = copy.db ] || fail "verify left files beside the read-only copy: $(ls "$ro/media")"
+      # A live database in a directory the checking account may not write:
+      # a writer holds it open, with changes in its -wal. Read through its
+      # -shm, not opened immutable (which would read pages the writer is
+      # changing) nor refused for the -wal.
+      chmod 755 "$ro/media"
+      cp "$work/audit.db" "$ro/media/live.db"
+      python3 - "$ro/media/live.db" "$ro/ready" <<'PY' &
+import sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("CREATE TABLE beside (x)")
+for i in range(200):
+    c.execute("INSERT INTO beside VALUES (?)", (i,))
+open(sys.argv[2], "w").close()
+time.sleep(30)
+PY
+      writer=$!
+      for _ in $(seq 1 100); do [ -e "$ro/ready" ] && break; sleep 0.1; done
+      chmod 555 "$ro/media"
+      set +e
+      out=$(cd / && runuser -u nobody -- "$bin" verify --quiet "sqlite://$ro/media/live.db" --table "$table" --key-file "$ro/key" 2>&1)
+      rc=$?
+      set -e
+      kill "$writer" 2>/dev/null || true
+      wait "$writer" 2>/dev/null || true
+      expect_found 0 "3500 rows, [0-9]+ seals: verified"
       chmod 755 "$ro/media"
       rm -rf "$ro"
     fi

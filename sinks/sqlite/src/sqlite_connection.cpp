@@ -206,11 +206,16 @@ std::unique_ptr<SqliteConnection> open_connection(const SqliteConfig& config, Th
     // A write-ahead-log database in a directory this process may not write
     // (a copy on read-only media): SQLite makes its -shm beside the file
     // even to read, and every read failed ("attempt to write a readonly
-    // database"). Nothing can change such a file: it is opened immutable,
-    // unless its -wal holds changes not yet in it, which that would not see.
+    // database"). With no -shm beside it no connection has it open: it is
+    // opened immutable, unless its -wal holds changes not yet in it, which
+    // that would not see. A -shm there (a live writer whose directory this
+    // reader may not write): SQLite reads through a -shm it may only read,
+    // and an immutable open would read pages the writer is changing.
     std::string target = config.path;
     int flags = SQLITE_OPEN_READONLY | threading_flag;
-    if (!directory_writable(config.path)) {
+    std::error_code shm_missing;
+    if (!directory_writable(config.path) &&
+        !std::filesystem::exists(config.path + "-shm", shm_missing)) {
       std::error_code ec;
       const auto wal = std::filesystem::file_size(config.path + "-wal", ec);
       if (!ec && wal > 0) {
