@@ -42,7 +42,8 @@ start() {
       { tail -20 "$dir/server.log" >&2; exit 1; }
   fi
   if [ $fresh -eq 1 ]; then
-    psql_admin -c "CREATE ROLE $user LOGIN PASSWORD '$password'" \
+    # CREATEROLE: a test makes an account without grants, to see verify name them.
+    psql_admin -c "CREATE ROLE $user LOGIN CREATEROLE PASSWORD '$password'" \
                -c "CREATE DATABASE $database OWNER $user ENCODING 'UTF8'"
   fi
 }

@@ -150,6 +150,16 @@ PY
       chmod 755 "$ro/media"
       rm -rf "$ro"
     fi
+    # An account without SELECT on the table: PostgreSQL's catalogue hides
+    # the columns it may not read, and verify said "no table". It names the
+    # grants. (The test account needs CREATEROLE, which scripts/postgres.sh
+    # gives it; a server that does not give it skips this.)
+    if [ "$backend" = postgresql ] && q "CREATE ROLE auditpipe_nogrant_$$ LOGIN PASSWORD 'nogrant-pw'" >/dev/null 2>&1; then
+      nogrant_url=$(sed -E "s|//[^@/]*@|//auditpipe_nogrant_$$:nogrant-pw@|" <<<"$url")
+      run_verify_url "$nogrant_url"
+      q "DROP ROLE auditpipe_nogrant_$$" >/dev/null
+      expect_found 4 "cannot read $table" "grant the verifying account SELECT on it, on ${table}_seals"
+    fi
     run_verify --key-file key --since "$(date -u +%s -d '1 hour ago')"
     expect_found 0 "verified"
     # A key-sealed table checked without the key: every seal fails, and
