@@ -37,6 +37,10 @@ namespace auditpipe {
 
 namespace {
 
+// Source ids are base + the thread's index: room for 2^32 threads, and no
+// negative id (a seal's ranges write "source:first-last").
+constexpr std::int64_t source_room = std::int64_t{1} << 32;
+
 using namespace internal;
 
 // The options with their automatic values (0 = let auditpipe choose) filled
@@ -75,9 +79,14 @@ Options resolve(const TableDescriptor& table, const Sink* sink, Options o) {
   if (o.overflow == Overflow::spill && o.spill_path.empty()) {
     fail("overflow = spill needs a spill_path (a directory for the records that do not fit)");
   }
-  // Source ids are base + the thread's index: room for 2^32 threads, and no
-  // negative id (a seal's ranges write "source:first-last").
-  constexpr std::int64_t source_room = std::int64_t{1} << 32;
+  if (!o.spill_path.empty() && o.spill_max_bytes == 0) {
+    fail("spill_max_bytes must be positive (0 would refuse every record spilled)");
+  }
+  if (!o.spill_path.empty() && o.spill_segment_bytes < 4096) {
+    fail(
+        "spill_segment_bytes must be at least 4096 (a smaller segment is a new file for "
+        "nearly every record spilled)");
+  }
   if (o.source_id_base &&
       (*o.source_id_base < 0 ||
        *o.source_id_base > std::numeric_limits<std::int64_t>::max() - source_room)) {
@@ -231,7 +240,15 @@ class Pipeline::Engine {
     sink_claims().claim(sink_);
     try {
       const std::vector<RecordRef> recovered = recovered_keys();
-      sink_->open(table_, SinkContext{options_.writers, !options_.durable_path.empty(), recovered});
+      SinkContext context{options_.writers, !options_.durable_path.empty(), recovered};
+      // A fixed base numbers its sources from seq 0 at every start but one
+      // that goes on with an existing pool file's numbering.
+      const PoolFile* file = intake_.pool_file();
+      if (options_.source_id_base && (file == nullptr || !file->existed())) {
+        context.fixed_sources_first = *options_.source_id_base;
+        context.fixed_sources_count = source_room;
+      }
+      sink_->open(table_, context);
     } catch (const unreachable& e) {
       if (!starts_while_unreachable(options_)) {
         sink_claims().release(sink_.get());

@@ -640,6 +640,50 @@ TEST_P(SinkConformance, AForkedChildsLoggerRefusesRecordsAndLeavesTheParentsAlon
             0);
 }
 
+// Options::source_id_base fixed per instance (docs/scale-out.md) without a
+// durable pool: every start numbered its sources from seq 0 again, and the
+// second start's records were skipped as repeats of the first's rows while
+// its stats said written (a new user's restarts all lost). Such a start is
+// refused; one that goes on with the first run's pool file is not.
+TEST_P(SinkConformance, AFixedSourceIdBaseIsRefusedWhereItsNumberingWouldStartAgain) {
+  testing_support::TempDir dir;
+  auditpipe::Options o;
+  o.source_id_base = std::int64_t{77} << 16;
+  o.durable_path = dir.path() / "pool";
+  const auto run = [&](const auditpipe::Options& options, long long first) {
+    auditpipe::Logger<AuditRow> logger(backend_->open(), options);
+    for (long long id = first; id < first + 10; ++id) {
+      auto r = logger.acquire();
+      ASSERT_TRUE(r);
+      r->message_id = id;
+      r->at = auditpipe::timestamp::now();
+      ASSERT_EQ(r.commit(), Status::ok);
+    }
+    EXPECT_TRUE(logger.close().drained);
+  };
+  run(o, 0);
+  run(o, 10);  // the same pool file: its numbering goes on
+  EXPECT_EQ(backend_->scalar("SELECT COUNT(*) FROM audit_log"), 20);
+  auditpipe::Options without_pool = o;
+  without_pool.durable_path.clear();
+  auditpipe::Options new_pool = o;
+  new_pool.durable_path = dir.path() / "new_pool";
+  for (const auditpipe::Options* refused : {&without_pool, &new_pool}) {
+    try {
+      auditpipe::Logger<AuditRow> logger(backend_->open(), *refused);
+      FAIL() << "started with source ids whose rows are in the table, numbering from 0 again";
+    } catch (const auditpipe::error& e) {
+      EXPECT_NE(
+          std::string(e.what()).find("holds rows of source " + std::to_string(*o.source_id_base)),
+          std::string::npos)
+          << e.what();
+    }
+  }
+  without_pool.source_id_base.reset();  // a random base: starts
+  run(without_pool, 20);
+  EXPECT_EQ(backend_->scalar("SELECT COUNT(DISTINCT message_id) FROM audit_log"), 30);
+}
+
 TEST_P(SinkConformance, AMissingTableIsAnErrorAtStartWhenCreationIsOff) {
   try {
     auditpipe::Logger<AuditRow> logger(backend_->open("create_table=false"));

@@ -87,6 +87,16 @@ struct AUDITPIPE_EXPORT SinkContext {
   /// the SQL sinks do not warn of unsealed rows the pool will write and
   /// seal again). Valid during open() only.
   std::span<const RecordRef> recovered;
+  /// When Options::source_id_base fixed them and no existing durable pool
+  /// file goes on with their numbering (no durable pool, or a new file):
+  /// the source ids this run stamps, [fixed_sources_first,
+  /// fixed_sources_first + fixed_sources_count). Their records are numbered
+  /// from seq 0 again, so rows an earlier run stored under them would make
+  /// the new records look like repeats, skipped. A sink that can tell
+  /// refuses to start (the SQL sinks do). 0: the ids are this run's own
+  /// (random base) or go on from where the pool file left them.
+  std::int64_t fixed_sources_first = 0;
+  std::int64_t fixed_sources_count = 0;
 };
 
 /// Where batches go: the interface every sink (SQL or not) implements. The writers call it;

@@ -103,6 +103,7 @@ void SqlSink::open(const TableDescriptor& table, const SinkContext& context) {
       throw;
     }
     prepare_table(*setup);
+    refuse_reused_sources(*setup, context);
     open_connections(std::move(setup), context);
   } catch (const error&) {
     throw;
@@ -146,6 +147,26 @@ void SqlSink::prepare_table(SqlConnection& c) {
     table_ready(c);
     table_ready_done_ = true;
   }
+}
+
+void SqlSink::refuse_reused_sources(SqlConnection& c, const SinkContext& context) {
+  if (context.fixed_sources_count <= 0) return;
+  const std::int64_t first = context.fixed_sources_first;
+  const std::int64_t end = first + context.fixed_sources_count;
+  const auto rows =
+      c.query_rows("SELECT " + dialect_.quote(source_id_column) + " FROM " +
+                       dialect_.quote(table_->name) + " WHERE " + dialect_.quote(source_id_column) +
+                       " >= ? AND " + dialect_.quote(source_id_column) + " < ? LIMIT 1",
+                   {std::to_string(first), std::to_string(end)});
+  if (rows.empty()) return;
+  throw error("auditpipe: " + std::string(table_->name) + " " + settings_.table_location +
+              " holds rows of source " + rows[0][0].value_or("?") +
+              ", one of the sources Options::source_id_base " + std::to_string(first) +
+              " gives this logger: a start without the durable pool file of the run that "
+              "stored them (no durable_path, or a new file) numbers its sources' records from "
+              "seq 0 again, and the table would skip them as repeats of those rows. Leave "
+              "source_id_base unset (a random base per start), or keep the logger's durable "
+              "pool file from run to run: it goes on with its sources' numbering");
 }
 
 void SqlSink::open_connections(std::unique_ptr<SqlConnection> setup, const SinkContext& context) {

@@ -195,6 +195,10 @@ class AUDITPIPE_EXPORT SqlSink : public Sink {
   class LiveConnection;
 
   void open_pool(const SinkContext& context, bool open_first);
+  // Options::source_id_base without a durable pool: rows under those
+  // sources already (an earlier start's) would make this run's records,
+  // numbered from seq 0 again, look like repeats. Refused at open.
+  void refuse_reused_sources(SqlConnection& c, const SinkContext& context);
   void open_connections(std::unique_ptr<SqlConnection> setup, const SinkContext& context);
   /// Throws auditpipe::error for a name longer than the dialect's
   /// max_identifier_bytes.
