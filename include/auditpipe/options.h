@@ -70,7 +70,9 @@ struct AUDITPIPE_EXPORT Options {
   /// processes do not collide.
   /// A durable pool's file is made with it (random if unset) and keeps it:
   /// a restart on an existing file continues that file's sources, and a
-  /// different value here is warned of and not used.
+  /// different value here is warned of and not used. Fixed without a pool
+  /// file that goes on (none, or a new one), its sources number from seq 0
+  /// again: the SQL sinks refuse to start if the table has rows of them.
   std::optional<std::int64_t> source_id_base;
 
   /// A directory for records that cannot go to the database now: with

@@ -107,7 +107,7 @@ struct AUDITPIPE_EXPORT SealStats {
 /// Every record a producer offers ends up in exactly one of: written,
 /// spilled (and later replayed), dropped, timed_out, pool_exhausted,
 /// abandoned, rejected_by_sink, or (only when close() ran out of time and
-/// there was no spill directory) unwritten. (One offered once close() has
+/// there was no spill directory, or it was full or failed) unwritten. (One offered once close() has
 /// begun is refused with Status::closed and counted nowhere.)
 struct AUDITPIPE_EXPORT Stats {
   std::uint64_t committed = 0;  ///< commit() returned Status::ok

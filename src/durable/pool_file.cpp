@@ -78,13 +78,18 @@ PoolFile::PoolFile(const std::filesystem::path& path, std::uint64_t fingerprint,
     if (::pread(fd_, &h, sizeof h, 0) == static_cast<ssize_t>(sizeof h) &&
         std::memcmp(h.magic, pool_magic, 8) == 0) {
       if (h.fingerprint != fingerprint) {
+        // The fingerprint covers the table's name as well as its columns:
+        // a new user's two programs differed only in the name.
         fail(
-            "it was made for a different record layout; drain it with the program that made "
-            "it, or remove it");
+            "it was made for a different table (name or record layout); drain it with the "
+            "program that made it, and remove it only once drained: the committed records it "
+            "holds go with it");
       }
       if (h.capacity != capacity || h.stride != stride) {
         fail("it was made for a pool of capacity " + std::to_string(h.capacity) + ", not " +
-             std::to_string(capacity) + "; open it with that capacity to drain it, or remove it");
+             std::to_string(capacity) +
+             "; open it with that capacity to drain it, and remove it only once drained: the "
+             "committed records it holds go with it");
       }
     }
     if (static_cast<std::size_t>(st.st_size) != size_) {
@@ -107,8 +112,9 @@ PoolFile::PoolFile(const std::filesystem::path& path, std::uint64_t fingerprint,
     if (header_->fingerprint != fingerprint || header_->capacity != capacity ||
         header_->stride != stride) {
       fail(
-          "it was made for a different record layout or capacity; drain it with the "
-          "program and settings that made it, or remove it");
+          "it was made for a different table (name or record layout) or capacity; drain it "
+          "with the program and settings that made it, and remove it only once drained: the "
+          "committed records it holds go with it");
     }
     existed_ = true;
     if (source_id_base && *source_id_base != header_->source_id_base) {
