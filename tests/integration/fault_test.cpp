@@ -51,6 +51,8 @@ using Clock = std::chrono::steady_clock;
 void drop_table() {
   MysqlProbe probe;
   probe.exec("DROP TABLE IF EXISTS audit_log");
+  probe.exec("DROP TABLE IF EXISTS audit_log_seals");
+  probe.exec("DROP TABLE IF EXISTS audit_log_unsealed");
 }
 
 long long scaled(long long full) {
@@ -522,7 +524,7 @@ void log_and_close(const std::string& url, unsigned writers, std::size_t batch_s
 
 long long kill_unsealed_then_verify(const std::string& lock) {
   TempDir dir;
-  const std::string key = fresh_sealed_table(dir, "late seal key");
+  const std::string key = fresh_sealed_table(dir, "the late seal key");
   const std::string url = mysql_url_with("seal=hmac&seal_key_file=" + key);
   { auditpipe::Logger<AuditRow> create_tables(auditpipe::mysql::open(url)); }
   const KilledRun run = kill_durable_child(url, "-", lock);
@@ -736,7 +738,7 @@ void expect_sealed_late_once(const std::string& url, const std::string& key, int
 // after a double crash found four of A's sources and not its fifth).
 TEST(Fault, AnOlderCrashedRunsSourceWithDeepSealsIsSealedLateWithItsRunMates) {
   TempDir dir;
-  const std::string key = fresh_sealed_table(dir, "deep seals key");
+  const std::string key = fresh_sealed_table(dir, "the deep seals key");
   const std::string url = mysql_url_with("seal=hmac&seal_key_file=" + key);
   // Below: more seals than a start reads (1,024), so it never reads the
   // whole chain.

@@ -107,6 +107,8 @@ class MysqlHostile : public ::testing::TestWithParam<std::string> {
     MysqlProbe probe;
     probe.exec("DROP TABLE IF EXISTS audit_wide");
     probe.exec("DROP TABLE IF EXISTS audit_log");
+    probe.exec("DROP TABLE IF EXISTS audit_log_seals");
+    probe.exec("DROP TABLE IF EXISTS audit_log_unsealed");
   }
   std::string url(const std::string& more = "") const {
     return mysql_url_with("write_path=" + GetParam() + more);
@@ -223,6 +225,8 @@ TEST(MysqlConfiguration, ARevokedInsertPrivilegeIsHealthDownUntilTheGrantIsBack)
   MysqlAdmin admin;
   MysqlProbe probe;
   probe.exec("DROP TABLE IF EXISTS audit_log");
+  probe.exec("DROP TABLE IF EXISTS audit_log_seals");
+  probe.exec("DROP TABLE IF EXISTS audit_log_unsealed");
   {  // The table, created as the test user.
     auditpipe::Logger<AuditRow> setup(auditpipe::mysql::open(mysql_url_with("")));
     setup.close();
@@ -317,6 +321,8 @@ TEST(MysqlConfiguration, AUserWhoMayNotInsertIsRefusedAtStartOnEveryPath) {
   MysqlAdmin admin;
   MysqlProbe probe;
   probe.exec("DROP TABLE IF EXISTS audit_log");
+  probe.exec("DROP TABLE IF EXISTS audit_log_seals");
+  probe.exec("DROP TABLE IF EXISTS audit_log_unsealed");
   {
     auditpipe::Logger<AuditRow> setup(auditpipe::mysql::open(mysql_url_with("")));
     setup.close();

@@ -35,6 +35,8 @@ using testing_support::MysqlProbe;
 void drop_table() {
   MysqlProbe probe;
   probe.exec("DROP TABLE IF EXISTS audit_log");
+  probe.exec("DROP TABLE IF EXISTS audit_log_seals");
+  probe.exec("DROP TABLE IF EXISTS audit_log_unsealed");
 }
 
 std::string open_error(const std::string& url) {

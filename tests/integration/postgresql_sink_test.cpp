@@ -56,6 +56,8 @@ using testing_support::PostgresqlProbe;
 void drop_table() {
   PostgresqlProbe probe;
   probe.exec("DROP TABLE IF EXISTS audit_log");
+  probe.exec("DROP TABLE IF EXISTS audit_log_seals");
+  probe.exec("DROP TABLE IF EXISTS audit_log_unsealed");
 }
 
 std::string url_with(const std::string& options) {

@@ -126,7 +126,10 @@ class MysqlBackend : public Backend {
   std::string url(const std::string& options) override {
     return join(testing_support::mysql_url_with("write_path=" + path_), options);
   }
-  void drop_table() override { probe_.exec("DROP TABLE IF EXISTS audit_log"); }
+  void drop_table() override {
+    for (const char* t : {"audit_log", "audit_log_seals", "audit_log_unsealed"})
+      probe_.exec(std::string("DROP TABLE IF EXISTS ") + t);
+  }
   long long scalar(const std::string& sql) override { return probe_.scalar(sql); }
   std::optional<std::string> text(const std::string& column, long long id) override {
     const auto r = probe_.rows("SELECT " + column +
@@ -153,7 +156,10 @@ class PostgresqlBackend : public Backend {
   std::string url(const std::string& options) override {
     return join(join(testing_support::postgresql_test_url(), "write_path=" + path_), options);
   }
-  void drop_table() override { probe_.exec("DROP TABLE IF EXISTS audit_log"); }
+  void drop_table() override {
+    for (const char* t : {"audit_log", "audit_log_seals", "audit_log_unsealed"})
+      probe_.exec(std::string("DROP TABLE IF EXISTS ") + t);
+  }
   long long scalar(const std::string& sql) override { return probe_.scalar(sql); }
   std::optional<std::string> text(const std::string& column, long long id) override {
     const auto r = probe_.rows("SELECT " + column +

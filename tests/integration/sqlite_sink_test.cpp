@@ -542,7 +542,7 @@ TEST(SqliteSink, SealsOfTheEarlierV3FormStillVerify) {
   TempDir dir;
   const std::string path = dir.file("v3.db");
   const std::string key_file = dir.file("seal.key");
-  { std::ofstream(key_file) << "v3 form key"; }
+  { std::ofstream(key_file) << "the v3 form's key"; }
   ::chmod(key_file.c_str(), 0600);
   const std::string url = "sqlite://" + path + "?seal=hmac&seal_key_file=" + key_file;
   write_batches(url, 0, 6);
@@ -554,7 +554,7 @@ TEST(SqliteSink, SealsOfTheEarlierV3FormStillVerify) {
     ASSERT_GE(seals.size(), 6u);
     for (const StoredSeal& s : seals) {
       const std::string digest = auditpipe::seal::seal_digest(
-          auditpipe::seal::Mode::hmac, "v3 form key",
+          auditpipe::seal::Mode::hmac, "the v3 form's key",
           auditpipe::seal::seal_message(prev, s.no, s.sealed_at, s.ranges, s.row_count,
                                         rows_digest(*db, s.ranges), 3));
       ASSERT_NE(digest, s.digest);
@@ -707,7 +707,7 @@ TEST(SqliteSink, ARestartSealsLateWhatAnEarlierStartKeptButNotAForgedFind) {
   const std::string key = dir.file("seal.key");
   {
     std::ofstream k(key);
-    k << "kept finds key";
+    k << "the kept finds' key";
   }
   std::filesystem::permissions(key, std::filesystem::perms::owner_read);
   const std::string url = "sqlite://" + path + "?seal=hmac&seal_key_file=" + key;
@@ -740,7 +740,7 @@ TEST(SqliteSink, ARestartSealsLateWhatAnEarlierStartKeptButNotAForgedFind) {
                    std::to_string(source) + ", " + std::to_string(newest) + ", '0-9', '" + mac +
                    "')");
   };
-  find(kept, "kept finds key");
+  find(kept, "the kept finds' key");
   find(forged, "another key");
   exec(path, "INSERT INTO audit_log_unsealed (source_id, after_no, runs, mac) VALUES (" +
                  std::to_string(forged) + ", 0, '0-9', 'no mac')");

@@ -160,6 +160,25 @@ PY
       q "DROP ROLE auditpipe_nogrant_$$" >/dev/null
       expect_found 4 "cannot read $table" "grant the verifying account SELECT on it, on ${table}_seals"
     fi
+    # The URL reused without seal= (a new user's second host): its rows
+    # would stay unsealed for good. Refused at open; nothing stored.
+    jsonl 10 900000 > unsealed.jsonl
+    set +e; out=$(load "$url" unsealed.jsonl 2>&1); rc=$?; set -e
+    [ "$rc" != 0 ] && grep -q "is sealed (${table}_seals holds its seals), and this logger does not seal" <<<"$out" ||
+      fail "a sealed table opened without seal=: exit $rc: $out"
+    expect_eq "$(q "SELECT COUNT(*) FROM $table")" 3500 "rows after the refused unsealed load"
+    # Another key, or seal=hash, on the same table: every seal it made
+    # failed verification for good. Refused at open, by the newest seal.
+    printf 'another host, another key' > key3
+    chmod 600 key3
+    set +e; out=$(load "${url}${sep}seal=hmac&seal_key_file=$work/key3" unsealed.jsonl 2>&1); rc=$?; set -e
+    [ "$rc" != 0 ] && grep -q "does not verify with this logger's seal=hmac key ($work/key3), though its rows are as it sealed them" <<<"$out" ||
+      fail "a sealed table opened with another key: exit $rc: $out"
+    grep -q "another host" <<<"$out" && fail "the key is in the message"
+    set +e; out=$(load "${url}${sep}seal=hash" unsealed.jsonl 2>&1); rc=$?; set -e
+    [ "$rc" != 0 ] && grep -q "does not verify with this logger's seal=hash (no key)" <<<"$out" ||
+      fail "a seal=hmac table opened with seal=hash: exit $rc: $out"
+    expect_eq "$(q "SELECT COUNT(*) FROM $table")" 3500 "rows after the refused loads"
     run_verify --key-file key --since "$(date -u +%s -d '1 hour ago')"
     expect_found 0 "verified"
     # A key-sealed table checked without the key: every seal fails, and
@@ -420,6 +439,9 @@ PY
     chmod 600 key
     set +e; out=$(load "${url}${sep}seal=hmac&seal_key_file=$work/key" a.jsonl 2>&1); rc=$?; set -e
     [ "$rc" = 2 ] && grep -q "is empty" <<<"$out" || fail "an empty key: $rc $out"
+    printf 'k' > key
+    set +e; out=$(load "${url}${sep}seal=hmac&seal_key_file=$work/key" a.jsonl 2>&1); rc=$?; set -e
+    [ "$rc" = 2 ] && grep -q "holds 1 bytes; a sealing key needs at least 16" <<<"$out" || fail "a 1-byte key: $rc $out"
     set +e; out=$(env -u AUDITPIPE_SEAL_KEY_FILE "$bin" ingest --quiet --schema schema.json "${url}${sep}seal=hmac" a.jsonl 2>&1); rc=$?; set -e
     [ "$rc" = 2 ] && grep -q "needs a key file" <<<"$out" || fail "no key: $rc $out"
     # Sealing options that would be ignored, or an anchor nobody can write: refused at open

@@ -196,6 +196,19 @@ TEST(Seal, KeyFileRefusals) {
   }
   ::chmod(key.c_str(), 0400);
   EXPECT_EQ(read_key_file(key), "secret");
+  // For sealing, 6 bytes are too few (verify still reads such a key).
+  try {
+    read_sealing_key(key);
+    ADD_FAILURE() << "a 6-byte sealing key was accepted";
+  } catch (const auditpipe::error& e) {
+    EXPECT_NE(std::string(e.what()).find("holds 6 bytes; a sealing key needs at least 16"),
+              std::string::npos)
+        << e.what();
+    EXPECT_EQ(std::string(e.what()).find("secret"), std::string::npos);
+  }
+  ::chmod(key.c_str(), 0600);
+  { std::ofstream(key, std::ios::trunc) << "sixteen bytes ok"; }
+  EXPECT_EQ(read_sealing_key(key), "sixteen bytes ok");
   std::filesystem::remove_all(dir);
 }
 
@@ -204,7 +217,7 @@ TEST(Seal, CheckFilesBeforeConnecting) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const std::string key = (dir / "key").string();
-  { std::ofstream(key, std::ios::trunc) << "secret"; }
+  { std::ofstream(key, std::ios::trunc) << "a secret of 24 bytes ..."; }
   ::chmod(key.c_str(), 0600);
   auto refusal = [](const SealSettings& s) {
     try {

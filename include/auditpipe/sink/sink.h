@@ -96,6 +96,7 @@ struct AUDITPIPE_EXPORT SinkContext {
   /// refuses to start (the SQL sinks do). 0: the ids are this run's own
   /// (random base) or go on from where the pool file left them.
   std::int64_t fixed_sources_first = 0;
+  /// How many source ids from fixed_sources_first on (see there); 0: none fixed.
   std::int64_t fixed_sources_count = 0;
 };
 

@@ -88,7 +88,7 @@ std::string key_file_of(const SealSettings& settings) {
 }
 
 void check_files(const SealSettings& settings) {
-  if (settings.mode == Mode::hmac) (void)read_key_file(key_file_of(settings));
+  if (settings.mode == Mode::hmac) (void)read_sealing_key(key_file_of(settings));
   if (!settings.anchor_file.empty()) check_anchor_file(settings.anchor_file);
 }
 
@@ -128,6 +128,16 @@ std::string read_key_file(const std::string& path) {
   s << in.rdbuf();
   std::string key = s.str();
   if (key.empty()) throw error("auditpipe: seal key file '" + path + "' is empty");
+  return key;
+}
+
+std::string read_sealing_key(const std::string& path) {
+  std::string key = read_key_file(path);
+  if (key.size() < min_sealing_key_bytes) {
+    throw error("auditpipe: seal key file '" + path + "' holds " + std::to_string(key.size()) +
+                " bytes; a sealing key needs at least " + std::to_string(min_sealing_key_bytes) +
+                " (make one with head -c 32 /dev/urandom)");
+  }
   return key;
 }
 

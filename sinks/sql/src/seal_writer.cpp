@@ -152,7 +152,7 @@ SealWriter::SealWriter(const SqlDialect& dialect, const seal::SealSettings& sett
         return seal::seal_digest(settings_.mode, key_, message);
       }) {
   if (settings_.mode == seal::Mode::hmac) {
-    key_ = seal::read_key_file(seal::key_file_of(settings_));
+    key_ = seal::read_sealing_key(seal::key_file_of(settings_));
     rows_key_ = seal::rows_key(key_);
     // Made once now so that a libcrypto without Poly1305 (a FIPS-only
     // configuration) refuses the open, not every batch's seal later.
@@ -250,6 +250,7 @@ void SealWriter::prepare(SqlConnection& c, bool create_table) {
       newest_digest_ = *newest[0][1];
     }
   }
+  check_newest_seal(c, seals, columns);
   const bool kept = finds_.open(c, create_table, table_location_);
   {
     detail::MutexLock lock(mutex_);
@@ -262,6 +263,112 @@ void SealWriter::prepare(SqlConnection& c, bool create_table) {
                         e.what());
   }
   recovered_ = {};
+}
+
+void SealWriter::check_newest_seal(SqlConnection& c, const std::string& seals,
+                                   const std::vector<ColumnSpec>& columns) const {
+  const auto newest = c.query_rows(
+      "SELECT seal_no, ranges, row_count, prev_digest, digest, sealed_at, row_hashes FROM " +
+          seals + " ORDER BY seal_no DESC LIMIT 1",
+      {});
+  if (newest.empty() || newest[0].size() < 7) return;
+  for (const auto& v : newest[0])
+    if (!v) return;  // not a seal any writer makes: verify's to report
+  const auto& f = newest[0];
+  std::int64_t no = 0, row_count = 0, sealed_at = 0;
+  std::vector<std::pair<std::int64_t, std::vector<seal::SeqRun>>> parts;
+  try {
+    no = std::stoll(*f[0]);
+    row_count = std::stoll(*f[2]);
+    sealed_at = std::stoll(*f[5]);
+    for (const auto& [sid, items] : seal::split_sources(*f[1]))
+      parts.emplace_back(sid, seal::parse_runs(items));
+  } catch (const std::exception&) {
+    return;  // likewise
+  }
+  const std::string data = dialect_.quote(table_.name);
+  const std::string select =
+      "SELECT " +
+      seal::read_back_select(dialect_.name, columns,
+                             [&](std::string_view name) { return dialect_.quote(name); }) +
+      " FROM " + data + " WHERE source_id = ? AND seq >= ? AND seq <= ? ORDER BY seq";
+  // As it is sealed now (v4), and in the earlier form (v3: SHA-256 over the
+  // rows in both modes).
+  seal::RowsDigest now(rows_key_);
+  seal::RowsDigest v3;
+  std::string fingerprints;
+  std::int64_t rows = 0;
+  seal::RowEncoder enc;
+  bool in_transaction = false;
+  try {
+    // Read back as verify reads them (PostgreSQL: in UTC, every float
+    // digit), in a transaction of their own so the settings end with it.
+    const std::vector<std::string> settings = seal::read_back_settings(dialect_.name, true);
+    if (!settings.empty()) {
+      c.query_rows("BEGIN", {});
+      in_transaction = true;
+      for (const std::string& set : settings) c.query_rows(set, {});
+    }
+    for (const auto& [sid, runs] : parts) {
+      for (const seal::SeqRun& run : runs) {
+        for (const auto& row : c.query_rows(
+                 select, {std::to_string(sid), std::to_string(run.lo), std::to_string(run.hi)})) {
+          if (row.empty() || !row.back()) continue;
+          enc.clear();
+          for (std::size_t i = 0; i < columns.size(); ++i) {
+            seal::encode_read_back(
+                enc, columns[i].type,
+                row[i] ? std::optional<std::string_view>(*row[i]) : std::nullopt);
+          }
+          enc.key(sid, std::stoll(*row.back()));
+          now.add(enc.bytes());
+          v3.add(enc.bytes());
+          seal::append_fingerprint(fingerprints, seal::fingerprint(enc.bytes()));
+          ++rows;
+        }
+      }
+    }
+    if (in_transaction) {
+      c.query_rows("COMMIT", {});
+      in_transaction = false;
+    }
+  } catch (const std::exception& e) {
+    if (in_transaction) {
+      try {
+        c.query_rows("ROLLBACK", {});
+      } catch (const std::exception&) {
+        // The connection is broken: the open fails on it anyway.
+      }
+    }
+    diagnostics()->debug("auditpipe: {}: the newest seal's rows could not be read back: {}",
+                         table_.name, e.what());
+    return;
+  }
+  if (rows != row_count || fingerprints != *f[6]) {
+    diagnostics()->warn(
+        "auditpipe: {} {}: the rows of its newest seal ({}) are not as they were sealed; run "
+        "auditpipe verify",
+        table_.name, table_location_, no);
+    return;
+  }
+  const std::string& prev = *f[3];
+  const std::string& ranges = *f[1];
+  if (seal::seal_digest(
+          settings_.mode, key_,
+          seal::seal_message(prev, no, sealed_at, ranges, row_count, now.final_hex())) == *f[4] ||
+      seal::seal_digest(
+          settings_.mode, key_,
+          seal::seal_message(prev, no, sealed_at, ranges, row_count, v3.final_hex(), 3)) == *f[4]) {
+    return;
+  }
+  throw error(
+      "auditpipe: seal=: the newest seal of " + std::string(table_.name) + " " + table_location_ +
+      " (seal " + std::to_string(no) + ") does not verify with this logger's " +
+      (settings_.mode == seal::Mode::hmac ? "seal=hmac key (" + seal::key_file_of(settings_) + ")"
+                                          : std::string("seal=hash (no key)")) +
+      ", though its rows are as it sealed them: the table is sealed with another key "
+      "or mode, and seals made with this one would fail verification for good. Open it "
+      "with the seal= and key it is sealed with (a new key needs a new table)");
 }
 
 std::vector<ColumnSpec> SealWriter::check_columns(SqlConnection& c) {

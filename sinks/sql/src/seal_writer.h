@@ -195,6 +195,15 @@ class SealWriter {
   /// record's, in its order: verify encodes the values in the table's.
   /// Returns them.
   std::vector<ColumnSpec> check_columns(SqlConnection& c);
+  /// That the table's newest seal verifies with this writer's mode and key.
+  /// A second host with another key (or seal=hash on a seal=hmac table)
+  /// opened without a word, and every seal it made failed verification
+  /// for good. Throws when the newest seal's rows are as it sealed them
+  /// (their fingerprints match) and its digest does not come out; warns
+  /// when the rows were changed (verify's to report); silent when the seal
+  /// cannot be read back.
+  void check_newest_seal(SqlConnection& c, const std::string& seals,
+                         const std::vector<ColumnSpec>& columns) const;
   /// Finds rows stored and covered by none of the newest seals (a run that
   /// stopped between storing and sealing, or another process still
   /// sealing), warns of them and keeps their keys to be sealed late

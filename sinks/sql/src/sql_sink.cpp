@@ -104,6 +104,7 @@ void SqlSink::open(const TableDescriptor& table, const SinkContext& context) {
     }
     prepare_table(*setup);
     refuse_reused_sources(*setup, context);
+    if (!sealer_) refuse_unsealed_writes_to_sealed_table(*setup);
     open_connections(std::move(setup), context);
   } catch (const error&) {
     throw;
@@ -167,6 +168,23 @@ void SqlSink::refuse_reused_sources(SqlConnection& c, const SinkContext& context
               "seq 0 again, and the table would skip them as repeats of those rows. Leave "
               "source_id_base unset (a random base per start), or keep the logger's durable "
               "pool file from run to run: it goes on with its sources' numbering");
+}
+
+void SqlSink::refuse_unsealed_writes_to_sealed_table(SqlConnection& c) {
+  const std::string seals = seal::seals_table(table_->name);
+  std::vector<std::vector<std::optional<std::string>>> rows;
+  try {
+    rows = c.query_rows("SELECT seal_no FROM " + dialect_.quote(seals) + " LIMIT 1", {});
+  } catch (const std::exception&) {
+    return;  // no seals table (or none this account may read): not sealed here
+  }
+  if (rows.empty()) return;
+  throw error("auditpipe: " + std::string(table_->name) + " " + settings_.table_location +
+              " is sealed (" + seals +
+              " holds its seals), and this logger does not seal: open it with the seal= (and "
+              "key) it is sealed with. Rows stored without seals are what verify reports as "
+              "not yet sealed, for good. (To stop sealing the table, drop " +
+              seals + " and " + seal::unsealed_table(table_->name) + " first.)");
 }
 
 void SqlSink::open_connections(std::unique_ptr<SqlConnection> setup, const SinkContext& context) {

@@ -83,6 +83,15 @@ AUDITPIPE_EXPORT void check_anchor_file(const std::string& path);
 /// empty or world-readable file (the message names the file, never the key).
 AUDITPIPE_EXPORT std::string read_key_file(const std::string& path);
 
+/// The fewest bytes read_sealing_key() takes.
+inline constexpr std::size_t min_sealing_key_bytes = 16;
+
+/// read_key_file() for sealing: also refuses a key shorter than
+/// min_sealing_key_bytes (a 1-byte key was taken, and its seals are as
+/// good as unkeyed to anyone who tries 256 keys). verify reads any key, so
+/// that a table sealed before can still be checked.
+AUDITPIPE_EXPORT std::string read_sealing_key(const std::string& path);
+
 /// The companion table of `table`: `<table>_seals`.
 AUDITPIPE_EXPORT std::string seals_table(std::string_view table);
 

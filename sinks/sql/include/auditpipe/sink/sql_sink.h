@@ -199,6 +199,9 @@ class AUDITPIPE_EXPORT SqlSink : public Sink {
   // sources already (an earlier start's) would make this run's records,
   // numbered from seq 0 again, look like repeats. Refused at open.
   void refuse_reused_sources(SqlConnection& c, const SinkContext& context);
+  // A table with seals, opened without seal= (a URL reused without it): its
+  // rows would stay unsealed for good, which verify reports. Refused at open.
+  void refuse_unsealed_writes_to_sealed_table(SqlConnection& c);
   void open_connections(std::unique_ptr<SqlConnection> setup, const SinkContext& context);
   /// Throws auditpipe::error for a name longer than the dialect's
   /// max_identifier_bytes.
