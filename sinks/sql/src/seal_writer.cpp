@@ -140,6 +140,26 @@ bool answers(SqlConnection& c, const std::string& query) {
   }
 }
 
+// Rows are read back as verify reads them (PostgreSQL: in UTC, every float
+// digit), in a transaction of their own so that the settings end with it.
+// Returns whether it began one (to be committed or rolled back).
+bool begin_read_back(SqlConnection& c, const SqlDialect& dialect) {
+  const std::vector<std::string> settings = seal::read_back_settings(dialect.name, true);
+  if (settings.empty()) return false;
+  c.query_rows("BEGIN", {});
+  try {
+    for (const std::string& set : settings) c.query_rows(set, {});
+  } catch (...) {
+    try {
+      c.query_rows("ROLLBACK", {});
+    } catch (const std::exception&) {
+      // The connection is broken: the pool replaces it.
+    }
+    throw;
+  }
+  return true;
+}
+
 }  // namespace
 
 SealWriter::SealWriter(const SqlDialect& dialect, const seal::SealSettings& settings,
@@ -301,26 +321,36 @@ void SealWriter::check_newest_seal(SqlConnection& c, const std::string& seals,
   seal::RowEncoder enc;
   bool in_transaction = false;
   try {
-    // Read back as verify reads them (PostgreSQL: in UTC, every float
-    // digit), in a transaction of their own so the settings end with it.
-    const std::vector<std::string> settings = seal::read_back_settings(dialect_.name, true);
-    if (!settings.empty()) {
-      c.query_rows("BEGIN", {});
-      in_transaction = true;
-      for (const std::string& set : settings) c.query_rows(set, {});
-    }
+    in_transaction = begin_read_back(c, dialect_);
+    const bool late = seal::is_late(*f[1]);
     for (const auto& [sid, runs] : parts) {
-      for (const seal::SeqRun& run : runs) {
+      if (runs.empty()) continue;
+      // A batch's seal: one query per source over its span, not one per
+      // run (the ingest tool's seqs are byte offsets, a run of one row
+      // each); its rows lie among a few other batches' at most. A late
+      // seal's runs may lie far apart, among many sealed rows: one each.
+      std::vector<seal::SeqRun> spans = runs;
+      if (!late) {
+        spans = {runs.front()};
+        for (const seal::SeqRun& run : runs) {
+          spans[0].lo = std::min(spans[0].lo, run.lo);
+          spans[0].hi = std::max(spans[0].hi, run.hi);
+        }
+      }
+      AscendingCoverage sealed(runs);
+      for (const seal::SeqRun& span : spans) {
         for (const auto& row : c.query_rows(
-                 select, {std::to_string(sid), std::to_string(run.lo), std::to_string(run.hi)})) {
+                 select, {std::to_string(sid), std::to_string(span.lo), std::to_string(span.hi)})) {
           if (row.empty() || !row.back()) continue;
+          const std::int64_t seq = std::stoll(*row.back());
+          if (!sealed.covers(seq)) continue;  // another seal's, between this one's runs
           enc.clear();
           for (std::size_t i = 0; i < columns.size(); ++i) {
             seal::encode_read_back(
                 enc, columns[i].type,
                 row[i] ? std::optional<std::string_view>(*row[i]) : std::nullopt);
           }
-          enc.key(sid, std::stoll(*row.back()));
+          enc.key(sid, seq);
           now.add(enc.bytes());
           v3.add(enc.bytes());
           seal::append_fingerprint(fingerprints, seal::fingerprint(enc.bytes()));
@@ -1104,14 +1134,7 @@ void SealWriter::seal_late_when_due(SqlConnection& c, bool wait) noexcept {
     late.select = "SELECT " + seal::read_back_select(
                                   dialect_.name, columns,
                                   [&](std::string_view name) { return dialect_.quote(name); });
-    // Read back as verify reads them (PostgreSQL: in UTC, every float
-    // digit), in a transaction of their own so the settings end with it.
-    const std::vector<std::string> settings = seal::read_back_settings(dialect_.name, true);
-    if (!settings.empty()) {
-      c.query_rows("BEGIN", {});
-      in_transaction = true;
-      for (const std::string& set : settings) c.query_rows(set, {});
-    }
+    in_transaction = begin_read_back(c, dialect_);
     for (const auto& [sid, runs] : candidates) {
       // What seals stored since the find hold of this source: another
       // process that was still sealing these rows has done so by now.
