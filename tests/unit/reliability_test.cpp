@@ -558,7 +558,9 @@ TEST(Reliability, ADurablePoolFileIsOnlyOpenedForItsLayoutAndByOneLogger) {
     auditpipe::Logger<OtherRow> other(std::make_shared<CollectingSink>(), o);
     FAIL() << "a pool file was opened for another record layout";
   } catch (const auditpipe::error& e) {
-    EXPECT_NE(std::string(e.what()).find("different table (name or record layout)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("different table (name or record layout)"),
+              std::string::npos)
+        << e.what();
   }
 }
 

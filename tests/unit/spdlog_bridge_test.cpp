@@ -125,29 +125,22 @@ TEST(SpdlogBridge, AuditpipesOwnDiagnosticsDoNotLoopBack) {
   o.retry_backoff_initial = std::chrono::milliseconds(1);
   o.retry_backoff_max = std::chrono::milliseconds(2);
   LoopedDiagnostics looped(sink, o);
-  // (Named references, not a structured binding: clang 14's lambdas
-  // cannot capture one.)
-  auto& audit = looped.audit;
-  auto& fallback = looped.fallback;
-  auto& to_audit = looped.to_audit;
-  auto& logger = looped.logger;
-  auto& previous = looped.previous;
   std::vector<std::thread> threads;
   for (int t = 0; t < 3; ++t) {
     threads.emplace_back([&] {
-      for (int i = 0; i < 100; ++i) logger->info("application message {}", i);
+      for (int i = 0; i < 100; ++i) looped.logger->info("application message {}", i);
     });
   }
   for (auto& t : threads) t.join();
-  logger->flush();
-  auditpipe::set_diagnostics_logger(previous);
-  const auto report = audit->close();
-  EXPECT_GT(to_audit->internal_messages(), 0u);      // the writer's warnings were kept out...
-  EXPECT_FALSE(fallback->last_formatted().empty());  // ...and went to the fallback
+  looped.logger->flush();
+  auditpipe::set_diagnostics_logger(looped.previous);
+  const auto report = looped.audit->close();
+  EXPECT_GT(looped.to_audit->internal_messages(), 0u);  // the writer's warnings were kept out...
+  EXPECT_FALSE(looped.fallback->last_formatted().empty());  // ...and went to the fallback
   // Nobody waited out max_wait: the writer never queued behind a producer
   // that was waiting for the writer.
-  EXPECT_EQ(to_audit->not_committed(), 0u);
-  EXPECT_EQ(to_audit->committed(), 300u);
+  EXPECT_EQ(looped.to_audit->not_committed(), 0u);
+  EXPECT_EQ(looped.to_audit->committed(), 300u);
   EXPECT_EQ(report.stats.written, 300u);
   for (const auto& row : sink->rows()) {
     EXPECT_EQ(std::string(as_record(row).message.view()).find("auditpipe:"), std::string::npos);
@@ -171,18 +164,11 @@ TEST(SpdlogBridge, ADiagnosticFromInsideTheSinksOwnCommitDoesNotHang) {
   o.spill_segment_bytes = 10000;
   o.max_wait = std::chrono::milliseconds(20);
   LoopedDiagnostics looped(sink, o);
-  // (Named references, not a structured binding: clang 14's lambdas
-  // cannot capture one.)
-  auto& audit = looped.audit;
-  auto& fallback = looped.fallback;
-  auto& to_audit = looped.to_audit;
-  auto& logger = looped.logger;
-  auto& previous = looped.previous;
   auto producers = std::async(std::launch::async, [&] {
     std::vector<std::thread> threads;
     for (int t = 0; t < 4; ++t) {
       threads.emplace_back([&] {
-        for (int i = 0; i < 60; ++i) logger->info("application message {}", i);
+        for (int i = 0; i < 60; ++i) looped.logger->info("application message {}", i);
       });
     }
     for (auto& t : threads) t.join();
@@ -191,18 +177,20 @@ TEST(SpdlogBridge, ADiagnosticFromInsideTheSinksOwnCommitDoesNotHang) {
     std::fprintf(stderr, "the producers hung in the sink's lock\n");
     std::abort();  // they cannot be joined
   }
-  auditpipe::set_diagnostics_logger(previous);
-  EXPECT_GT(to_audit->internal_messages(), 0u);  // the "cannot spill" reports were kept out...
+  auditpipe::set_diagnostics_logger(looped.previous);
+  EXPECT_GT(looped.to_audit->internal_messages(),
+            0u);  // the "cannot spill" reports were kept out...
   bool reported = false;
-  for (const auto& line : fallback->last_formatted()) {
+  for (const auto& line : looped.fallback->last_formatted()) {
     reported = reported || line.find("spill") != std::string::npos;
   }
   EXPECT_TRUE(reported) << "...and went to the fallback";
-  EXPECT_EQ(to_audit->committed() + to_audit->not_committed(), 240u);
-  EXPECT_GT(to_audit->not_committed(), 0u);  // the spill directory was full
+  EXPECT_EQ(looped.to_audit->committed() + looped.to_audit->not_committed(), 240u);
+  EXPECT_GT(looped.to_audit->not_committed(), 0u);  // the spill directory was full
   sink->release();
-  const auto report = audit->close(std::chrono::seconds(30));
-  EXPECT_EQ(report.stats.written + report.stats.replayed + report.on_disk, to_audit->committed());
+  const auto report = looped.audit->close(std::chrono::seconds(30));
+  EXPECT_EQ(report.stats.written + report.stats.replayed + report.on_disk,
+            looped.to_audit->committed());
 }
 
 TEST(SpdlogBridge, TheSingleThreadedSinkWorks) {
