@@ -85,12 +85,12 @@ class ProducerRegistry : public std::enable_shared_from_this<ProducerRegistry> {
   // committed.
   std::size_t overflow_records_in_use() const;
 
-  // Destroys every source (and its queue token). Threads that still cache a
-  // source never use it again: they only match this registry's id.
   // A fork() child's copy (Intake::orphan): threads that exit there give
   // nothing back; the pool and its locks are the parent's.
   void orphan() noexcept { orphaned_.store(true, std::memory_order_relaxed); }
 
+  // Destroys every source (and its queue token). Threads that still cache a
+  // source never use it again: they only match this registry's id.
   void shutdown();
 
  private:

@@ -141,23 +141,49 @@ bool answers(SqlConnection& c, const std::string& query) {
 }
 
 // Rows are read back as verify reads them (PostgreSQL: in UTC, every float
-// digit), in a transaction of their own so that the settings end with it.
-// Returns whether it began one (to be committed or rolled back).
-bool begin_read_back(SqlConnection& c, const SqlDialect& dialect) {
-  const std::vector<std::string> settings = seal::read_back_settings(dialect.name, true);
-  if (settings.empty()) return false;
-  c.query_rows("BEGIN", {});
-  try {
-    for (const std::string& set : settings) c.query_rows(set, {});
-  } catch (...) {
+// digit), in a transaction of their own so that the settings end with it:
+// begun here where the dialect has settings, rolled back unless committed.
+class ReadBackTransaction {
+ public:
+  ReadBackTransaction(SqlConnection& c, const SqlDialect& dialect) : c_(c) {
+    const std::vector<std::string> settings = seal::read_back_settings(dialect.name, true);
+    if (settings.empty()) return;
+    c_.query_rows("BEGIN", {});
+    open_ = true;
+    for (const std::string& set : settings) c_.query_rows(set, {});
+  }
+  ~ReadBackTransaction() {
+    if (!open_) return;
     try {
-      c.query_rows("ROLLBACK", {});
+      c_.query_rows("ROLLBACK", {});
     } catch (const std::exception&) {
       // The connection is broken: the pool replaces it.
     }
-    throw;
   }
-  return true;
+  ReadBackTransaction(const ReadBackTransaction&) = delete;
+  ReadBackTransaction& operator=(const ReadBackTransaction&) = delete;
+  void commit() {
+    if (!open_) return;
+    open_ = false;
+    c_.query_rows("COMMIT", {});
+  }
+
+ private:
+  SqlConnection& c_;
+  bool open_ = false;
+};
+
+// One row as read_back_select() gives it (its columns, then seq), as the
+// writer encoded it when it sealed it.
+void encode_row(seal::RowEncoder& enc, const std::vector<ColumnSpec>& columns,
+                const std::vector<std::optional<std::string>>& row, std::int64_t source_id,
+                std::int64_t seq) {
+  enc.clear();
+  for (std::size_t i = 0; i < columns.size(); ++i) {
+    seal::encode_read_back(enc, columns[i].type,
+                           row[i] ? std::optional<std::string_view>(*row[i]) : std::nullopt);
+  }
+  enc.key(source_id, seq);
 }
 
 }  // namespace
@@ -319,9 +345,8 @@ void SealWriter::check_newest_seal(SqlConnection& c, const std::string& seals,
   std::string fingerprints;
   std::int64_t rows = 0;
   seal::RowEncoder enc;
-  bool in_transaction = false;
   try {
-    in_transaction = begin_read_back(c, dialect_);
+    ReadBackTransaction read_back(c, dialect_);
     const bool late = seal::is_late(*f[1]);
     for (const auto& [sid, runs] : parts) {
       if (runs.empty()) continue;
@@ -344,13 +369,7 @@ void SealWriter::check_newest_seal(SqlConnection& c, const std::string& seals,
           if (row.empty() || !row.back()) continue;
           const std::int64_t seq = std::stoll(*row.back());
           if (!sealed.covers(seq)) continue;  // another seal's, between this one's runs
-          enc.clear();
-          for (std::size_t i = 0; i < columns.size(); ++i) {
-            seal::encode_read_back(
-                enc, columns[i].type,
-                row[i] ? std::optional<std::string_view>(*row[i]) : std::nullopt);
-          }
-          enc.key(sid, seq);
+          encode_row(enc, columns, row, sid, seq);
           now.add(enc.bytes());
           v3.add(enc.bytes());
           seal::append_fingerprint(fingerprints, seal::fingerprint(enc.bytes()));
@@ -358,18 +377,8 @@ void SealWriter::check_newest_seal(SqlConnection& c, const std::string& seals,
         }
       }
     }
-    if (in_transaction) {
-      c.query_rows("COMMIT", {});
-      in_transaction = false;
-    }
+    read_back.commit();
   } catch (const std::exception& e) {
-    if (in_transaction) {
-      try {
-        c.query_rows("ROLLBACK", {});
-      } catch (const std::exception&) {
-        // The connection is broken: the open fails on it anyway.
-      }
-    }
     diagnostics()->debug("auditpipe: {}: the newest seal's rows could not be read back: {}",
                          table_.name, e.what());
     return;
@@ -1066,12 +1075,7 @@ void SealWriter::add_late_rows(SqlConnection& c, std::int64_t source_id,
         ++late.sealed_meanwhile;
         continue;
       }
-      late.enc.clear();
-      for (std::size_t i = 0; i < late.columns->size(); ++i) {
-        seal::encode_read_back(late.enc, (*late.columns)[i].type,
-                               row[i] ? std::optional<std::string_view>(*row[i]) : std::nullopt);
-      }
-      late.enc.key(source_id, seq);
+      encode_row(late.enc, *late.columns, row, source_id, seq);
       late.digest.add(late.enc.bytes());
       seal::append_fingerprint(late.row_hashes, seal::fingerprint(late.enc.bytes()));
       ++late.rows;
@@ -1126,7 +1130,6 @@ void SealWriter::seal_late_when_due(SqlConnection& c, bool wait) noexcept {
     late_columns_.clear();
     late_finds_.clear();
   };
-  bool in_transaction = false;
   try {
     LateRows late;
     late.digest = seal::RowsDigest(rows_key_);
@@ -1134,15 +1137,14 @@ void SealWriter::seal_late_when_due(SqlConnection& c, bool wait) noexcept {
     late.select = "SELECT " + seal::read_back_select(
                                   dialect_.name, columns,
                                   [&](std::string_view name) { return dialect_.quote(name); });
-    in_transaction = begin_read_back(c, dialect_);
-    for (const auto& [sid, runs] : candidates) {
-      // What seals stored since the find hold of this source: another
-      // process that was still sealing these rows has done so by now.
-      add_late_rows(c, sid, runs, sealed_since(c, sid, after[sid]), late);
-    }
-    if (in_transaction) {
-      c.query_rows("COMMIT", {});
-      in_transaction = false;
+    {
+      ReadBackTransaction read_back(c, dialect_);
+      for (const auto& [sid, runs] : candidates) {
+        // What seals stored since the find hold of this source: another
+        // process that was still sealing these rows has done so by now.
+        add_late_rows(c, sid, runs, sealed_since(c, sid, after[sid]), late);
+      }
+      read_back.commit();
     }
     done();
     if (late.sealed_meanwhile > 0) {
@@ -1164,13 +1166,6 @@ void SealWriter::seal_late_when_due(SqlConnection& c, bool wait) noexcept {
         table_.name, table_location_, late.rows, late.ranges);
     if (seal_late(c, late)) forget_finds(c, finds);
   } catch (const std::exception& e) {
-    if (in_transaction) {
-      try {
-        c.query_rows("ROLLBACK", {});
-      } catch (const std::exception&) {
-        // The connection is broken: the pool replaces it.
-      }
-    }
     detail::MutexLock lock(mutex_);
     late_due_ = Clock::now() + late_grace;
     diagnostics()->warn(
