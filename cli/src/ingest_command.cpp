@@ -46,8 +46,9 @@ COLUMNS
       {"name": "user_name", "type": "text", "size": 64, "nullable": true,
        "path": "user.name"}]}
   Types: boolean, int8, int16, int32, int64, uint8, uint16, uint32, float64,
-  timestamp, text (with "size" in bytes). --infer FILE... prints such a file,
-  guessed from the first lines, to edit and pass back.
+  timestamp, text (with "size" in bytes, and "chars": at most that many
+  characters too, as a VARCHAR(n) column holds n). --infer FILE... prints such
+  a file, guessed from the first lines, to edit and pass back.
   Input fields go to the column of the same name; --map column=path takes a
   nested JSON field (user.name) or another CSV header; --set column=value puts
   a constant. A field that is missing or null becomes NULL if the column is

@@ -63,6 +63,10 @@ struct AUDITPIPE_EXPORT Column {
   /// record is 1 when a value is present, 0 for SQL NULL.
   bool nullable = false;
   std::uint32_t presence_offset = 0;  ///< nullable: where its presence byte is
+  /// Text: at most this many characters (code points) besides max_length's
+  /// bytes, for a column the database sizes in characters (a runtime schema
+  /// read from a VARCHAR(n) column: n characters, up to 4n bytes); 0: bytes only.
+  std::uint32_t max_chars = 0;
 };
 
 /// The names of the two columns every table gets in addition to the record's.

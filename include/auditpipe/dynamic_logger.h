@@ -137,14 +137,17 @@ class AUDITPIPE_EXPORT DynamicLogger {
              "auditpipe: set_timestamp() of a non-timestamp column");
       store(c, value);
     }
-    /// A text column: cut at a UTF-8 boundary to the column's capacity (the
-    /// writer counts the cut, and repairs invalid UTF-8, as for any record).
-    /// Returns true if it was cut.
+    /// A text column: cut at a UTF-8 boundary to the column's capacity, and
+    /// to its characters where it has a limit of them (the writer counts the
+    /// cut, and repairs invalid UTF-8, as for any record). Returns true if it
+    /// was cut.
     bool set_text(std::size_t column, std::string_view value) noexcept {
       const Column& c = column_at(column);
       assert(c.type == ColumnType::text && "auditpipe: set_text() of a non-text column");
       // What fixed_string<N>::assign() does, with N the column's capacity.
-      const std::size_t n = utf8_prefix_length(value, c.max_length);
+      std::size_t n = utf8_prefix_length(value, c.max_length);
+      if (c.max_chars != 0 && n > c.max_chars)
+        n = utf8_prefix_chars(value.substr(0, n), c.max_chars);
       std::byte* field = bytes_ + c.offset;
       detail::copy_text(reinterpret_cast<char*>(field + text_layout::data_offset), value.data(), n);
       const auto size = static_cast<std::uint32_t>(n);

@@ -57,6 +57,18 @@ constexpr std::size_t utf8_prefix_length(std::string_view text, std::size_t limi
   return limit;  // not valid UTF-8 around the limit: cut where it falls
 }
 
+/// The bytes of `text`'s first `max_chars` characters: a character starts at
+/// each byte that is not a continuation byte (10xxxxxx), so ill-formed input
+/// is cut where such a byte falls.
+constexpr std::size_t utf8_prefix_chars(std::string_view text, std::size_t max_chars) noexcept {
+  if (text.size() <= max_chars) return text.size();  // fewer bytes than that: fewer characters
+  std::size_t chars = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if ((static_cast<unsigned char>(text[i]) & 0xC0u) != 0x80u && chars++ == max_chars) return i;
+  }
+  return text.size();
+}
+
 namespace detail {
 /// Copies n bytes (n not known at compile time, but small): 16-byte blocks,
 /// the last one overlapping, so every length is a few vector moves. A plain

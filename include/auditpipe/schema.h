@@ -53,6 +53,11 @@ struct AUDITPIPE_EXPORT ColumnSpec {
   /// AUTO_INCREMENT, SQLite's rowid), which no loader can put in itself; a
   /// loader may leave such a column to the database. Nothing else reads it.
   bool filled_by_database = false;
+  /// Text: at most this many characters (code points) as well as
+  /// max_length's bytes, 0 for no such limit. Database::read_schema sets it
+  /// for a column the database sizes in characters (VARCHAR(n): n, with
+  /// max_length the bytes n characters can take); values are cut to both.
+  std::uint32_t max_chars = 0;
 };
 
 /// A table described at run time: validated names, a record layout and the

@@ -158,7 +158,8 @@ consteval Column make_column(std::string_view name, std::size_t offset) {
                   static_cast<std::uint32_t>(sizeof(T)),
                   column_traits<M>::max_length,
                   true,
-                  static_cast<std::uint32_t>(offset + nullable_layout<T>::presence_offset)};
+                  static_cast<std::uint32_t>(offset + nullable_layout<T>::presence_offset),
+                  0};
   } else {
     return Column{name,
                   column_traits<M>::type,
@@ -166,6 +167,7 @@ consteval Column make_column(std::string_view name, std::size_t offset) {
                   static_cast<std::uint32_t>(sizeof(M)),
                   column_traits<M>::max_length,
                   false,
+                  0,
                   0};
   }
 }

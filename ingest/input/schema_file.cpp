@@ -107,8 +107,8 @@ SchemaFile parse_schema_json(std::string_view json, const std::string& origin) {
         if (std::string_view n; o["name"].get_string().get(n) == simdjson::SUCCESS)
           name = std::string(n);
         const std::string label = column_label(index, name);
-        bool have_name = false, have_type = false, have_size = false;
-        std::uint64_t size = 0;
+        bool have_name = false, have_type = false, have_size = false, have_chars = false;
+        std::uint64_t size = 0, chars = 0;
         for (const auto f : o) {
           if (f.key == "name") {
             std::string_view n;
@@ -126,6 +126,10 @@ SchemaFile parse_schema_json(std::string_view json, const std::string& origin) {
             if (f.value.get_uint64().get(size) || size == 0 || size > 16u * 1024 * 1024)
               fail(origin, label + ": \"size\" is not a byte count from 1 to 16777216");
             have_size = true;
+          } else if (f.key == "chars") {
+            if (f.value.get_uint64().get(chars) || chars == 0 || chars > 16u * 1024 * 1024)
+              fail(origin, label + ": \"chars\" is not a character count from 1 to 16777216");
+            have_chars = true;
           } else if (f.key == "nullable") {
             if (f.value.get_bool().get(spec.nullable))
               fail(origin, label + ": \"nullable\" is not true or false");
@@ -150,7 +154,7 @@ SchemaFile parse_schema_json(std::string_view json, const std::string& origin) {
             out.paths.emplace_back(name, std::string(p));
           } else {
             fail(origin, label + ": unknown key \"" + std::string(f.key) +
-                             "\" (name, type, size, nullable, default, path)");
+                             "\" (name, type, size, chars, nullable, default, path)");
           }
         }
         if (!have_name) fail(origin, label + ": no \"name\"");
@@ -158,8 +162,15 @@ SchemaFile parse_schema_json(std::string_view json, const std::string& origin) {
         if (spec.type == ColumnType::text) {
           if (!have_size) fail(origin, label + ": a text column needs a \"size\" (bytes)");
           spec.max_length = static_cast<std::uint32_t>(size);
-        } else if (have_size) {
-          fail(origin, label + ": \"size\" is for text columns only, this one is " +
+          if (have_chars) {
+            if (chars > size)
+              fail(origin, label + ": \"chars\" (" + std::to_string(chars) +
+                               ") is more than \"size\" (" + std::to_string(size) + " bytes)");
+            spec.max_chars = static_cast<std::uint32_t>(chars);
+          }
+        } else if (have_size || have_chars) {
+          fail(origin, label + ": \"" + (have_size ? "size" : "chars") +
+                           "\" is for text columns only, this one is " +
                            std::string(to_string(spec.type)));
         }
         out.columns.push_back(std::move(spec));
@@ -195,6 +206,7 @@ std::string to_schema_json(std::string_view table, const std::vector<ColumnSpec>
     out += ", \"type\": ";
     json_string(out, to_string(c.type));
     if (c.type == ColumnType::text) out += ", \"size\": " + std::to_string(c.max_length);
+    if (c.max_chars != 0) out += ", \"chars\": " + std::to_string(c.max_chars);
     if (c.nullable) out += ", \"nullable\": true";
     if (c.default_value) {
       out += ", \"default\": ";

@@ -95,6 +95,26 @@ bool known_type(ColumnType type) {
   return false;
 }
 
+// A name as a message shows it: a name refused as no identifier may hold
+// anything (a NUL ended the message where printf printed it; control
+// characters would reach the terminal), so such bytes are shown as \xNN, and
+// a long one is cut.
+std::string shown(std::string_view name) {
+  constexpr std::size_t most = 80;
+  std::string out;
+  for (std::size_t i = 0; i < name.size() && i < most; ++i) {
+    const auto b = static_cast<unsigned char>(name[i]);
+    if (b < 0x20 || b == 0x7F || b == '"' || b == '\\') {
+      constexpr char hex[] = "0123456789abcdef";
+      out += {'\\', 'x', hex[b >> 4], hex[b & 15]};
+    } else {
+      out += static_cast<char>(b);
+    }
+  }
+  if (name.size() > most) out += "... (" + std::to_string(name.size()) + " bytes)";
+  return out;
+}
+
 }  // namespace
 
 struct Schema::Layout {
@@ -107,10 +127,10 @@ struct Schema::Layout {
   Layout(std::string name, std::vector<ColumnSpec> given)
       : table(std::move(name)), specs(std::move(given)) {
     auto fail = [&](const std::string& what) {
-      throw error("auditpipe: schema for table \"" + table + "\": " + what);
+      throw error("auditpipe: schema for table \"" + shown(table) + "\": " + what);
     };
     auto fail_column = [&](const ColumnSpec& c, const std::string& what) {
-      fail("column \"" + c.name + "\": " + what);
+      fail("column \"" + shown(c.name) + "\": " + what);
     };
     if (!detail::is_identifier(table)) {
       fail(
@@ -147,8 +167,14 @@ struct Schema::Layout {
                       "not " +
                           std::to_string(c.max_length));
         }
-      } else if (c.max_length != 0) {
-        fail_column(c, "max_length is for text columns only (this one is " +
+        if (c.max_chars > c.max_length) {
+          fail_column(c, "max_chars (" + std::to_string(c.max_chars) +
+                             ") cannot be more than max_length (" + std::to_string(c.max_length) +
+                             " bytes): a character takes at least a byte");
+        }
+      } else if (c.max_length != 0 || c.max_chars != 0) {
+        fail_column(c, std::string(c.max_length != 0 ? "max_length" : "max_chars") +
+                           " is for text columns only (this one is " +
                            std::string(to_string(c.type)) + ")");
       }
       const Shape value = value_shape(c.type, c.max_length);
@@ -161,7 +187,8 @@ struct Schema::Layout {
                     value.size,
                     c.max_length,
                     c.nullable,
-                    c.nullable ? static_cast<std::uint32_t>(offset + value.size) : 0u};
+                    c.nullable ? static_cast<std::uint32_t>(offset + value.size) : 0u,
+                    c.max_chars};
       columns.push_back(column);
       offset += member_size;
       align = std::max(align, value.align);

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "auditpipe/fixed_string.h"
 #include "auditpipe/utf8.h"
 
 namespace auditpipe::internal {
@@ -63,6 +64,13 @@ void RecordFinisher::repair_text(std::byte* record, const Column& c) const noexc
     size = replace_nul(data, size, c.max_length, &nul_cut);
     cut = cut || nul_cut;
     counters_.nul_replaced_fields.fetch_add(1, std::memory_order_relaxed);
+  }
+  // A repaired sequence may count as more characters than its bytes did (a
+  // stray continuation byte becomes U+FFFD).
+  if (c.max_chars != 0 && size > c.max_chars) {
+    const std::size_t chars = utf8_prefix_chars(std::string_view(data, size), c.max_chars);
+    cut = cut || chars < size;
+    size = chars;
   }
   if (cut) flags |= text_flags::truncated;
   const auto size32 = static_cast<std::uint32_t>(size);

@@ -75,6 +75,10 @@ ColumnSpec expected(const std::string& dialect, const auditpipe::Column& c) {
     if (c.type == ColumnType::text) s.max_length = unbounded;
   } else if (c.type == ColumnType::text && c.max_length > 1024) {
     s.max_length = unbounded;  // TEXT (65535 bytes) capped at `unbounded`
+  } else if (c.type == ColumnType::text) {
+    // VARCHAR(n) in utf8mb4: n characters, 4n bytes.
+    s.max_chars = c.max_length;
+    s.max_length = 4 * c.max_length;
   }
   return s;
 }
@@ -86,6 +90,7 @@ void expect_specs(const std::vector<ColumnSpec>& got, const std::vector<ColumnSp
     EXPECT_EQ(got[i].name, want[i].name);
     EXPECT_EQ(auditpipe::to_string(got[i].type), auditpipe::to_string(want[i].type));
     EXPECT_EQ(got[i].max_length, want[i].max_length);
+    EXPECT_EQ(got[i].max_chars, want[i].max_chars);
     EXPECT_EQ(got[i].nullable, want[i].nullable);
     EXPECT_EQ(got[i].default_value, want[i].default_value);
   }
@@ -99,7 +104,7 @@ struct SpecDescriptor {
       : name(table), prototype(64) {
     for (const ColumnSpec& s : specs) {
       columns.push_back({s.name, s.type, 0, s.type == ColumnType::text ? s.max_length + 8 : 8,
-                         s.max_length, s.nullable, 0});
+                         s.max_length, s.nullable, 0, s.max_chars});
     }
     descriptor = {name, columns, 64, 8, prototype.data()};
   }
@@ -195,11 +200,17 @@ TEST_P(DatabaseTest, ReadsBackAHandWrittenTable) {
   const auto schema = db_->read_schema("db_hand", unbounded, /*require_key=*/true);
   ASSERT_TRUE(schema);
   const bool pg = is("postgresql"), sqlite = is("sqlite");
-  const std::uint32_t name_length = sqlite ? unbounded : 20, word_length = sqlite ? unbounded : 8;
+  // VARCHAR(n) holds n characters (utf8mb4 on MariaDB, UTF-8 on
+  // PostgreSQL): up to 4n bytes. SQLite keeps no length.
+  const std::uint32_t name_length = sqlite ? unbounded : 80, word_length = sqlite ? unbounded : 32;
   const ColumnType integer = sqlite ? ColumnType::int64 : ColumnType::int16;
+  auto chars = [&](ColumnSpec s, std::uint32_t n) {
+    s.max_chars = sqlite ? 0 : n;
+    return s;
+  };
   const std::vector<ColumnSpec> want = {
       {"id", ColumnType::int64, 0, false, std::nullopt},
-      {"name", ColumnType::text, name_length, false, "it's"},
+      chars({"name", ColumnType::text, name_length, false, "it's"}, 20),
       {"note", ColumnType::text, unbounded, true, std::nullopt},
       {"flag", sqlite ? ColumnType::int64 : ColumnType::boolean, 0, false, pg ? "true" : "1"},
       {"amount", ColumnType::float64, 0, true, "-1.5"},
@@ -210,8 +221,10 @@ TEST_P(DatabaseTest, ReadsBackAHandWrittenTable) {
                 : ColumnType::uint8,
        0, false, "7"},
       // The text NULL is a value, the keyword NULL none.
-      {"word", ColumnType::text, word_length, true, "NULL"},
-      {"gone", ColumnType::text, pg || sqlite ? unbounded : 8, true, std::nullopt},
+      chars({"word", ColumnType::text, word_length, true, "NULL"}, 8),
+      // PostgreSQL's VARCHAR without a length is TEXT.
+      chars({"gone", ColumnType::text, pg || sqlite ? unbounded : 32, true, std::nullopt},
+            pg ? 0 : 8),
       // PostgreSQL: a BIGSERIAL's nextval(...) is an expression, left out.
       {"count",
        pg       ? ColumnType::int64

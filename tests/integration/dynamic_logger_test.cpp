@@ -198,6 +198,46 @@ TEST(DynamicLogger, TextIsCutAtACharacterBoundaryAndCounted) {
   }
 }
 
+// A column sized in characters (a schema read from VARCHAR(n)): n
+// characters of any width are kept whole; more are cut to n, and counted.
+TEST(DynamicLogger, TextWithALimitOfCharactersIsCutToThemNotToItsBytes) {
+  auditpipe::ColumnSpec chars{"name", auditpipe::ColumnType::text, 40};
+  chars.max_chars = 10;
+  const auditpipe::Schema schema("chars", {chars});
+  auto sink = std::make_shared<CollectingSink>();
+  sink->keep_bytes();
+  DynamicLogger logger(schema, sink);
+  const std::string cjk = "\xE6\x97\xA5";        // 3 bytes
+  const std::string emoji = "\xF0\x9F\x98\x80";  // 4 bytes
+  std::string ten_cjk, ten_emoji;
+  for (int i = 0; i < 10; ++i) ten_cjk += cjk, ten_emoji += emoji;
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {ten_cjk, ten_cjk},             // 30 bytes
+      {ten_emoji, ten_emoji},         // 40 bytes
+      {ten_cjk + cjk, ten_cjk},       // 11 characters: cut
+      {"abcdefghijk", "abcdefghij"},  // 11 characters: cut
+      {ten_emoji + "x", ten_emoji},   // 41 bytes: cut by both limits
+      {"\x80" + std::string(10, 'a'), "\xEF\xBF\xBD" + std::string(9, 'a')},  // repaired, then cut
+  };
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    auto r = logger.acquire();
+    const bool cut = r.set_text(0, cases[i].first);
+    EXPECT_EQ(cut, i >= 2 && i <= 4) << i;
+    ASSERT_EQ(r.commit(1, static_cast<std::int64_t>(i)), Status::ok);
+  }
+  const auto report = logger.close();
+  EXPECT_EQ(report.stats.truncated_fields, 4u);
+  const auto rows = sink->rows();
+  const auto keys = sink->keys();
+  ASSERT_EQ(rows.size(), cases.size());
+  for (std::size_t j = 0; j < rows.size(); ++j) {
+    const auto i = static_cast<std::size_t>(keys[j].second);
+    ASSERT_LT(i, cases.size());
+    EXPECT_EQ(auditpipe::read_text(rows[j].data(), schema.descriptor().columns[0]), cases[i].second)
+        << i;
+  }
+}
+
 TEST(DynamicLogger, CommitWithAKeyStoresExactlyThatKey) {
   auto sink = std::make_shared<CollectingSink>();
   Options o;

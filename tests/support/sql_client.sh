@@ -22,7 +22,8 @@ sql_client() {
       sql_client_parts=("${BASH_REMATCH[@]}")
       q() {
         MYSQL_PWD=${sql_client_parts[2]} mariadb -u "${sql_client_parts[1]}" \
-          -h "${sql_client_parts[3]}" -P "${sql_client_parts[4]}" -N -B "${sql_client_parts[5]}" -e "$1"
+          --default-character-set=utf8mb4 -h "${sql_client_parts[3]}" -P "${sql_client_parts[4]}" \
+          -N -B "${sql_client_parts[5]}" -e "$1"
       } ;;
     postgresql)
       [ -n "${AUDITPIPE_TEST_POSTGRES_URL:-}" ] || { echo "no AUDITPIPE_TEST_POSTGRES_URL"; exit 77; }

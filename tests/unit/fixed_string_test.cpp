@@ -10,6 +10,7 @@
 namespace {
 
 using auditpipe::fixed_string;
+using auditpipe::utf8_prefix_chars;
 using auditpipe::utf8_prefix_length;
 
 static_assert(std::is_trivially_copyable_v<fixed_string<16>>);
@@ -83,6 +84,25 @@ TEST(FixedString, CopiesEveryLengthExactlyAndNothingBeyondIt) {
 TEST(FixedString, InvalidUtf8IsCutAtTheLimit) {
   const std::string junk(10, '\x80');  // continuation bytes only
   EXPECT_EQ(utf8_prefix_length(junk, 6), 6u);
+}
+
+TEST(FixedString, APrefixOfCharactersCountsCodePointsNotBytes) {
+  const std::string cjk = "\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E";  // 3 characters, 9 bytes
+  EXPECT_EQ(utf8_prefix_chars(cjk, 3), 9u);
+  EXPECT_EQ(utf8_prefix_chars(cjk, 2), 6u);
+  EXPECT_EQ(utf8_prefix_chars(cjk, 0), 0u);
+  EXPECT_EQ(utf8_prefix_chars(cjk, 9), 9u);
+  EXPECT_EQ(utf8_prefix_chars("a\xF0\x9F\x98\x80"
+                              "b",
+                              2),
+            5u);  // a, an emoji
+  EXPECT_EQ(utf8_prefix_chars("abc", 5), 3u);
+  // Continuation bytes only start no character: cut where the next one would.
+  EXPECT_EQ(utf8_prefix_chars("a\x80\x80"
+                              "b",
+                              1),
+            3u);
+  static_assert(utf8_prefix_chars("abcdef", 4) == 4);
 }
 
 TEST(FixedString, KeepsNulBytesAndReportsLaterFits) {

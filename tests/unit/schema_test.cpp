@@ -162,10 +162,19 @@ TEST(Schema, RefusesAColumnNameThatIsNotAPlainIdentifier) {
   EXPECT_EQ(
       refusal("t", {{"", ColumnType::int64}}),
       std::string("auditpipe: schema for table \"t\": column \"\": the name ") + not_identifier);
+  // Quotes, backslashes and control bytes are shown escaped: a NUL cut the
+  // message short where it was printed as a C string.
   EXPECT_EQ(refusal("t", {{"a\"; DROP TABLE t; --", ColumnType::int64}}),
-            std::string("auditpipe: schema for table \"t\": column \"a\"; DROP TABLE t; --\": "
+            std::string("auditpipe: schema for table \"t\": column \"a\\x22; DROP TABLE t; --\": "
                         "the name ") +
                 not_identifier);
+  EXPECT_EQ(refusal("t", {{std::string("a\0b\n", 4), ColumnType::int64}}),
+            std::string("auditpipe: schema for table \"t\": column \"a\\x00b\\x0a\": the name ") +
+                not_identifier);
+  const std::string long_name(200, 'x');
+  EXPECT_EQ(refusal("t", {{long_name + "-", ColumnType::int64}}),
+            "auditpipe: schema for table \"t\": column \"" + std::string(80, 'x') +
+                "... (201 bytes)\": the name " + not_identifier);
 }
 
 TEST(Schema, RefusesTheReservedNamesInAnyCase) {
@@ -197,6 +206,23 @@ TEST(Schema, RefusesAMaxLengthForAColumnThatIsNotText) {
   EXPECT_EQ(refusal("t", {{"n", ColumnType::int64, 10}}),
             "auditpipe: schema for table \"t\": column \"n\": max_length is for text columns "
             "only (this one is int64)");
+}
+
+TEST(Schema, RefusesALimitOfCharactersAboveTheBytesOrForAColumnThatIsNotText) {
+  ColumnSpec text{"name", ColumnType::text, 8};
+  text.max_chars = 9;
+  EXPECT_EQ(refusal("t", {text}),
+            "auditpipe: schema for table \"t\": column \"name\": max_chars (9) cannot be more "
+            "than max_length (8 bytes): a character takes at least a byte");
+  ColumnSpec number{"n", ColumnType::int32};
+  number.max_chars = 4;
+  EXPECT_EQ(refusal("t", {number}),
+            "auditpipe: schema for table \"t\": column \"n\": max_chars is for text columns "
+            "only (this one is int32)");
+  text.max_chars = 8;
+  const auditpipe::Schema ok("t", {text});
+  EXPECT_EQ(ok.descriptor().columns[0].max_chars, 8u);
+  EXPECT_EQ(ok.columns()[0].max_chars, 8u);
 }
 
 TEST(Schema, RefusesATableWithoutColumns) {

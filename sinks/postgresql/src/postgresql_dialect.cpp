@@ -18,8 +18,8 @@ namespace {
 // filled_by_database. Types map to what accepted_types takes for a ColumnType
 // whose values the column holds: boolean, smallint/integer/bigint to
 // int16/int32/int64, double precision, timestamps with 6 fractional digits
-// (with or without time zone), varchar(n) to n bytes, text and varchar
-// without a length to `unbounded`.
+// (with or without time zone), varchar(n) to n characters in up to 4n bytes
+// (UTF-8), text and varchar without a length to `unbounded`.
 CatalogColumn schema_column(const std::vector<std::optional<std::string>>& row,
                             std::uint32_t unbounded) {
   auto at = [&row](std::size_t i) { return i < row.size() && row[i] ? *row[i] : std::string(); };
@@ -62,8 +62,12 @@ CatalogColumn schema_column(const std::vector<std::optional<std::string>>& row,
       length = row.size() > 2 && row[2] ? std::stoull(*row[2]) : 0;
     } catch (...) {
     }
+    // varchar(n) holds n characters: up to 4n bytes of UTF-8.
     spec.max_length = static_cast<std::uint32_t>(
-        length == 0 ? unbounded : std::min<std::uint64_t>(length, 16u << 20));
+        length == 0 ? unbounded : std::min<std::uint64_t>(length * 4, 16u << 20));
+    if (length != 0) {
+      spec.max_chars = static_cast<std::uint32_t>(std::min<std::uint64_t>(length, spec.max_length));
+    }
   } else if (type == "character") {
     return refuse("character(n) pads values with spaces; text needs text or varchar");
   } else if (type == "real") {
