@@ -46,6 +46,18 @@ constexpr auto describe(auditpipe::type_tag<OldRow>) {
                                   AUDITPIPE_COLUMN(OldRow, at));
 }
 
+// OldRow and a NOT NULL column NullRow does not have.
+struct OldRequiredRow {
+  std::int64_t message_id = 0;
+  nullable<auditpipe::timestamp> at;
+  std::int32_t required_x = 0;
+};
+constexpr auto describe(auditpipe::type_tag<OldRequiredRow>) {
+  return auditpipe::table<OldRequiredRow>(
+      "audit_nulls", AUDITPIPE_COLUMN(OldRequiredRow, message_id),
+      AUDITPIPE_COLUMN(OldRequiredRow, at), AUDITPIPE_COLUMN(OldRequiredRow, required_x));
+}
+
 // NullRow's columns and two more: one NOT NULL (a plain member), one
 // nullable. Its table has an extra NOT NULL column for a NullRow.
 struct WiderRow {
@@ -439,6 +451,27 @@ TEST_P(SchemaChange, AnExtraNotNullColumnWithoutADefaultIsRefusedAtOpenByName) {
   const std::string e = open_error<NullRow>();
   EXPECT_NE(e.find("NOT NULL without a default: required_x;"), std::string::npos) << e;
   EXPECT_EQ(e.find("optional_x"), std::string::npos) << e;
+  expect_no_password(e);
+}
+
+// (c') With migrate=add_columns as well: the table is refused for the
+// column it has before any column is added, so a refused open leaves it as
+// it was (before, the ALTERs ran and the open was refused after them).
+TEST_P(SchemaChange, AnOpenRefusedForAColumnTheTableHasAddsNoColumns) {
+  ASSERT_EQ(open_error<nulls::OldRequiredRow>(), "");
+  const std::string columns =
+      GetParam() == "sqlite"
+          ? "SELECT COUNT(*) FROM pragma_table_info('audit_nulls')"
+          : std::string(
+                "SELECT COUNT(*) FROM information_schema.columns WHERE table_name = "
+                "'audit_nulls' AND table_schema = ") +
+                (GetParam().rfind("mysql", 0) == 0 ? "DATABASE()" : "current_schema()");
+  const auto before = db_->value(columns);
+  ASSERT_TRUE(before);
+  EXPECT_EQ(*before, "5");  // message_id, at, required_x, source_id, seq
+  const std::string e = open_error<NullRow>("migrate=add_columns");
+  EXPECT_NE(e.find("NOT NULL without a default: required_x;"), std::string::npos) << e;
+  EXPECT_EQ(db_->value(columns), before);
   expect_no_password(e);
 }
 

@@ -127,6 +127,69 @@ void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const Sq
     // columns to rows that exist cannot give them values.
     throw error("auditpipe: " + where + " lacks the columns the record needs: " + names(missing));
   }
+  // What refuses the table for the columns it has is said before any
+  // column is added (migrate=add_columns): a refused open leaves the table
+  // as it found it.
+  // Columns the insert leaves out must fill themselves: one that cannot
+  // would make the server refuse every row, one by one, at write time.
+  std::vector<std::string_view> unfillable;
+  for (const auto& [column, p] : present) {
+    if (!written.count(column) && p.needs_value) unfillable.push_back(column);
+  }
+  if (!unfillable.empty()) {
+    throw error("auditpipe: " + where + " has columns the record does not have that are NOT NULL " +
+                "without a default: " + names(unfillable) +
+                "; every row would be refused. Give them a DEFAULT, allow NULL in them, or add " +
+                "them to the record");
+  }
+  std::string mistyped;
+  auto check_type = [&](std::string_view column, std::string_view kind, std::string_view allowed) {
+    const auto p = present.find(name_key(column));
+    if (p == present.end() || accepted(allowed, p->second.type))
+      return;  // absent: added as it needs
+    mistyped += (mistyped.empty() ? "" : "; ") + std::string(column) + " is " +
+                (p->second.declared.empty() ? p->second.type : p->second.declared) +
+                " but the record's " + std::string(kind) + " needs " + listed(allowed);
+  };
+  for (const Column& col : table.columns)
+    check_type(col.name, to_string(col.type), dialect.accepted_types_of(col));
+  check_type(source_id_column, "key", dialect.key_accepted_types);
+  check_type(seq_column, "key", dialect.key_accepted_types);
+  if (!mistyped.empty()) {
+    throw error("auditpipe: " + where + " has columns of the wrong type: " + mistyped);
+  }
+  std::vector<std::string_view> refuse_null;
+  for (const Column& col : table.columns) {
+    const auto p = present.find(name_key(col.name));
+    if (col.nullable && p != present.end() && !p->second.takes_null)
+      refuse_null.push_back(col.name);
+  }
+  if (!refuse_null.empty()) {
+    throw error("auditpipe: " + where + " has NOT NULL columns for record members that may be " +
+                "NULL (auditpipe::nullable): " + names(refuse_null) +
+                "; a NULL would be refused at write time. Drop NOT NULL from them, or make the " +
+                "members not nullable");
+  }
+  if (dialect.exact_column_names) {
+    // The record's names compare ignoring case (table(), Schema); quoted
+    // names here do not. Adding "A" beside "a" would make a table whose
+    // columns no schema can name apart.
+    std::string near;
+    for (const Column* col : missing_columns) {
+      for (const auto& [column, p] : present) {
+        if (lower(column) == lower(col->name)) {
+          near += (near.empty() ? "" : ", ") + std::string("the record's ") +
+                  std::string(col->name) + " is " + column + " in the table";
+        }
+      }
+    }
+    if (!near.empty()) {
+      throw error("auditpipe: " + where + " has columns whose names differ from the record's " +
+                  "only in case: " + near + "; quoted names are case-sensitive here, so they " +
+                  "are different columns. Name them alike (in the record, or ALTER TABLE ... " +
+                  "RENAME COLUMN)");
+    }
+  }
   if (!missing_columns.empty()) {
     std::vector<std::string> statements;
     for (const Column* col : missing_columns) statements.push_back(dialect.add_column(name, *col));
@@ -157,54 +220,22 @@ void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const Sq
                   failure);
     }
   }
-  // Columns the insert leaves out must fill themselves: one that cannot
-  // would make the server refuse every row, one by one, at write time.
-  std::vector<std::string_view> unfillable;
-  for (const auto& [column, p] : present) {
-    if (!written.count(column) && p.needs_value) unfillable.push_back(column);
-  }
-  if (!unfillable.empty()) {
-    throw error("auditpipe: " + where + " has columns the record does not have that are NOT NULL " +
-                "without a default: " + names(unfillable) +
-                "; every row would be refused. Give them a DEFAULT, allow NULL in them, or add " +
-                "them to the record");
-  }
-  std::string mistyped;
-  auto check_type = [&](std::string_view column, std::string_view kind, std::string_view allowed) {
-    const Present& p = present[name_key(column)];
-    if (accepted(allowed, p.type)) return;
-    mistyped += (mistyped.empty() ? "" : "; ") + std::string(column) + " is " +
-                (p.declared.empty() ? p.type : p.declared) + " but the record's " +
-                std::string(kind) + " needs " + listed(allowed);
-  };
-  for (const Column& col : table.columns)
-    check_type(col.name, to_string(col.type), dialect.accepted_types_of(col));
-  check_type(source_id_column, "key", dialect.key_accepted_types);
-  check_type(seq_column, "key", dialect.key_accepted_types);
-  if (!mistyped.empty()) {
-    throw error("auditpipe: " + where + " has columns of the wrong type: " + mistyped);
-  }
-  std::vector<std::string_view> refuse_null;
-  for (const Column& col : table.columns) {
-    if (col.nullable && !present[name_key(col.name)].takes_null) refuse_null.push_back(col.name);
-  }
-  if (!refuse_null.empty()) {
-    throw error("auditpipe: " + where + " has NOT NULL columns for record members that may be " +
-                "NULL (auditpipe::nullable): " + names(refuse_null) +
-                "; a NULL would be refused at write time. Drop NOT NULL from them, or make the " +
-                "members not nullable");
-  }
   for (const Column& col : table.columns) {
     const Present& p = present[name_key(col.name)];
     const std::uint64_t length = p.characters;
-    if (col.type == ColumnType::text && length != 0 && length < col.max_length) {
-      // MySQL's TEXT types are sized in bytes (TINYTEXT: 255), VARCHAR(n)
-      // and the others' character types in characters.
-      const bool bytes = p.type.find("text") != std::string::npos;
+    // MySQL's TEXT types are sized in bytes (TINYTEXT: 255), VARCHAR(n)
+    // and the others' character types in characters; a record's text that
+    // has a limit of characters (a schema read from such a column) is
+    // compared in characters there.
+    const bool bytes = p.type.find("text") != std::string::npos;
+    const bool in_chars = !bytes && col.max_chars != 0;
+    const std::uint64_t carried = in_chars ? col.max_chars : col.max_length;
+    if (col.type == ColumnType::text && length != 0 && length < carried) {
       diagnostics()->warn(
-          "auditpipe: column {}.{} ({}) holds {} {} but records carry up to {} "
-          "bytes; longer values will be refused by the server",
-          name, col.name, p.declared, length, bytes ? "bytes" : "characters", col.max_length);
+          "auditpipe: column {}.{} ({}) holds {} {} but records carry up to {} {}; longer "
+          "values will be refused by the server",
+          name, col.name, p.declared, length, bytes ? "bytes" : "characters", carried,
+          in_chars ? "characters" : "bytes");
     }
     // Text arrives as UTF-8; a column of another character set cannot hold
     // all of it (utf8mb3: no four-byte characters such as emoji).
