@@ -360,7 +360,15 @@ struct RowMapper::Impl {
         continue;
       }
       const auto c = static_cast<std::size_t>(entry->column);
-      if (seen[c] == generation) continue;  // a repeated key: the first wins
+      if (seen[c] == generation) {
+        // JSON leaves a repeated name's meaning open (jq takes the last
+        // value, a streaming reader the first): an audit row does not guess.
+        return bad(c,
+                   "its key \"" + std::string(field.key) +
+                       "\" appears more than once in the line; which value is meant is "
+                       "not defined, so the line is rejected",
+                   reason);
+      }
       seen[c] = generation;
       if (!from_json(c, field.value, values[c], reason)) return false;
     }

@@ -20,7 +20,8 @@
 //     rejected (the database gives its default to a load's every row or none);
 //   - JSON keys no column reads are ignored, but a value for a column left to
 //     the database (MappingOptions::left_to_database) rejects the record;
-//     a repeated key: the first wins;
+//     a key a column reads, repeated, rejects the record (which value is
+//     meant is not defined; other readers differ);
 //   - a text column takes a JSON number, boolean, object or array as JSON
 //     text (see Cost); CSV fields are unquoted ("" is one ").
 // A JSON line that is not valid UTF-8 (simdjson refuses it) is repaired

@@ -26,8 +26,9 @@ namespace auditpipe::ingest {
 /// Said with simdjson's NUMBER_ERROR, which refuses a whole JSON line for one
 /// number: most often an id beyond 64 bits.
 inline constexpr std::string_view number_error_hint =
-    "a number beyond 64 bits (above 18446744073709551615) or malformed; quoted, a big number "
-    "loads into a text column";
+    "a number out of range (an integer beyond 64 bits, above 18446744073709551615, or a "
+    "number beyond a double's, such as 1e400) or malformed; quoted, a big number loads into a "
+    "text column";
 
 /// A decimal integer, optional sign, nothing else (no spaces).
 std::optional<std::int64_t> parse_integer(std::string_view s) noexcept;

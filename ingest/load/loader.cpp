@@ -440,7 +440,8 @@ LoadSummary Load::run() {
       else
         known = false;
     }
-    if (known) s.input_total = total;
+    // Followed inputs grow and rotate: their sizes at the start are no total.
+    if (known && !config_.follow) s.input_total = total;
     const Stats st = logger_->stats();
     s.records = records_.load();
     s.written = st.written;
@@ -496,6 +497,7 @@ LoadSummary Load::run() {
   s.held_back = held_back_.load();
   s.empty_lines = empty_lines_.load();
   s.repaired_lines = repaired_lines_.load();
+  s.repaired_fields = report.stats.invalid_utf8_fields;
   s.truncated_fields = report.stats.truncated_fields;
   for (const auto& in : inputs_) s.input_bytes += in->input_bytes.load();
   s.inputs = inputs_.size();
@@ -1031,12 +1033,17 @@ bool Load::pass(InputState& input, const std::string& open_path, RowMapper& mapp
     return std::make_unique<ReplaySource>(std::move(inner), lookahead_bytes, identity_prefix_bytes,
                                           mapper.needs_header());
   };
+  // stdin, a pipe: a second opening reads on where the first stopped.
+  struct stat path_stat {};
+  const bool read_once =
+      open_path == "-" || ::stat(open_path.c_str(), &path_stat) != 0 || !S_ISREG(path_stat.st_mode);
   auto source =
       read_ahead(input.opened ? std::move(input.opened) : open_byte_source(open_path, interrupt()));
   const std::string& prefix = source->prefix();
   if (prefix.empty()) return true;  // nothing yet: follow waits, anything else is done
 
   Position start;
+  std::uint64_t counted_as_skipped = 0;  // by this pass's identification
   {
     std::unique_lock lock(input.mutex);
     if (input.identified) {
@@ -1062,6 +1069,7 @@ bool Load::pass(InputState& input, const std::string& open_path, RowMapper& mapp
       input.position = {c.bytes_done, c.lines_done, c.records_done, c.rejects};
       input.grown = {c.grown_bytes, c.grown_id};
       skipped_.fetch_add(c.records_done);
+      counted_as_skipped = c.records_done;
     }
     // Identified while shorter than its identity prefix and longer now:
     // remembered, for telling it from another input that began the same.
@@ -1090,7 +1098,19 @@ bool Load::pass(InputState& input, const std::string& open_path, RowMapper& mapp
 
   if (start.bytes_done > 0 && !source->skip_to(start.bytes_done)) {
     // Shorter than its checkpoint with the same first bytes: read it all
-    // again; the keys make that harmless.
+    // again; the keys make that harmless. Nothing of it was skipped.
+    skipped_.fetch_sub(counted_as_skipped);
+    if (read_once) {
+      // Read to its end while skipping: all of it lies inside what was
+      // stored (a `head` of an input loaded before).
+      std::fprintf(stderr,
+                   "auditpipe ingest: %s ended at byte %llu, inside the %llu bytes an earlier run "
+                   "stored from it: it is that input cut short, and nothing in it is new\n",
+                   input.name.c_str(), static_cast<unsigned long long>(source->position()),
+                   static_cast<unsigned long long>(start.bytes_done));
+      input.input_bytes.store(source->input_bytes_read(), std::memory_order_relaxed);
+      return true;
+    }
     source = read_ahead(open_byte_source(open_path, interrupt()));
     start = {};
   }
@@ -1342,6 +1362,9 @@ std::string format_summary(const LoadSummary& s) {
   if (s.empty_lines > 0) out += "  empty     " + with_commas(s.empty_lines) + " lines skipped\n";
   if (s.repaired_lines > 0)
     out += "  repaired  " + with_commas(s.repaired_lines) + " lines of invalid UTF-8 (U+FFFD)\n";
+  if (s.repaired_fields > 0)
+    out += "  repaired  " + with_commas(s.repaired_fields) +
+           " text fields of invalid UTF-8 (U+FFFD)\n";
   if (s.truncated_fields > 0)
     out += "  truncated " + with_commas(s.truncated_fields) + " text fields cut to their column\n";
   for (const std::string& e : s.errors) out += "  error     " + e + "\n";

@@ -77,7 +77,9 @@ struct LoadSummary {
   std::uint64_t skipped = 0;    ///< records already stored by earlier runs, not read again
   std::uint64_t held_back = 0;  ///< unterminated last lines of files still being written
   std::uint64_t empty_lines = 0;
-  std::uint64_t repaired_lines = 0;  ///< invalid UTF-8 made valid before parsing
+  std::uint64_t repaired_lines = 0;  ///< JSON lines of invalid UTF-8 made valid before parsing
+  /// CSV/TSV fields of invalid UTF-8 the writers made valid (Stats::invalid_utf8_fields)
+  std::uint64_t repaired_fields = 0;
   std::uint64_t truncated_fields = 0;
   std::uint64_t input_bytes = 0;
   std::uint64_t inputs = 0;

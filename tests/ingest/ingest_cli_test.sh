@@ -118,6 +118,13 @@ case $case in
     jq -se 'any(.[]; .line == 7 and (.reason | test("300")) and (.reason | test("level")))' rejects.jsonl >/dev/null ||
       fail "the out-of-range reason names the value and the column"
     expect_eq "$(q "SELECT COUNT(*) FROM $table WHERE user_name LIKE 'bad%utf'")" 1 "the invalid UTF-8 line, repaired"
+    # CSV text is repaired by the writers, not before parsing: the summary
+    # says so as it does for a JSON line (before, it said nothing).
+    { echo 'at,user.name,level,ok'; printf '2026-11-30 12:00:00,csv\xffbad,1,t\n'; } > bad_utf8.csv
+    touch -d '1 minute ago' bad_utf8.csv
+    out=$(ingest "$url" bad_utf8.csv 2>&1) || fail "the CSV load with invalid UTF-8 exited $?: $out"
+    grep -q 'repaired  1 text fields of invalid UTF-8' <<<"$out" || fail "the CSV repair is not reported: $out"
+    expect_eq "$(q "SELECT COUNT(*) FROM $table WHERE user_name LIKE 'csv%bad'")" 1 "the invalid UTF-8 CSV field, repaired"
     if [ "$backend" != sqlite ]; then
       # The password from a file (password_file=), not the command line that
       # ps shows every user; before, the URL was the only way to give it.
@@ -147,6 +154,15 @@ case $case in
     expect_eq "$(count)" 20000 "after the rerun"
     grep -q 'written   0 rows' <<<"$out" || fail "the rerun wrote rows: $out"
     grep -q 'skipped   20,000' <<<"$out" || fail "the rerun did not skip the done prefix: $out"
+    # Through a pipe, loaded whole, then a `head` of it: nothing new, and
+    # the summary does not claim the stored 20,000 were skipped (before: it
+    # did, for 5,000 lines in).
+    cat big.jsonl | ingest --quiet --source-name piped "$url" - || fail "piped load exited $?"
+    out=$(head -n 5000 big.jsonl | ingest --source-name piped "$url" - 2>&1) || fail "the piped head exited $?: $out"
+    expect_eq "$(count)" 20000 "after a head of the piped input"
+    grep -q 'skipped   0 ' <<<"$out" || fail "the head's summary claims skipped rows: $out"
+    grep -q 'piped ended at byte [0-9]*, inside the [0-9]* bytes an earlier run stored' <<<"$out" ||
+      fail "no word of the head inside the stored part: $out"
     # The table dropped to be loaded again: its checkpoints are removed, and
     # everything is loaded (before, all of it was skipped: exit 0, no rows).
     q "DROP TABLE $table" >/dev/null
@@ -468,6 +484,24 @@ case $case in
       expect_eq "$rc" 1 "exit status for a missing SQLite file"
       [ ! -e "$work/mistyped.db" ] || fail "the mistyped path was created"
       grep -q "no SQLite database '$work/mistyped.db'" <<<"$out" || fail "unclear message: $out"
+    else
+      # VARCHAR(n) holds n characters, whatever their bytes: ten CJK
+      # characters (30 bytes) and ten emoji (40) are stored whole, eleven
+      # characters cut to ten (and counted). Read as n bytes, the first two
+      # kept 3 and 2 characters.
+      vc=${table}_vc
+      q "DROP TABLE IF EXISTS $vc" >/dev/null
+      q "DELETE FROM auditpipe_ingest_checkpoints WHERE target_table = '$vc'" >/dev/null 2>&1 || true
+      q "CREATE TABLE $vc (id INT NOT NULL, name VARCHAR(10) NOT NULL, source_id BIGINT NOT NULL,
+         seq BIGINT NOT NULL, PRIMARY KEY (source_id, seq))"
+      ten_cjk=日本語日本語日本語日 ten_emoji=😀😀😀😀😀😀😀😀😀😀
+      printf '{"id":%d,"name":"%s"}\n' 1 "$ten_cjk" 2 "$ten_emoji" 3 "${ten_cjk}本" 4 abcdefghijk > vc.jsonl
+      out=$("$bin" ingest --table $vc "$url" vc.jsonl 2>&1) || fail "load into VARCHAR(10) exited $?: $out"
+      expect_eq "$(q "SELECT name FROM $vc WHERE id = 1")" "$ten_cjk" "ten CJK characters in VARCHAR(10)"
+      expect_eq "$(q "SELECT name FROM $vc WHERE id = 2")" "$ten_emoji" "ten emoji in VARCHAR(10)"
+      expect_eq "$(q "SELECT name FROM $vc WHERE id = 3")" "$ten_cjk" "eleven CJK characters, cut"
+      expect_eq "$(q "SELECT name FROM $vc WHERE id = 4")" abcdefghij "eleven ASCII characters, cut"
+      grep -q 'truncated 2 text fields' <<<"$out" || fail "the cuts are not counted: $out"
     fi
     ;;
 

@@ -176,12 +176,23 @@ TEST(RowMapper, TextColumnsTakeAnyJsonValue) {
   EXPECT_LT(r.reason.size(), 120u) << r.reason;
 }
 
-TEST(RowMapper, RepeatedKeysFirstWinsAndEveryColumnOnce) {
-  const std::vector<ColumnSpec> cols = {{"a", ColumnType::int64}};
+TEST(RowMapper, ARepeatedKeyOfAColumnRejectsTheLine) {
+  const std::vector<ColumnSpec> cols = {{"a", ColumnType::int64},
+                                        {"b", ColumnType::int64, 0, true}};
   RowMapper m(cols, Format::jsonl);
-  const auto r = fill(m, cols, R"({"a":1,"a":2})");
-  ASSERT_TRUE(r.ok);
-  EXPECT_EQ(r.calls.at(0), "int:1");
+  auto r = fill(m, cols, R"({"a":1,"a":2})");
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.reason,
+            "column a: its key \"a\" appears more than once in the line; which value is meant "
+            "is not defined, so the line is rejected");
+  // The same value twice is as ambiguous to a reader of the rule.
+  EXPECT_FALSE(fill(m, cols, R"({"b":1,"a":3,"b":1})").ok);
+  // A repeated key no column reads is ignored, as every such key is.
+  r = fill(m, cols, R"({"x":1,"a":4,"x":2})");
+  ASSERT_TRUE(r.ok) << r.reason;
+  EXPECT_EQ(r.calls.at(0), "int:4");
+  // Each line starts afresh.
+  EXPECT_TRUE(fill(m, cols, R"({"a":5})").ok);
 }
 
 TEST(RowMapper, JsonErrorsAndNonObjects) {
@@ -196,6 +207,14 @@ TEST(RowMapper, JsonErrorsAndNonObjects) {
   r = fill(m, cols, R"({"a":1} {"a":2})");
   EXPECT_FALSE(r.ok);
   EXPECT_TRUE(fill(m, cols, R"({"b":{"deep":[1,{"x":null}]}})").ok);
+}
+
+TEST(RowMapper, ANumberBeyondADoubleIsSaidToBeOutOfRange) {
+  const std::vector<ColumnSpec> cols = {{"a", ColumnType::float64}};
+  RowMapper m(cols, Format::jsonl);
+  const auto r = fill(m, cols, R"({"a":1e400})");
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.reason.find("beyond a double's"), std::string::npos) << r.reason;
 }
 
 TEST(RowMapper, InvalidUtf8IsRepairedAndCounted) {
