@@ -121,10 +121,12 @@ if [ $quick -eq 0 ]; then
   # while the Release tests run: those wait on servers, sleeps and fsyncs for
   # about half their time (8.5 of 18 CPU-minutes used in a 9-minute run), and
   # the builds take that half. SCHED_IDLE: a build gets the CPU only when no
-  # test wants it, so the tests run as they would alone. Each tree's output
-  # goes to build/<tree>.log, shown when the tree is waited for.
+  # test wants it, so the tests run as they would alone; and the idle I/O
+  # class, so its writes do not queue ahead of the tests' fsyncs. Each
+  # tree's output goes to build/<tree>.log, shown when the tree is waited for.
   background_builds() {
     chrt --idle -p 0 $BASHPID >/dev/null || true  # where not allowed: at normal priority
+    ionice -c 3 -p $BASHPID >/dev/null 2>&1 || true
     local tree
     for tree in asan tsan fuzz; do
       if "build_$tree" >"build/$tree.log" 2>&1; then echo 0; else echo 1; fi >"build/$tree.rc"
