@@ -25,9 +25,8 @@ std::string text_type(std::uint32_t max_length) {
 // Types map to what accepted_types takes for a ColumnType whose values
 // the column holds: TINYINT(1) (what BOOLEAN is) to boolean, the integers
 // by width and sign, DOUBLE, DATETIME(6), VARCHAR(n) to n characters in
-// the bytes the column's character set gives them (CHARACTER_OCTET_LENGTH:
-// 4n in utf8mb4) and the TEXT types to the smaller of their size and
-// `unbounded`.
+// the 4n bytes of UTF-8 they can take, and the TEXT types to the smaller of
+// their size and `unbounded`.
 CatalogColumn schema_column(const std::vector<std::optional<std::string>>& row,
                             std::uint32_t unbounded) {
   auto at = [&row](std::size_t i) { return i < row.size() && row[i] ? *row[i] : std::string(); };
@@ -92,10 +91,12 @@ CatalogColumn schema_column(const std::vector<std::optional<std::string>>& row,
   } else if (type == "varchar") {
     spec.type = ColumnType::text;
     // VARCHAR(n) holds n characters, not n bytes: cut to n bytes, ten
-    // characters of CJK text would keep three.
+    // characters of CJK text would keep three. Records carry UTF-8, up to 4
+    // bytes a character, whatever the column's own character set stores
+    // (CHARACTER_OCTET_LENGTH counts those: a latin1 column's ten 'é' are 20
+    // bytes of UTF-8); what that set cannot hold the server refuses.
     const std::uint64_t chars = std::min<std::uint64_t>(number(3), 16u << 20);
-    const std::uint64_t octets = number(4) != 0 ? number(4) : chars * 4;
-    spec.max_length = static_cast<std::uint32_t>(std::min<std::uint64_t>(octets, 16u << 20));
+    spec.max_length = static_cast<std::uint32_t>(std::min<std::uint64_t>(chars * 4, 16u << 20));
     spec.max_chars = static_cast<std::uint32_t>(std::min<std::uint64_t>(chars, spec.max_length));
   } else if (type == "tinytext" || type == "text" || type == "mediumtext" || type == "longtext") {
     spec.type = ColumnType::text;

@@ -41,13 +41,13 @@ class AUDITPIPE_EXPORT Database {
   /// The schema of the existing table `table` (columns in their order,
   /// without source_id and seq), or nullopt if there is no such table.
   /// Column types map back to the narrowest ColumnType that holds them
-  /// (BIGINT → int64, DATETIME(6)/timestamp → timestamp, ...); VARCHAR(n) and
-  /// CHAR(n) give text of n bytes, unbounded text (TEXT, PostgreSQL text)
-  /// `unbounded_text_bytes`. A nullable column is nullable; a column default
-  /// is the ColumnSpec's default_value. Throws auditpipe::error naming the
-  /// table, the column and its type for a column no ColumnType can hold
-  /// (BLOB, DECIMAL(30,10), ...), and for a table without the (source_id,
-  /// seq) pair when `require_key` is set.
+  /// (BIGINT → int64, DATETIME(6)/timestamp → timestamp, ...); VARCHAR(n)
+  /// gives text of at most n characters (max_chars) in 4n bytes (max_length:
+  /// what n characters take in UTF-8), unbounded text (TEXT, PostgreSQL text)
+  /// `unbounded_text_bytes`; CHAR(n) is refused (it pads). A nullable column is nullable; a column
+  /// default is the ColumnSpec's default_value. Throws auditpipe::error naming the table, the
+  /// column and its type for a column no ColumnType can hold (BLOB, DECIMAL(30,10), ...), and for a
+  /// table without the (source_id, seq) pair when `require_key` is set.
   virtual std::optional<Schema> read_schema(std::string_view table,
                                             std::uint32_t unbounded_text_bytes = 1024,
                                             bool require_key = false) = 0;
