@@ -469,10 +469,18 @@ TEST_P(SchemaChange, AnOpenRefusedForAColumnTheTableHasAddsNoColumns) {
   const auto before = db_->value(columns);
   ASSERT_TRUE(before);
   EXPECT_EQ(*before, "5");  // message_id, at, required_x, source_id, seq
-  const std::string e = open_error<NullRow>("migrate=add_columns");
+  std::string e = open_error<NullRow>("migrate=add_columns");
   EXPECT_NE(e.find("NOT NULL without a default: required_x;"), std::string::npos) << e;
   EXPECT_EQ(db_->value(columns), before);
   expect_no_password(e);
+  // Nor for its keys: no unique key on (source_id, seq).
+  db_->exec("DROP TABLE audit_nulls");
+  db_->exec(
+      "CREATE TABLE audit_nulls (message_id BIGINT NOT NULL, source_id BIGINT NOT NULL, seq "
+      "BIGINT NOT NULL)");
+  e = open_error<NullRow>("migrate=add_columns");
+  EXPECT_NE(e.find("has no unique key on (source_id, seq)"), std::string::npos) << e;
+  EXPECT_EQ(db_->value(columns), "3");
 }
 
 // (d) A nullable member whose column is NOT NULL is refused at open, named.

@@ -307,6 +307,12 @@ TEST(PostgresqlSink, AColumnNamedInAnotherCaseIsNotTheRecords) {
   EXPECT_EQ(probe.scalar("SELECT COUNT(*) FROM information_schema.columns WHERE table_name = "
                          "'audit_log' AND table_schema = current_schema()"),
             11);
+  // Said so also where that column is NOT NULL (before: only that the table
+  // has a NOT NULL column the record lacks, naming neither the record's).
+  probe.exec("ALTER TABLE audit_log ALTER COLUMN \"Payload\" SET NOT NULL");
+  e = open_error(postgresql_test_url());
+  EXPECT_NE(e.find("only in case: the record's payload is Payload in the table"), std::string::npos)
+      << e;
 
   drop_table();
   probe.exec(

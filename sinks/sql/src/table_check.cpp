@@ -130,6 +130,26 @@ void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const Sq
   // What refuses the table for the columns it has is said before any
   // column is added (migrate=add_columns): a refused open leaves the table
   // as it found it.
+  if (dialect.exact_column_names) {
+    // The record's names compare ignoring case (table(), Schema); quoted
+    // names here do not. Adding "A" beside "a" would make a table whose
+    // columns no schema can name apart.
+    std::string near;
+    for (const Column* col : missing_columns) {
+      for (const auto& [column, p] : present) {
+        if (lower(column) == lower(col->name)) {
+          near += (near.empty() ? "" : ", ") + std::string("the record's ") +
+                  std::string(col->name) + " is " + column + " in the table";
+        }
+      }
+    }
+    if (!near.empty()) {
+      throw error("auditpipe: " + where + " has columns whose names differ from the record's " +
+                  "only in case: " + near + "; quoted names are case-sensitive here, so they " +
+                  "are different columns. Name them alike (in the record, or ALTER TABLE ... " +
+                  "RENAME COLUMN)");
+    }
+  }
   // Columns the insert leaves out must fill themselves: one that cannot
   // would make the server refuse every row, one by one, at write time.
   std::vector<std::string_view> unfillable;
@@ -170,24 +190,44 @@ void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const Sq
                 "; a NULL would be refused at write time. Drop NOT NULL from them, or make the " +
                 "members not nullable");
   }
-  if (dialect.exact_column_names) {
-    // The record's names compare ignoring case (table(), Schema); quoted
-    // names here do not. Adding "A" beside "a" would make a table whose
-    // columns no schema can name apart.
-    std::string near;
-    for (const Column* col : missing_columns) {
-      for (const auto& [column, p] : present) {
-        if (lower(column) == lower(col->name)) {
-          near += (near.empty() ? "" : ", ") + std::string("the record's ") +
-                  std::string(col->name) + " is " + column + " in the table";
-        }
+  // Exactly the pair (source_id, seq) must be a unique key: the idempotent
+  // insert names it. Where the insert absorbs a conflict on any unique key,
+  // no other may cover a written column, or rows conflicting on it would
+  // be skipped without a word.
+  std::map<std::string, std::set<std::string>> unique_keys;  // by name: messages in a fixed order
+  for (const auto& row : catalog(dialect.unique_keys_query))
+    unique_keys[row.at(0)].insert(row.at(1));
+  const bool others_absorbed =
+      dialect.idempotent_insert == SqlDialect::IdempotentInsert::on_duplicate_key_update;
+  bool has_key = false;
+  for (const auto& [index, columns] : unique_keys) {
+    if (columns == std::set<std::string>{name_key(seq_column), name_key(source_id_column)}) {
+      has_key = true;
+      continue;
+    }
+    if (!others_absorbed) continue;
+    for (const std::string& column : columns) {
+      if (written.count(column)) {
+        throw error("auditpipe: " + where + " has unique key " + index + " over column " + column +
+                    "; auditpipe's idempotent insert would silently skip rows that conflict on "
+                    "it. Drop that key or make it non-unique");
       }
     }
-    if (!near.empty()) {
-      throw error("auditpipe: " + where + " has columns whose names differ from the record's " +
-                  "only in case: " + near + "; quoted names are case-sensitive here, so they " +
-                  "are different columns. Name them alike (in the record, or ALTER TABLE ... " +
-                  "RENAME COLUMN)");
+  }
+  if (!has_key) {
+    throw error("auditpipe: " + where +
+                " has no unique key on (source_id, seq); auditpipe needs it so that a retried "
+                "batch is never written twice");
+  }
+
+  if (!dialect.insert_privilege_query.empty()) {
+    const auto rows = catalog(dialect.insert_privilege_query);
+    const bool may_insert = !rows.empty() && (rows[0].at(0) == "t" || rows[0].at(0) == "1");
+    if (!may_insert) {
+      const std::string user = !rows.empty() && rows[0].size() > 1 ? rows[0][1] : "";
+      throw error("auditpipe: " + where + ": user " + user +
+                  " may not INSERT into it; every batch would fail (GRANT INSERT ON " + name +
+                  " TO " + user + ")");
     }
   }
   if (!missing_columns.empty()) {
@@ -245,47 +285,6 @@ void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const Sq
           "the server (the record goes to the dead letters) or, where a server's mode allows, "
           "stored converted; utf8mb4 holds every character",
           name, col.name, p.charset);
-    }
-  }
-
-  // Exactly the pair (source_id, seq) must be a unique key: the idempotent
-  // insert names it. Where the insert absorbs a conflict on any unique key,
-  // no other may cover a written column, or rows conflicting on it would
-  // be skipped without a word.
-  std::map<std::string, std::set<std::string>> unique_keys;  // by name: messages in a fixed order
-  for (const auto& row : catalog(dialect.unique_keys_query))
-    unique_keys[row.at(0)].insert(row.at(1));
-  const bool others_absorbed =
-      dialect.idempotent_insert == SqlDialect::IdempotentInsert::on_duplicate_key_update;
-  bool has_key = false;
-  for (const auto& [index, columns] : unique_keys) {
-    if (columns == std::set<std::string>{name_key(seq_column), name_key(source_id_column)}) {
-      has_key = true;
-      continue;
-    }
-    if (!others_absorbed) continue;
-    for (const std::string& column : columns) {
-      if (written.count(column)) {
-        throw error("auditpipe: " + where + " has unique key " + index + " over column " + column +
-                    "; auditpipe's idempotent insert would silently skip rows that conflict on "
-                    "it. Drop that key or make it non-unique");
-      }
-    }
-  }
-  if (!has_key) {
-    throw error("auditpipe: " + where +
-                " has no unique key on (source_id, seq); auditpipe needs it so that a retried "
-                "batch is never written twice");
-  }
-
-  if (!dialect.insert_privilege_query.empty()) {
-    const auto rows = catalog(dialect.insert_privilege_query);
-    const bool may_insert = !rows.empty() && (rows[0].at(0) == "t" || rows[0].at(0) == "1");
-    if (!may_insert) {
-      const std::string user = !rows.empty() && rows[0].size() > 1 ? rows[0][1] : "";
-      throw error("auditpipe: " + where + ": user " + user +
-                  " may not INSERT into it; every batch would fail (GRANT INSERT ON " + name +
-                  " TO " + user + ")");
     }
   }
 }
