@@ -43,6 +43,10 @@ bool iequal(std::string_view a, std::string_view b) noexcept {
 }
 
 // One step of a JSON path tree: a key and either a column or nested keys.
+constexpr std::string_view repeated_key_rule =
+    "appears more than once in the line; which value is meant is not defined, so the line is "
+    "rejected";
+
 struct PathNode {
   struct Entry {
     std::string key;
@@ -74,8 +78,9 @@ struct RowMapper::Impl {
   Format format;
   std::vector<ColumnSpec> specs;
   std::vector<Plan> plans;
-  std::vector<PathNode> nodes;  // JSON: nodes[0] is the top level
-  std::vector<std::uint32_t> seen;
+  std::vector<PathNode> nodes;           // JSON: nodes[0] is the top level
+  std::vector<std::uint32_t> seen;       // per column: the line that gave it a value
+  std::vector<std::uint32_t> node_seen;  // per nested object: the line that had it
   std::uint32_t generation = 0;
   bool header_set = false;
   std::size_t header_fields = 0;
@@ -354,6 +359,13 @@ struct RowMapper::Impl {
         return left_out(static_cast<std::size_t>(entry->left_out), reason);
       }
       if (entry->child >= 0) {
+        // {"user":{"name":"a"},"user":null}: jq's .user.name is null there.
+        const auto child = static_cast<std::size_t>(entry->child);
+        if (node_seen[child] == generation) {
+          reason = "key \"" + std::string(field.key) + "\" " + std::string(repeated_key_rule);
+          return false;
+        }
+        node_seen[child] = generation;
         simdjson::dom::object inner;
         if (field.value.get_object().get(inner)) continue;  // not an object: its leaves are missing
         if (!walk(inner, entry->child, values, reason)) return false;
@@ -364,9 +376,7 @@ struct RowMapper::Impl {
         // JSON leaves a repeated name's meaning open (jq takes the last
         // value, a streaming reader the first): an audit row does not guess.
         return bad(c,
-                   "its key \"" + std::string(field.key) +
-                       "\" appears more than once in the line; which value is meant is "
-                       "not defined, so the line is rejected",
+                   "its key \"" + std::string(field.key) + "\" " + std::string(repeated_key_rule),
                    reason);
       }
       seen[c] = generation;
@@ -550,6 +560,7 @@ RowMapper::RowMapper(const std::vector<ColumnSpec>& columns, Format format, Mapp
         m.nodes[0].entries.push_back({m.left_out_names[k], -1, -1, static_cast<int>(k)});
   }
   m.seen.assign(columns.size(), 0);
+  m.node_seen.assign(m.nodes.size(), 0);
   values_.resize(columns.size());
   for (std::size_t c = 0; c < columns.size(); ++c)
     if (m.plans[c].constant) values_[c] = m.plans[c].fixed;
@@ -651,6 +662,7 @@ bool RowMapper::convert(const RawRecord& record, std::string& reason) {
   if (m.format == Format::jsonl) {
     if (++m.generation == 0) {
       std::fill(m.seen.begin(), m.seen.end(), 0);
+      std::fill(m.node_seen.begin(), m.node_seen.end(), 0);
       m.generation = 1;
     }
     if (!m.convert_json(record, values_, reason)) return false;

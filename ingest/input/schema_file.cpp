@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "auditpipe/detail/shown_name.h"
 #include "auditpipe/status.h"
 
 namespace auditpipe::ingest {
@@ -21,7 +22,7 @@ namespace {
 
 std::string column_label(std::size_t index, const std::string& name) {
   std::string s = "column " + std::to_string(index + 1);
-  if (!name.empty()) s += " (" + name + ")";
+  if (!name.empty()) s += " (" + auditpipe::detail::shown_name(name) + ")";
   return s;
 }
 
@@ -119,8 +120,8 @@ SchemaFile parse_schema_json(std::string_view json, const std::string& origin) {
             std::string_view t;
             if (f.value.get_string().get(t)) fail(origin, label + ": \"type\" is not a string");
             if (!type_from_name(t, spec.type))
-              fail(origin, label + ": unknown type \"" + std::string(t) + "\" (one of " +
-                               type_names() + ")");
+              fail(origin, label + ": unknown type \"" + auditpipe::detail::shown_name(t) +
+                               "\" (one of " + type_names() + ")");
             have_type = true;
           } else if (f.key == "size") {
             if (f.value.get_uint64().get(size) || size == 0 || size > 16u * 1024 * 1024)
@@ -153,7 +154,7 @@ SchemaFile parse_schema_json(std::string_view json, const std::string& origin) {
               fail(origin, label + ": \"path\" is not a non-empty string");
             out.paths.emplace_back(name, std::string(p));
           } else {
-            fail(origin, label + ": unknown key \"" + std::string(f.key) +
+            fail(origin, label + ": unknown key \"" + auditpipe::detail::shown_name(f.key) +
                              "\" (name, type, size, chars, nullable, default, path)");
           }
         }
@@ -177,7 +178,8 @@ SchemaFile parse_schema_json(std::string_view json, const std::string& origin) {
         ++index;
       }
     } else {
-      fail(origin, "unknown key \"" + std::string(kv.key) + "\" (table, columns)");
+      fail(origin,
+           "unknown key \"" + auditpipe::detail::shown_name(kv.key) + "\" (table, columns)");
     }
   }
   if (!have_table) fail(origin, "no \"table\"");

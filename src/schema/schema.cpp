@@ -17,6 +17,7 @@
 #include <string>
 #include <utility>
 
+#include "auditpipe/detail/shown_name.h"
 #include "auditpipe/fixed_string.h"
 #include "auditpipe/nullable.h"
 #include "auditpipe/status.h"
@@ -95,26 +96,6 @@ bool known_type(ColumnType type) {
   return false;
 }
 
-// A name as a message shows it: a name refused as no identifier may hold
-// anything (a NUL ended the message where printf printed it; control
-// characters would reach the terminal), so such bytes are shown as \xNN, and
-// a long one is cut.
-std::string shown(std::string_view name) {
-  constexpr std::size_t most = 80;
-  std::string out;
-  for (std::size_t i = 0; i < name.size() && i < most; ++i) {
-    const auto b = static_cast<unsigned char>(name[i]);
-    if (b < 0x20 || b == 0x7F || b == '"' || b == '\\') {
-      constexpr char hex[] = "0123456789abcdef";
-      out += {'\\', 'x', hex[b >> 4], hex[b & 15]};
-    } else {
-      out += static_cast<char>(b);
-    }
-  }
-  if (name.size() > most) out += "... (" + std::to_string(name.size()) + " bytes)";
-  return out;
-}
-
 }  // namespace
 
 struct Schema::Layout {
@@ -127,10 +108,10 @@ struct Schema::Layout {
   Layout(std::string name, std::vector<ColumnSpec> given)
       : table(std::move(name)), specs(std::move(given)) {
     auto fail = [&](const std::string& what) {
-      throw error("auditpipe: schema for table \"" + shown(table) + "\": " + what);
+      throw error("auditpipe: schema for table \"" + detail::shown_name(table) + "\": " + what);
     };
     auto fail_column = [&](const ColumnSpec& c, const std::string& what) {
-      fail("column \"" + shown(c.name) + "\": " + what);
+      fail("column \"" + detail::shown_name(c.name) + "\": " + what);
     };
     if (!detail::is_identifier(table)) {
       fail(

@@ -193,6 +193,21 @@ TEST(RowMapper, ARepeatedKeyOfAColumnRejectsTheLine) {
   EXPECT_EQ(r.calls.at(0), "int:4");
   // Each line starts afresh.
   EXPECT_TRUE(fill(m, cols, R"({"a":5})").ok);
+  // An object on a column's path, repeated: jq's .user.name is null for the
+  // first two, and the third would be read as "a" or "b".
+  const std::vector<ColumnSpec> nested = {{"name", ColumnType::text, 16, true}};
+  RowMapper by_path(nested, Format::jsonl, MappingOptions{{{"name", "user.name"}}, {}});
+  for (const char* line :
+       {R"({"user":{"name":"a"},"user":null})", R"({"user":{"name":"a"},"user":{}})",
+        R"({"user":{"name":"a"},"user":{"name":"b"}})"}) {
+    r = fill(by_path, nested, line);
+    EXPECT_FALSE(r.ok) << line;
+    EXPECT_EQ(r.reason,
+              "key \"user\" appears more than once in the line; which value is meant is not "
+              "defined, so the line is rejected")
+        << line;
+  }
+  EXPECT_TRUE(fill(by_path, nested, R"({"user":{"name":"c"}})").ok);
 }
 
 TEST(RowMapper, JsonErrorsAndNonObjects) {

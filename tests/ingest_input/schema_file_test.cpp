@@ -47,14 +47,15 @@ TEST(SchemaFile, ReadsTheDocumentedExample) {
 
 TEST(SchemaFile, RoundTripsThroughToSchemaJson) {
   const std::vector<ColumnSpec> cols = {{"at", ColumnType::timestamp},
-                                        {"who", ColumnType::text, 64, true, "no\"body"},
+                                        {"who", ColumnType::text, 64, true, "no\"body", false, 16},
                                         {"n", ColumnType::int16, 0, false, "0"},
                                         {"ok", ColumnType::boolean}};
   const std::string text = to_schema_json("t1", cols, {{"who", "user.name"}});
   EXPECT_EQ(text,
             "{\n  \"table\": \"t1\",\n  \"columns\": [\n"
             "    {\"name\": \"at\", \"type\": \"timestamp\"},\n"
-            "    {\"name\": \"who\", \"type\": \"text\", \"size\": 64, \"nullable\": true, "
+            "    {\"name\": \"who\", \"type\": \"text\", \"size\": 64, \"chars\": 16, "
+            "\"nullable\": true, "
             "\"default\": \"no\\\"body\", \"path\": \"user.name\"},\n"
             "    {\"name\": \"n\", \"type\": \"int16\", \"default\": \"0\"},\n"
             "    {\"name\": \"ok\", \"type\": \"boolean\"}\n  ]\n}\n");
@@ -64,6 +65,7 @@ TEST(SchemaFile, RoundTripsThroughToSchemaJson) {
     EXPECT_EQ(back.columns[i].name, cols[i].name);
     EXPECT_EQ(back.columns[i].type, cols[i].type);
     EXPECT_EQ(back.columns[i].max_length, cols[i].max_length);
+    EXPECT_EQ(back.columns[i].max_chars, cols[i].max_chars);
     EXPECT_EQ(back.columns[i].nullable, cols[i].nullable);
     EXPECT_EQ(back.columns[i].default_value, cols[i].default_value);
   }
@@ -102,6 +104,17 @@ TEST(SchemaFile, ErrorsNameTheFileTheColumnAndTheProblem) {
   EXPECT_TRUE(has(e, "no \"table\"")) << e;
   e = error_of(R"({"table":"t","columns":[)");
   EXPECT_TRUE(has(e, "not valid JSON")) << e;
+  // A name holding a NUL and an escape sequence: shown escaped, and the
+  // reason after it is still there (a NUL ended the message before).
+  e = error_of(R"({"table":"t","columns":[{"name":"a\u0000\u001b[31mRED","type":"text"}]})");
+  EXPECT_TRUE(has(e, "column 1 (a\\x00\\x1b[31mRED): a text column needs a \"size\"")) << e;
+  e = error_of(R"({"table":"t","columns":[{"name":"a","type":"x\u001by"}]})");
+  EXPECT_TRUE(has(e, "unknown type \"x\\x1by\"")) << e;
+  // "chars": at most "size", for text only.
+  e = error_of(R"({"table":"t","columns":[{"name":"a","type":"text","size":8,"chars":9}]})");
+  EXPECT_TRUE(has(e, "\"chars\" (9) is more than \"size\" (8 bytes)")) << e;
+  e = error_of(R"({"table":"t","columns":[{"name":"a","type":"int64","chars":9}]})");
+  EXPECT_TRUE(has(e, "\"chars\" is for text columns only")) << e;
   EXPECT_THROW(read_schema_file("/nonexistent/schema.json"), auditpipe::error);
 }
 

@@ -171,6 +171,13 @@ TEST(Schema, RefusesAColumnNameThatIsNotAPlainIdentifier) {
   EXPECT_EQ(refusal("t", {{std::string("a\0b\n", 4), ColumnType::int64}}),
             std::string("auditpipe: schema for table \"t\": column \"a\\x00b\\x0a\": the name ") +
                 not_identifier);
+  // Outside printable ASCII, every byte: a C1 control (U+009B, CSI) is an
+  // escape sequence to a terminal, and a cut never splits a character.
+  EXPECT_EQ(refusal("t", {{"a\xC2\x9B"
+                           "b",
+                           ColumnType::int64}}),
+            std::string("auditpipe: schema for table \"t\": column \"a\\xc2\\x9bb\": the name ") +
+                not_identifier);
   const std::string long_name(200, 'x');
   EXPECT_EQ(refusal("t", {{long_name + "-", ColumnType::int64}}),
             "auditpipe: schema for table \"t\": column \"" + std::string(80, 'x') +
