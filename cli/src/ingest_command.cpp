@@ -13,6 +13,7 @@
 #include "input/schema_file.h"
 #include "input/schema_inference.h"
 #include "replay_source.h"
+#include "validators.h"
 
 namespace auditpipe::cli {
 namespace {
@@ -157,7 +158,7 @@ IngestCommand::IngestCommand(CLI::App& app) {
       ->add_option("--give-up-after", give_up_after_,
                    "stop (exit 1) once the database has stored no row for SECONDS while its writes "
                    "fail (an outage, a full disk); a rerun continues. Default: wait for it")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number_from_one());
   command_->add_flag("--quiet,-q", config_.quiet,
                      "no progress line, and no summary unless something is not stored");
   command_->add_option(

@@ -24,6 +24,7 @@
 #include "auditpipe/sink/url.h"
 #include "auditpipe/status.h"
 #include "read_only_database.h"
+#include "validators.h"
 
 namespace auditpipe::cli {
 namespace {
@@ -223,9 +224,19 @@ VerifyCommand::VerifyCommand(CLI::App& app) {
   command_->add_option("--table,-t", table_, "the sealed table")->required();
   command_->add_option("--key-file,-k", key_file_,
                        "the seal key (seal=hmac); without it, seals are checked as seal=hash");
-  command_->add_option("--anchor", anchor_,
-                       "the latest seal published outside the database: a seal_anchor_file, or "
-                       "SEALNO:DIGEST");
+  command_
+      ->add_option("--anchor", anchor_,
+                   "the latest seal published outside the database: a seal_anchor_file, or "
+                   "SEALNO:DIGEST")
+      ->check(
+          [](const std::string& value) {
+            // --anchor "$UNSET": no anchor at all, so a cut tail would verify.
+            return value.empty() ? std::string(
+                                       "is empty: give a seal_anchor_file or "
+                                       "SEALNO:DIGEST (an empty one checks nothing)")
+                                 : std::string();
+          },
+          "FILE|SEALNO:DIGEST");
   command_->add_option("--since", since_,
                        "check the seals from the first made at or after TIME (epoch seconds or "
                        "YYYY-MM-DD[THH:MM:SS] UTC) on, trusting the seals before it");
@@ -239,15 +250,17 @@ VerifyCommand::VerifyCommand(CLI::App& app) {
       ->check(count);
   command_
       ->add_option("--unsealed-window", unsealed_window_,
-                   "rows no seal covers among the keys of the last N seals are 'not yet "
-                   "sealed' (a crash of several writers), not 'inserted' (default 16)")
+                   "rows no seal covers among the keys of the last N seals, above a "
+                   "source's newest sealed row or of a source no seal names are 'not yet "
+                   "sealed' (a crash), not 'inserted' (default 16); 0, for writers stopped "
+                   "cleanly: every row no seal covers is 'inserted'")
       ->check(count);
   command_
       ->add_option("--accept-late", accept_late_,
                    "late seals numbered up to SEALNO were checked: no longer reported "
                    "(a late seal covers rows a start found stored and unsealed); SEALNO "
                    "is a seal the table has, so later late seals are still named")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number_from_one());
   command_->add_flag("--quiet,-q", quiet_, "no progress line");
 }
 
@@ -511,7 +524,10 @@ int VerifyCommand::run() {
           });
         }
         if (active.empty()) {
-          if (!newest || seq > *newest) {
+          // Above a source's newest sealed key, or of a source no seal
+          // names: a crash's unsealed rows, unless --unsealed-window 0 says
+          // the writers stopped cleanly (they seal everything they store).
+          if (unsealed_window_ > 0 && (!newest || seq > *newest)) {
             if (unsealed++ == 0) first_unsealed = seq;
             last_unsealed = seq;
           } else {
