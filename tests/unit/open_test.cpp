@@ -77,6 +77,9 @@ TEST(Open, ContradictorySealOptionsAreAUrlError) {
       {"seal=none&seal_anchor_file=/a", "seal_anchor_file is given but sealing is off"},
       {"seal=hash&seal_key_file=/k", "seal_key_file is for seal=hmac"},
       {"seal=hash&migrate=add_columns", "migrate=add_columns and seal= together are refused"},
+      // Empty (an unset variable): it published no anchor, without a word.
+      {"seal=hash&seal_anchor_file=", "seal_anchor_file is empty"},
+      {"seal=hmac&seal_key_file=", "seal_key_file is empty"},
   };
   for (const std::string& base : bases) {
     for (const auto& [query, said] : cases) {

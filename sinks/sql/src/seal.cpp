@@ -41,6 +41,10 @@ std::optional<std::string> apply_url_option(SealSettings& settings, std::string_
     } else {
       return "seal must be none, hash or hmac (got '" + value + "')";
     }
+  } else if (value.empty()) {
+    // An empty path would switch the key or the anchor off without a word
+    // (an unset variable in a script).
+    return std::string(key) + " is empty: give the file's path, or leave the option out";
   } else if (key == "seal_key_file") {
     settings.key_file = value;
   } else if (key == "seal_anchor_file") {
