@@ -355,6 +355,11 @@ TEST(MysqlSink, TlsRefusesAServerItCannotVerify) {
   EXPECT_NE(e.find("cannot connect"), std::string::npos) << e;
   const std::string missing_ca = open_error(mysql_url_with("tls=verify_ca"));
   EXPECT_NE(missing_ca.find("needs tls_ca"), std::string::npos) << missing_ca;
+  // A CA with TLS off was ignored without a word: the connection was plain.
+  const std::string off = open_error(mysql_url_with("tls=disabled&tls_ca=/etc/ssl/ca.pem"));
+  EXPECT_NE(off.find("tls_ca is given but TLS is off"), std::string::npos) << off;
+  const std::string default_off = open_error(mysql_url_with("tls_cert=/etc/ssl/c.pem"));
+  EXPECT_NE(default_off.find("tls_cert is given but TLS is off"), std::string::npos) << default_off;
 }
 
 TEST(MysqlSink, ConnectsThroughAUnixSocket) {
@@ -372,6 +377,10 @@ TEST(MysqlSink, ConnectsThroughAUnixSocket) {
   }
   MysqlProbe probe;
   EXPECT_EQ(probe.scalar("SELECT COUNT(*) FROM audit_log"), 1);
+  // socket= with a host other than localhost was ignored (the connection
+  // went over TCP): refused.
+  const std::string tcp = open_error(mysql_url_with("socket=/nonexistent.sock"));
+  EXPECT_NE(tcp.find("socket= is used only for the host localhost"), std::string::npos) << tcp;
 }
 
 TEST(MysqlSink, AnExistingTableIsCheckedAtStart) {

@@ -1,5 +1,6 @@
 #include "mysql_config.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 
@@ -113,6 +114,24 @@ MysqlConfig parse_mysql_url(std::string_view text) {
   if ((c.tls == TlsMode::verify_ca || c.tls == TlsMode::verify_identity) && c.tls_ca.empty()) {
     bad(url,
         "tls=" + std::string(tls_mode_names[static_cast<int>(c.tls)]) + " needs tls_ca=<file>");
+  }
+  // Options that would do nothing: whoever gave them believes they do.
+  if (c.tls == TlsMode::disabled) {
+    for (const char* file : {"tls_ca", "tls_cert", "tls_key"}) {
+      if (url.option(file)) {
+        bad(url, std::string(file) +
+                     " is given but TLS is off (tls=disabled, the default): add "
+                     "tls=verify_identity (or verify_ca, required), or drop " +
+                     file);
+      }
+    }
+  }
+  if (!socket.empty() &&
+      std::none_of(c.endpoints.begin(), c.endpoints.end(),
+                   [](const MysqlEndpoint& e) { return !e.socket.empty() && !e.host.empty(); })) {
+    bad(url,
+        "socket= is used only for the host localhost (127.0.0.1 and other hosts are reached "
+        "over TCP): write localhost as the host, or drop socket=");
   }
   return c;
 }
