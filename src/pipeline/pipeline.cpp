@@ -23,6 +23,7 @@
 #include "auditpipe/sink/sink.h"
 #include "common/tsc_clock.h"
 #include "durable/dead_letter_file.h"
+#include "durable/destination_mark.h"
 #include "durable/pool_file.h"
 #include "durable/recovered_timestamps.h"
 #include "durable/spill.h"
@@ -266,6 +267,10 @@ class Pipeline::Engine {
       throw;
     }
     recover();
+    if (spill_) {
+      check_destination_mark(options_.spill_path / "destination", sink_->describe(),
+                             spill_->records(), "spill directory " + options_.spill_path.string());
+    }
     schedule_chores();
     const WriterParts parts{table_,   options_,  *sink_,    intake_,
                             control_, finisher_, counters_, dead_letters_.get()};
@@ -464,6 +469,8 @@ class Pipeline::Engine {
     const std::size_t n = intake_.requeue_recovered([&](std::byte* record) {
       if (timestamps) timestamps->resolve(record);
     });
+    check_destination_mark(options_.durable_path.string() + ".destination", sink_->describe(), n,
+                           "durable pool " + options_.durable_path.string());
     if (n != 0) {
       counters_.recovered.store(n, std::memory_order_relaxed);
       diagnostics()->info("auditpipe: {} committed records recovered from {}; writing them first",

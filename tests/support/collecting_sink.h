@@ -70,7 +70,7 @@ class CollectingSink : public auditpipe::Sink {
     closed_ = true;
   }
 
-  std::string describe() const override { return "test://collecting"; }
+  std::string describe() const override { return description_; }
 
   // Like a pooled sink: figures while open, none once closed.
   std::optional<auditpipe::ConnectionPoolStats> connection_pool_stats() const override {
@@ -84,6 +84,8 @@ class CollectingSink : public auditpipe::Sink {
 
   // Setup.
   void keep_bytes() { keep_bytes_ = true; }
+  // What describe() says (a database's URL); before the logger opens it.
+  void describe_as(std::string description) { description_ = std::move(description); }
   void delay_per_record(std::chrono::microseconds d) { delay_per_record_ = d; }
   void fail_open(bool on = true) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -152,6 +154,7 @@ class CollectingSink : public auditpipe::Sink {
   bool closed_ = false;
   bool held_ = false;
   std::atomic<std::chrono::microseconds> delay_per_record_{std::chrono::microseconds(0)};
+  std::string description_ = "test://collecting";
   bool keep_bytes_ = false;
   bool permanent_ = false;
   bool fail_open_ = false;
