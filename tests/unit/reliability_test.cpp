@@ -161,45 +161,56 @@ TEST(Reliability, CloseSpillsWhatItCouldNotWriteAndTheNextStartReplaysIt) {
   expect_exactly_once(up->keys(), 100);
 }
 
+// Logs n records for a database described as `database` that stores none,
+// and closes: they stay in o's spill directory or durable pool.
+void keep_records_for(const std::string& database, const Options& o, int n) {
+  auto down = std::make_shared<CollectingSink>();
+  down->describe_as(database);
+  down->fail_next(1'000'000);
+  auditpipe::Logger<AuditRow> logger(down, o);
+  for (int i = 0; i < n; ++i) ASSERT_EQ(log_one(logger, i), Status::ok);
+  EXPECT_FALSE(logger.close(100ms).drained);
+}
+
+// Opens a logger of `database` on o's files, lets it write the n records
+// they keep (each once), and returns what was warned of meanwhile.
+std::string write_kept_records_to(const std::string& database, const Options& o, int n) {
+  testing_support::CapturedWarnings warnings;
+  auto up = std::make_shared<CollectingSink>();
+  up->describe_as(database);
+  {
+    auditpipe::Logger<AuditRow> logger(up, o);
+    EXPECT_TRUE(eventually([&] { return up->keys().size() >= static_cast<std::size_t>(n); }));
+    logger.close();
+  }
+  expect_exactly_once(up->keys(), n);
+  return warnings.text();
+}
+
+Options keeping_options(const TempDir& dir, bool spill) {
+  Options o;
+  o.capacity = 256;
+  o.batch_size = 50;
+  o.retry_backoff_initial = 1ms;
+  o.retry_backoff_max = 5ms;
+  (spill ? o.spill_path : o.durable_path) = dir.path() / (spill ? "spill" : "pool");
+  return o;
+}
+
 // Records kept for one database, opened by a logger of another (a copied
 // configuration): written there, as a failover to another host must be,
 // but warned of, naming both. Before, nothing was said.
 TEST(Reliability, RecordsKeptForAnotherDatabaseAreWarnedOfWhenAnotherWritesThem) {
   TempDir dir;
-  Options o;
-  o.capacity = 256;
-  o.batch_size = 50;
-  o.spill_path = dir.path() / "spill";
-  o.retry_backoff_initial = 1ms;
-  o.retry_backoff_max = 5ms;
+  const Options o = keeping_options(dir, true);
+  keep_records_for("test://first?pool_size=2", o, 100);
   {
-    auto down = std::make_shared<CollectingSink>();
-    down->describe_as("test://first?pool_size=2");
-    down->fail_next(1'000'000);
-    auditpipe::Logger<AuditRow> logger(down, o);
-    for (int i = 0; i < 100; ++i) ASSERT_EQ(log_one(logger, i), Status::ok);
-    ASSERT_EQ(logger.close(100ms).on_disk, 100u);
-  }
-  // The same database with other options: nothing to say.
-  {
+    // The same database with other options: nothing to say.
     testing_support::CapturedWarnings warnings;
-    auto same = std::make_shared<CollectingSink>();
-    same->describe_as("test://first?pool_size=4");
-    same->fail_next(1'000'000);
-    auditpipe::Logger<AuditRow> logger(same, o);
-    ASSERT_EQ(logger.close(100ms).on_disk, 100u);
+    keep_records_for("test://first?pool_size=4", o, 0);
     EXPECT_EQ(warnings.text().find("kept for"), std::string::npos) << warnings.text();
   }
-  testing_support::CapturedWarnings warnings;
-  auto other = std::make_shared<CollectingSink>();
-  other->describe_as("test://second");
-  {
-    auditpipe::Logger<AuditRow> logger(other, o);
-    EXPECT_TRUE(eventually([&] { return logger.stats().replayed == 100; }));
-    logger.close();
-  }
-  expect_exactly_once(other->keys(), 100);
-  const std::string said = warnings.text();
+  const std::string said = write_kept_records_to("test://second", o, 100);
   EXPECT_NE(said.find("spill directory " + o.spill_path.string() +
                       " holds 100 records kept for test://first; they are written to "
                       "test://second now"),
@@ -210,29 +221,9 @@ TEST(Reliability, RecordsKeptForAnotherDatabaseAreWarnedOfWhenAnotherWritesThem)
 // The same for a durable pool's records.
 TEST(Reliability, PoolRecordsKeptForAnotherDatabaseAreWarnedOfWhenAnotherWritesThem) {
   TempDir dir;
-  Options o;
-  o.capacity = 64;
-  o.batch_size = 8;
-  o.durable_path = dir.path() / "pool";
-  o.retry_backoff_initial = 1ms;
-  o.retry_backoff_max = 5ms;
-  {
-    auto down = std::make_shared<CollectingSink>();
-    down->describe_as("test://first");
-    down->fail_next(1'000'000);
-    auditpipe::Logger<AuditRow> logger(down, o);
-    for (int i = 0; i < 10; ++i) ASSERT_EQ(log_one(logger, i), Status::ok);
-    EXPECT_FALSE(logger.close(100ms).drained);
-  }
-  testing_support::CapturedWarnings warnings;
-  auto other = std::make_shared<CollectingSink>();
-  other->describe_as("test://second");
-  {
-    auditpipe::Logger<AuditRow> logger(other, o);
-    EXPECT_TRUE(logger.close().drained);
-  }
-  expect_exactly_once(other->keys(), 10);
-  const std::string said = warnings.text();
+  const Options o = keeping_options(dir, false);
+  keep_records_for("test://first", o, 10);
+  const std::string said = write_kept_records_to("test://second", o, 10);
   EXPECT_NE(said.find("durable pool " + o.durable_path.string() +
                       " holds 10 records kept for test://first; they are written to "
                       "test://second now"),
