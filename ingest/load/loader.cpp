@@ -79,6 +79,13 @@ std::string lower_ascii(std::string_view s) {
   return out;
 }
 
+// A regular file, which can be opened again and read from the start; stdin
+// and a pipe cannot (a second opening reads on where the first stopped).
+bool reopenable(const std::string& path) {
+  struct stat st {};
+  return path != "-" && ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
 bool recently_written(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;  // stdin, a pipe
@@ -843,16 +850,13 @@ void Load::leave_columns_to_database() {
   std::set<std::string> json_keys, csv_names;
   for (auto& in : inputs_) {
     try {
-      struct stat st {};
-      const bool reopenable =
-          in->path != "-" && ::stat(in->path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
       auto source =
           std::make_unique<ReplaySource>(open_byte_source(in->path, interrupt()), lookahead_bytes);
       for (const std::string& f :
            surveyed_fields(source->prefix(), in->format, config_.max_record_bytes))
         (in->format == Format::jsonl ? json_keys : csv_names)
             .insert(in->format == Format::jsonl ? f : lower_ascii(f));
-      if (!reopenable) in->opened = std::move(source);
+      if (!reopenable(in->path)) in->opened = std::move(source);
     } catch (const std::exception&) {
       // Not readable now: its reader says why, when it tries.
     }
@@ -1033,10 +1037,7 @@ bool Load::pass(InputState& input, const std::string& open_path, RowMapper& mapp
     return std::make_unique<ReplaySource>(std::move(inner), lookahead_bytes, identity_prefix_bytes,
                                           mapper.needs_header());
   };
-  // stdin, a pipe: a second opening reads on where the first stopped.
-  struct stat path_stat {};
-  const bool read_once =
-      open_path == "-" || ::stat(open_path.c_str(), &path_stat) != 0 || !S_ISREG(path_stat.st_mode);
+  const bool read_once = !reopenable(open_path);
   auto source =
       read_ahead(input.opened ? std::move(input.opened) : open_byte_source(open_path, interrupt()));
   const std::string& prefix = source->prefix();

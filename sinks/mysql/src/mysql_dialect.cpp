@@ -10,10 +10,13 @@ namespace auditpipe::mysql {
 
 namespace {
 
-// VARCHAR(N) counts characters, so N bytes of UTF-8 always fit; long ones
-// go to TEXT types, which do not count against the row size limit.
-std::string text_type(std::uint32_t max_length) {
-  if (max_length <= 1024) return "VARCHAR(" + std::to_string(max_length) + ")";
+// VARCHAR(N) counts characters, so N bytes of UTF-8 always fit, and so do
+// text limited to N characters (a schema read from VARCHAR(N)); long ones go
+// to TEXT types, which are sized in bytes and do not count against the row
+// size limit.
+std::string text_type(std::uint32_t max_length, std::uint32_t max_chars) {
+  const std::uint32_t varchar = max_chars != 0 ? max_chars : max_length;
+  if (varchar <= 1024) return "VARCHAR(" + std::to_string(varchar) + ")";
   return max_length <= 65535 ? "TEXT" : "MEDIUMTEXT";
 }
 

@@ -76,7 +76,7 @@ constexpr std::chrono::milliseconds late_grace{5000};
 std::string big_text(const SqlDialect& dialect) {
   // MySQL's TEXT holds 64 KiB, less than the ranges and fingerprints of a
   // large batch of byte-offset seqs; its text_type gives MEDIUMTEXT here.
-  return dialect.text_type != nullptr ? dialect.text_type((1u << 24) - 1) : std::string("TEXT");
+  return dialect.text_type != nullptr ? dialect.text_type((1u << 24) - 1, 0) : std::string("TEXT");
 }
 
 /// A condition on a seals table's ranges that holds where a seal names

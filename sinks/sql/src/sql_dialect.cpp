@@ -51,13 +51,8 @@ std::string_view entry(const SqlColumnTypes& t, ColumnType type) {
 }  // namespace
 
 std::string SqlDialect::column_type(const Column& column) const {
-  if (column.type == ColumnType::text && text_type != nullptr) {
-    // A limit of characters (a schema read from VARCHAR(n)) makes VARCHAR(n)
-    // where the dialect would make a VARCHAR of that length; longer ones get
-    // the type that holds their bytes.
-    const bool chars = column.max_chars != 0 && text_type(column.max_chars).starts_with("VARCHAR");
-    return text_type(chars ? column.max_chars : column.max_length);
-  }
+  if (column.type == ColumnType::text && text_type != nullptr)
+    return text_type(column.max_length, column.max_chars);
   return std::string(entry(column_types, column.type));
 }
 

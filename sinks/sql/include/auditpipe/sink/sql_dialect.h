@@ -74,9 +74,10 @@ struct AUDITPIPE_EXPORT SqlDialect {
   bool exact_column_names = false;
   /// A new table's column types.
   SqlColumnTypes column_types = {};
-  /// A text column's type by the record's capacity in bytes, instead of
+  /// A text column's type by the record's capacity in bytes and its limit
+  /// of characters (Column::max_chars, 0 for none), instead of
   /// column_types.text (MySQL: VARCHAR(N) for short ones); null: not used.
-  std::string (*text_type)(std::uint32_t max_length) = nullptr;
+  std::string (*text_type)(std::uint32_t max_length, std::uint32_t max_chars) = nullptr;
   std::string_view key_column_type = "BIGINT";      ///< source_id and seq
   std::string_view key_constraint = "PRIMARY KEY";  ///< or "UNIQUE", over (source_id, seq)
   /// After CREATE TABLE's closing parenthesis, with a leading space (engine,
