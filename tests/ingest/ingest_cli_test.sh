@@ -270,7 +270,19 @@ case $case in
     exec 3> in.fifo  # the writer's end stays open: silent, not ended
     jsonl 3 >&3
     printf '{"at":"2026-11-30T12:00:00Z","user":{"name":"cut' >&3
-    sleep 1
+    # Ctrl-C once the command has taken the bytes from the pipe (a fixed
+    # second was not enough under load: its start-up had not read them yet,
+    # and it stopped with 0 records read).
+    python3 - in.fifo <<'PY' || fail "the command did not read its pipe within 30 s"
+import fcntl, os, struct, sys, termios, time
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_NONBLOCK)  # a reader more: takes nothing
+for _ in range(300):
+    if struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4))[0] == 0:
+        sys.exit(0)
+    time.sleep(0.1)
+sys.exit(1)
+PY
+    sleep 0.2
     kill -INT $pid
     stopped_within() {
       for _ in $(seq 1 $(($1 * 10))); do kill -0 $pid 2>/dev/null || return 0; sleep 0.1; done
