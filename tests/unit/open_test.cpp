@@ -129,6 +129,8 @@ TEST(Open, PostgresqlTakesLibpqsSocketDirectoryAndSslmode) {
   for (const char* mode : {"disable", "allow", "prefer", "require", "verify-ca", "verify-full"}) {
     EXPECT_EQ(open_error(std::string("postgres://audit:pw@db/audit?sslmode=") + mode), "") << mode;
   }
+  EXPECT_EQ(open_error("postgres://audit:pw@db/audit?sslmode=verify-full&sslrootcert=/ca.pem"), "");
+  EXPECT_EQ(open_error("postgres://audit:pw@db/audit?sslrootcert=/ca.pem"), "");
   const struct {
     const char* url;
     const char* expect;
@@ -137,6 +139,11 @@ TEST(Open, PostgresqlTakesLibpqsSocketDirectoryAndSslmode) {
        "sslmode must be disable, allow, prefer, require, verify-ca or verify-full, not "
        "'sometimes'"},
       {"postgresql://audit:Sekr1t-Pw@db/audit?sslmode=REQUIRE", "sslmode must be"},
+      // A CA with sslmode=disable would be ignored: the connection is plain.
+      {"postgresql://audit:Sekr1t-Pw@db/audit?sslmode=disable&sslrootcert=/etc/ssl/ca.pem",
+       "sslrootcert is given but sslmode=disable makes a plain connection"},
+      {"postgresql://audit:Sekr1t-Pw@db/audit?sslkey=/k.pem&sslmode=disable",
+       "sslkey is given but sslmode=disable"},
       {"postgresql://audit:Sekr1t-Pw@db/audit?host=/run/postgresql",
        "a host both before the database and in ?host="},
       {"postgresql://audit:Sekr1t-Pw@db/audit?port=5433", "?port= goes with ?host="},

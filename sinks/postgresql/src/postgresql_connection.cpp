@@ -134,6 +134,17 @@ PostgresqlConfig parse_postgresql_url(std::string_view text) {
     }
   }
   check_pool_options(url, c.sink.pool, c.sink.pool_size);
+  // Files that would do nothing: whoever gave them believes them in force.
+  if (const auto mode = url.option("sslmode"); mode && *mode == "disable") {
+    for (const char* file : {"sslrootcert", "sslcert", "sslkey"}) {
+      if (url.option(file)) {
+        bad(url, std::string(file) +
+                     " is given but sslmode=disable makes a plain connection: use "
+                     "sslmode=verify-full (or verify-ca, require), or drop " +
+                     file);
+      }
+    }
+  }
   if (const auto why = seal::contradiction(c.sink.seal, c.sink.migrate_add_columns)) bad(url, *why);
   set("connect_timeout", connect_timeout);
   set("target_session_attrs", target_session_attrs);
