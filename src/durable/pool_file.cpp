@@ -56,22 +56,34 @@ PoolFile::PoolFile(const std::filesystem::path& path, std::uint64_t fingerprint,
                    std::size_t capacity, std::size_t stride,
                    std::optional<std::int64_t> source_id_base) {
   const std::string name = path.string();
+  // A file this open made and could not finish (no room for the pool, no
+  // mapping) is removed: left behind it would look like a pool to the
+  // next reader of the directory.
+  bool made_here = false;
   auto fail = [&](const std::string& why) {
     if (base_ != nullptr) munmap(base_, size_);
+    if (made_here) ::unlink(path.c_str());
     if (fd_ >= 0) ::close(fd_);
     throw error("auditpipe: durable pool '" + name + "': " + why);
   };
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  const bool created = fd_ >= 0;
+  if (fd_ < 0 && errno == EEXIST) fd_ = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
   if (fd_ < 0) fail(std::string("cannot open: ") + std::strerror(errno));
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     fail("in use by another logger, in this process or another (one logger owns a pool file)");
   }
+  made_here = created;  // only the lock's holder may remove it
   const std::size_t sources_offset = page;
   const std::size_t slab_offset =
       align_up(sources_offset + max_sources * sizeof(PersistedSource), page);
   size_ = slab_offset + capacity * stride;
   struct stat st {};
   if (::fstat(fd_, &st) != 0) fail(std::string("cannot stat: ") + std::strerror(errno));
+  if (st.st_nlink == 0) {
+    // Another logger made it, failed, and removed it while this one opened it.
+    fail("it was removed while this logger opened it (another logger's open failed); open again");
+  }
   if (st.st_size != 0) {
     // Say what differs before anything is mapped.
     Header h{};
