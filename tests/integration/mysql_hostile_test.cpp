@@ -346,6 +346,23 @@ TEST(MysqlConfiguration, AUserWhoMayNotInsertIsRefusedAtStartOnEveryPath) {
       EXPECT_EQ(what.find("Read0nly-Pw"), std::string::npos) << path << ": " << what;
     }
   }
+  // Allowed to ALTER the table but not to INSERT, with migrate=add_columns
+  // and a column missing: refused before the column is added (before, it
+  // was added, then the open refused).
+  probe.exec("ALTER TABLE audit_log DROP COLUMN payload");
+  admin.exec("GRANT ALTER ON `" + u.path + "`.audit_log TO " + account);
+  const std::string url =
+      "mysql://ap_reader:Read0nly-Pw@127.0.0.1:" + std::to_string(*u.hosts[0].port) + "/" + u.path +
+      "?create_table=false&migrate=add_columns";
+  try {
+    auditpipe::Logger<AuditRow> logger(auditpipe::mysql::open(url));
+    ADD_FAILURE() << "a read-only user was accepted";
+  } catch (const auditpipe::error& e) {
+    EXPECT_NE(std::string(e.what()).find("may not INSERT"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(probe.scalar("SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = "
+                         "DATABASE() AND table_name = 'audit_log' AND column_name = 'payload'"),
+            0);
   admin.exec("DROP USER " + account);
 }
 

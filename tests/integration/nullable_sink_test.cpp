@@ -200,7 +200,7 @@ class Sqlite : public Database {
 class Mysql : public Database {
  public:
   explicit Mysql(std::string path = "bulk") : path_(std::move(path)) {
-    probe_.exec("DROP TABLE IF EXISTS audit_nulls");
+    probe_.exec("DROP TABLE IF EXISTS audit_nulls, audit_nulls_seals, audit_nulls_unsealed");
   }
   std::string url(const std::string& options) override {
     return join(testing_support::mysql_url_with("write_path=" + path_), options);
@@ -230,7 +230,7 @@ class Mysql : public Database {
 class Postgresql : public Database {
  public:
   explicit Postgresql(std::string path = "copy") : path_(std::move(path)) {
-    probe_.exec("DROP TABLE IF EXISTS audit_nulls");
+    probe_.exec("DROP TABLE IF EXISTS audit_nulls, audit_nulls_seals, audit_nulls_unsealed");
   }
   std::string url(const std::string& options) override {
     return join(join(testing_support::postgresql_test_url(), "write_path=" + path_), options);
@@ -366,14 +366,23 @@ class SchemaChange : public ::testing::TestWithParam<std::string> {
 
   // The message open() fails with, or "" if it opens.
   template <class Record>
-  std::string open_error(const std::string& options = "") {
+  std::string open_error(const std::string& options = "", const auditpipe::Options& o = {}) {
     try {
-      auditpipe::Logger<Record> logger(db_->open(options));
+      auditpipe::Logger<Record> logger(db_->open(options), o);
       logger.close();
       return "";
     } catch (const auditpipe::error& e) {
       return e.what();
     }
+  }
+  // How many columns audit_nulls has.
+  std::optional<std::string> column_count() {
+    return db_->value(
+        GetParam() == "sqlite"
+            ? "SELECT COUNT(*) FROM pragma_table_info('audit_nulls')"
+            : std::string("SELECT COUNT(*) FROM information_schema.columns WHERE table_name = "
+                          "'audit_nulls' AND table_schema = ") +
+                  (GetParam().rfind("mysql", 0) == 0 ? "DATABASE()" : "current_schema()"));
   }
   void expect_no_password(const std::string& message) {
     const std::string password = db_->password();
@@ -459,19 +468,12 @@ TEST_P(SchemaChange, AnExtraNotNullColumnWithoutADefaultIsRefusedAtOpenByName) {
 // it was (before, the ALTERs ran and the open was refused after them).
 TEST_P(SchemaChange, AnOpenRefusedForAColumnTheTableHasAddsNoColumns) {
   ASSERT_EQ(open_error<nulls::OldRequiredRow>(), "");
-  const std::string columns =
-      GetParam() == "sqlite"
-          ? "SELECT COUNT(*) FROM pragma_table_info('audit_nulls')"
-          : std::string(
-                "SELECT COUNT(*) FROM information_schema.columns WHERE table_name = "
-                "'audit_nulls' AND table_schema = ") +
-                (GetParam().rfind("mysql", 0) == 0 ? "DATABASE()" : "current_schema()");
-  const auto before = db_->value(columns);
+  const auto before = column_count();
   ASSERT_TRUE(before);
   EXPECT_EQ(*before, "5");  // message_id, at, required_x, source_id, seq
   std::string e = open_error<NullRow>("migrate=add_columns");
   EXPECT_NE(e.find("NOT NULL without a default: required_x;"), std::string::npos) << e;
-  EXPECT_EQ(db_->value(columns), before);
+  EXPECT_EQ(column_count(), before);
   expect_no_password(e);
   // Nor for its keys: no unique key on (source_id, seq).
   db_->exec("DROP TABLE audit_nulls");
@@ -480,7 +482,37 @@ TEST_P(SchemaChange, AnOpenRefusedForAColumnTheTableHasAddsNoColumns) {
       "BIGINT NOT NULL)");
   e = open_error<NullRow>("migrate=add_columns");
   EXPECT_NE(e.find("has no unique key on (source_id, seq)"), std::string::npos) << e;
-  EXPECT_EQ(db_->value(columns), "3");
+  EXPECT_EQ(column_count(), "3");
+}
+
+// (c'') Nor for the sink's refusals of the table's rows: a sealed table
+// opened without seal= (where migrate=add_columns is allowed), and rows
+// under the sources a fixed source_id_base gives. Before, the columns were
+// added and the open refused after them: the sealed table's rows then read
+// back with the new column, and no seal verified.
+TEST_P(SchemaChange, AnOpenRefusedForTheTablesRowsAddsNoColumns) {
+  auditpipe::Options fixed;
+  fixed.source_id_base = std::int64_t{91} << 16;
+  {
+    auditpipe::Logger<nulls::OldRow> sealed(db_->open("seal=hash"), fixed);
+    auto r = sealed.acquire();
+    r->message_id = 1;
+    ASSERT_EQ(r.commit(), Status::ok);
+    EXPECT_EQ(sealed.close().stats.written, 1u);
+  }
+  const auto before = column_count();
+  ASSERT_TRUE(before);
+  EXPECT_EQ(*before, "4");  // message_id, at, source_id, seq
+  std::string e = open_error<NullRow>("migrate=add_columns");
+  EXPECT_NE(e.find("is sealed"), std::string::npos) << e;
+  EXPECT_EQ(column_count(), before);
+  db_->exec("DROP TABLE audit_nulls_seals");
+  e = open_error<NullRow>("migrate=add_columns", fixed);
+  EXPECT_NE(e.find("holds rows of source " + std::to_string(*fixed.source_id_base)),
+            std::string::npos)
+      << e;
+  EXPECT_EQ(column_count(), before);
+  expect_no_password(e);
 }
 
 // (d) A nullable member whose column is NOT NULL is refused at open, named.

@@ -52,9 +52,23 @@ class MysqlSinkImpl final : public MysqlSink {
                                     cancellation(), &health_);
   }
 
+  // Before migrate=add_columns adds a column: the grant on the key columns
+  // (the record's new columns do not exist yet) and the write path.
+  void check_before_changes(SqlConnection& setup) override {
+    auto& c = static_cast<MysqlConnection&>(setup);
+    check_insert_privilege(c, "INSERT INTO " + table_text().table + " (" +
+                                  mysql_dialect.quote(source_id_column) + "," +
+                                  mysql_dialect.quote(seq_column) + ") VALUES (?,?)");
+    check_write_path(c);
+  }
+
   void table_ready(SqlConnection& setup) override {
     auto& c = static_cast<MysqlConnection&>(setup);
-    check_insert_privilege(c);
+    check_insert_privilege(c, table_text().single_row_insert());
+    check_write_path(c);
+  }
+
+  void check_write_path(MysqlConnection& c) {
     switch (config_.write_path) {
       case WritePath::automatic:
         // Array binding measured fastest (README, "MySQL write paths"); a
@@ -78,13 +92,12 @@ class MysqlSinkImpl final : public MysqlSink {
   // the server itself, which knows the user's grants (roles, wildcard
   // database grants) better than any catalog query: a user who may only
   // read is refused here, at start, not at every batch.
-  void check_insert_privilege(MysqlConnection& c) const {
+  void check_insert_privilege(MysqlConnection& c, const std::string& text) const {
     MYSQL_STMT* stmt = mysql_stmt_init(c.handle());
     if (stmt == nullptr) {
       throw error(c.hide_password("auditpipe: cannot create a MySQL statement: " +
                                   c.last_error().describe()));
     }
-    const std::string text = table_text().single_row_insert();
     const bool prepared = mysql_stmt_prepare(stmt, text.data(), text.size()) == 0;
     const MysqlError e{mysql_stmt_errno(stmt), mysql_stmt_sqlstate(stmt), mysql_stmt_error(stmt)};
     mysql_stmt_close(stmt);

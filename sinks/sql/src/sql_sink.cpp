@@ -72,10 +72,13 @@ SqlSink::SqlSink(const SqlDialect& dialect, SqlSinkSettings settings)
     : dialect_(dialect), settings_(std::move(settings)) {}
 
 void SqlSink::table_ready(SqlConnection&) {}
+void SqlSink::check_before_changes(SqlConnection&) {}
 void SqlSink::prepare_writes(SqlConnection&) {}
 
 void SqlSink::open(const TableDescriptor& table, const SinkContext& context) {
   table_ = &table;
+  fixed_sources_first_ = context.fixed_sources_first;
+  fixed_sources_count_ = context.fixed_sources_count;
   durable_pool_ = context.durable_pool;
   text_ = sql_table_text(dialect_, table);
   // The sinks' URL parsers refuse these first; settings made in code meet them here.
@@ -103,8 +106,6 @@ void SqlSink::open(const TableDescriptor& table, const SinkContext& context) {
       throw;
     }
     prepare_table(*setup);
-    refuse_reused_sources(*setup, context);
-    if (!sealer_) refuse_unsealed_writes_to_sealed_table(*setup);
     open_connections(std::move(setup), context);
   } catch (const error&) {
     throw;
@@ -140,7 +141,11 @@ void SqlSink::prepare_table(SqlConnection& c) {
   const std::string server = c.server();
   detail::MutexLock lock(table_mutex_);
   if (prepared_servers_.count(server) == 0) {
-    sql_detail::create_or_check_table(c, dialect_, text_, *table_, settings_);
+    sql_detail::create_or_check_table(c, dialect_, text_, *table_, settings_,
+                                      [&](bool table_exists) AUDITPIPE_NO_THREAD_SAFETY_ANALYSIS {
+                                        // Under table_mutex_ (the lambda runs inside this call).
+                                        refuse_before_changes(c, table_exists);
+                                      });
     prepared_servers_.insert(server);
   }
   if (!table_ready_done_) {
@@ -150,10 +155,17 @@ void SqlSink::prepare_table(SqlConnection& c) {
   }
 }
 
-void SqlSink::refuse_reused_sources(SqlConnection& c, const SinkContext& context) {
-  if (context.fixed_sources_count <= 0) return;
-  const std::int64_t first = context.fixed_sources_first;
-  const std::int64_t end = first + context.fixed_sources_count;
+void SqlSink::refuse_before_changes(SqlConnection& c, bool table_exists) {
+  if (table_ready_done_) return;
+  if (table_exists) refuse_reused_sources(c);
+  if (!sealer_) refuse_unsealed_writes_to_sealed_table(c);
+  if (table_exists) check_before_changes(c);
+}
+
+void SqlSink::refuse_reused_sources(SqlConnection& c) {
+  if (fixed_sources_count_ <= 0) return;
+  const std::int64_t first = fixed_sources_first_;
+  const std::int64_t end = first + fixed_sources_count_;
   const auto rows =
       c.query_rows("SELECT " + dialect_.quote(source_id_column) + " FROM " +
                        dialect_.quote(table_->name) + " WHERE " + dialect_.quote(source_id_column) +

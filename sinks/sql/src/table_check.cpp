@@ -45,7 +45,8 @@ std::string listed(std::string_view accepted) {
 }  // namespace
 
 void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const SqlTableText& text,
-                           const TableDescriptor& table, const SqlSinkSettings& settings) {
+                           const TableDescriptor& table, const SqlSinkSettings& settings,
+                           const std::function<void(bool table_exists)>& before_changes) {
   // Column names as the catalog queries give them: exact, or lower-cased.
   const auto name_key = [&](std::string_view n) {
     return dialect.exact_column_names ? std::string(n) : lower(n);
@@ -65,6 +66,7 @@ void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const Sq
     if (!settings.create_table) {
       throw error("auditpipe: " + where + " does not exist (and create_table=false)");
     }
+    before_changes(false);
     try {
       c.execute_ddl(text.create_table);
       return;
@@ -230,6 +232,7 @@ void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const Sq
                   " TO " + user + ")");
     }
   }
+  before_changes(true);
   if (!missing_columns.empty()) {
     std::vector<std::string> statements;
     for (const Column* col : missing_columns) statements.push_back(dialect.add_column(name, *col));

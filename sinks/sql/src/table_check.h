@@ -3,6 +3,8 @@
 // by SqlSink::open() on the set-up connection.
 #pragma once
 
+#include <functional>
+
 #include "auditpipe/sink/sql_sink.h"
 
 namespace auditpipe::sql_detail {
@@ -17,8 +19,13 @@ namespace auditpipe::sql_detail {
 // where the dialect's insert absorbs conflicts on any unique key, no other unique key over those
 // columns, and that the user may insert into it. Warns about text columns shorter than the
 // record's. Throws auditpipe::error naming the table, where it lives and the problem.
+// `before_changes(table_exists)` runs before the table is created (false)
+// or, for an existing table whose columns passed the checks, before any
+// column is added (true): the caller's own refusals, so that an open
+// refused leaves the table as it found it.
 void create_or_check_table(SqlConnection& connection, const SqlDialect& dialect,
                            const SqlTableText& text, const TableDescriptor& table,
-                           const SqlSinkSettings& settings);
+                           const SqlSinkSettings& settings,
+                           const std::function<void(bool table_exists)>& before_changes);
 
 }  // namespace auditpipe::sql_detail

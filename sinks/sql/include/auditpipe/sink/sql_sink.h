@@ -175,6 +175,11 @@ class AUDITPIPE_EXPORT SqlSink : public Sink {
   /// where a sink chooses its write path from what the server offers.
   /// Nothing writes before it returned.
   virtual void table_ready(SqlConnection& setup);
+  /// At the first contact, before the table is changed (a column added by
+  /// migrate=add_columns) and once it passed the common checks: the sink's
+  /// own refusals that need only the table as it is (grants, what the
+  /// server offers), so that an open they refuse leaves the table alone.
+  virtual void check_before_changes(SqlConnection& setup);
   /// On every connection writes will go through, before its first batch:
   /// where a write path prepares its statements. Throws auditpipe::error.
   virtual void prepare_writes(SqlConnection& connection);
@@ -198,10 +203,14 @@ class AUDITPIPE_EXPORT SqlSink : public Sink {
   // Options::source_id_base without a durable pool: rows under those
   // sources already (an earlier start's) would make this run's records,
   // numbered from seq 0 again, look like repeats. Refused at open.
-  void refuse_reused_sources(SqlConnection& c, const SinkContext& context);
+  void refuse_reused_sources(SqlConnection& c);
   // A table with seals, opened without seal= (a URL reused without it): its
   // rows would stay unsealed for good, which verify reports. Refused at open.
   void refuse_unsealed_writes_to_sealed_table(SqlConnection& c);
+  // The refusals above and check_before_changes(), at the first contact
+  // (a failover's next server holds this run's own rows), before the
+  // table check changes anything.
+  void refuse_before_changes(SqlConnection& c, bool table_exists) AUDITPIPE_REQUIRES(table_mutex_);
   void open_connections(std::unique_ptr<SqlConnection> setup, const SinkContext& context);
   /// Throws auditpipe::error for a name longer than the dialect's
   /// max_identifier_bytes.
@@ -222,6 +231,9 @@ class AUDITPIPE_EXPORT SqlSink : public Sink {
   const SqlDialect& dialect_;
   const SqlSinkSettings settings_;
   const TableDescriptor* table_ = nullptr;
+  /// SinkContext::fixed_sources_first / _count, from open().
+  std::int64_t fixed_sources_first_ = 0;
+  std::int64_t fixed_sources_count_ = 0;
   SqlTableText text_;
   Cancellation cancellation_;  ///< declared before anything that waits through it
 
