@@ -2,8 +2,9 @@
 // records were kept for. Their files record the table's layout, not where
 // it lives, so a logger given another logger's directory or pool file (a
 // copied configuration) wrote that logger's records into its own database
-// without a word. A small file beside them holds the sink's describe()
-// without its options (the part before '?'); a start that finds records
+// without a word. A small file beside them names the database the sink's
+// describe() names (without the password's mask and the options that do not
+// say where the server is); a start that finds records
 // kept for another destination warns, naming both, and writes them where
 // it writes (a failover to another host is also a new destination, and
 // must not lose them).

@@ -68,7 +68,8 @@ PoolFile::PoolFile(const std::filesystem::path& path, std::uint64_t fingerprint,
   };
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   const bool created = fd_ >= 0;
-  if (fd_ < 0 && errno == EEXIST) fd_ = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  // (O_CREAT again: a dangling symlink, which O_EXCL does not follow, gets its target.)
+  if (fd_ < 0 && errno == EEXIST) fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (fd_ < 0) fail(std::string("cannot open: ") + std::strerror(errno));
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     fail("in use by another logger, in this process or another (one logger owns a pool file)");

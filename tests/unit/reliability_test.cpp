@@ -203,14 +203,24 @@ Options keeping_options(const TempDir& dir, bool spill) {
 TEST(Reliability, RecordsKeptForAnotherDatabaseAreWarnedOfWhenAnotherWritesThem) {
   TempDir dir;
   const Options o = keeping_options(dir, true);
-  keep_records_for("test://first?pool_size=2", o, 100);
+  keep_records_for("mariadb://audit:***@first/db?pool_size=2&host=x", o, 100);
   {
-    // The same database with other options: nothing to say.
+    // The same database with other options, its password moved to a file
+    // (no mask in what the sink describes), its scheme's other name:
+    // nothing to say.
     testing_support::CapturedWarnings warnings;
-    keep_records_for("test://first?pool_size=4", o, 0);
+    keep_records_for("mysql://audit@first/db?host=x&password_file=/p&pool_size=4", o, 0);
     EXPECT_EQ(warnings.text().find("kept for"), std::string::npos) << warnings.text();
   }
-  const std::string said = write_kept_records_to("test://second", o, 100);
+  // Another server named by an option.
+  std::string said = write_kept_records_to("mysql://audit@first/db?host=y", o, 100);
+  EXPECT_NE(said.find("spill directory " + o.spill_path.string() +
+                      " holds 100 records kept for mysql://audit@first/db?host=x; they are "
+                      "written to mysql://audit@first/db?host=y now"),
+            std::string::npos)
+      << said;
+  keep_records_for("test://first", o, 100);
+  said = write_kept_records_to("test://second", o, 100);
   EXPECT_NE(said.find("spill directory " + o.spill_path.string() +
                       " holds 100 records kept for test://first; they are written to "
                       "test://second now"),
