@@ -520,11 +520,17 @@ PY
         # CHARACTER_OCTET_LENGTH (10) ten of them kept five.
         q "DROP TABLE IF EXISTS ${vc}_latin1"
         q "DELETE FROM auditpipe_ingest_checkpoints WHERE target_table = '${vc}_latin1'"
+        # The same for a latin1 TINYTEXT: 255 bytes there are 255
+        # characters (read by its bytes, 255 'é' kept 127).
         q "CREATE TABLE ${vc}_latin1 (id INT NOT NULL, name VARCHAR(10) CHARACTER SET latin1 NOT NULL,
-           source_id BIGINT NOT NULL, seq BIGINT NOT NULL, PRIMARY KEY (source_id, seq))"
-        printf '{"id":1,"name":"éééééééééé"}\n' > latin1.jsonl
+           note TINYTEXT CHARACTER SET latin1, source_id BIGINT NOT NULL, seq BIGINT NOT NULL,
+           PRIMARY KEY (source_id, seq))"
+        long_e=$(printf 'é%.0s' $(seq 255))
+        printf '{"id":1,"name":"éééééééééé","note":"%s"}\n' "$long_e" > latin1.jsonl
         out=$("$bin" ingest --table ${vc}_latin1 "$url" latin1.jsonl 2>&1) || fail "load into latin1 VARCHAR(10) exited $?: $out"
         expect_eq "$(q "SELECT name FROM ${vc}_latin1")" éééééééééé "ten 'é' in a latin1 VARCHAR(10)"
+        expect_eq "$(q "SELECT note FROM ${vc}_latin1")" "$long_e" "255 'é' in a latin1 TINYTEXT"
+        if grep -q 'truncated' <<<"$out"; then fail "a latin1 load counted cuts: $out"; fi
       fi
     fi
     ;;

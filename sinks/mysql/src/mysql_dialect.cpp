@@ -22,7 +22,8 @@ std::string text_type(std::uint32_t max_length, std::uint32_t max_chars) {
 
 // The row of schema_query: COLUMN_NAME, DATA_TYPE, COLUMN_TYPE,
 // CHARACTER_MAXIMUM_LENGTH, CHARACTER_OCTET_LENGTH, DATETIME_PRECISION,
-// IS_NULLABLE, COLUMN_DEFAULT, EXTRA, whether the server is MariaDB.
+// IS_NULLABLE, COLUMN_DEFAULT, EXTRA, whether the server is MariaDB,
+// CHARACTER_SET_NAME.
 // Generated columns are left out; AUTO_INCREMENT and computed defaults are
 // filled_by_database.
 // Types map to what accepted_types takes for a ColumnType whose values
@@ -103,9 +104,23 @@ CatalogColumn schema_column(const std::vector<std::optional<std::string>>& row,
     spec.max_chars = static_cast<std::uint32_t>(std::min<std::uint64_t>(chars, spec.max_length));
   } else if (type == "tinytext" || type == "text" || type == "mediumtext" || type == "longtext") {
     spec.type = ColumnType::text;
-    const std::uint64_t octets = number(4);
-    spec.max_length = static_cast<std::uint32_t>(
-        octets == 0 ? unbounded : std::min<std::uint64_t>(octets, unbounded));
+    // Sized in bytes of the column's own character set. In utf8mb4 (and
+    // utf8mb3) those are the UTF-8 bytes a record carries; in another set
+    // (latin1: one byte a character, 'é' two in UTF-8) the column holds
+    // CHARACTER_MAXIMUM_LENGTH characters, of up to 4 UTF-8 bytes each.
+    const std::string charset = at(10);
+    if (charset.empty() || charset.rfind("utf8", 0) == 0) {
+      const std::uint64_t octets = number(4);
+      spec.max_length = static_cast<std::uint32_t>(
+          octets == 0 ? unbounded : std::min<std::uint64_t>(octets, unbounded));
+    } else {
+      const std::uint64_t chars = std::min<std::uint64_t>(number(3), unbounded);
+      spec.max_length = static_cast<std::uint32_t>(
+          chars == 0 ? unbounded : std::min<std::uint64_t>(chars * 4, unbounded));
+      spec.max_chars =
+          chars == 0 ? 0
+                     : static_cast<std::uint32_t>(std::min<std::uint64_t>(chars, spec.max_length));
+    }
   } else if (type == "char") {
     return refuse(
         "CHAR pads values with spaces and drops trailing ones; text needs VARCHAR or a "
@@ -188,7 +203,8 @@ const SqlDialect mysql_dialect{
     .schema_query =
         "SELECT COLUMN_NAME, LOWER(DATA_TYPE), LOWER(COLUMN_TYPE), CHARACTER_MAXIMUM_LENGTH, "
         "CHARACTER_OCTET_LENGTH, DATETIME_PRECISION, IS_NULLABLE, COLUMN_DEFAULT, LOWER(EXTRA), "
-        "IF(VERSION() LIKE '%MariaDB%', '1', '0') FROM information_schema.COLUMNS "
+        "IF(VERSION() LIKE '%MariaDB%', '1', '0'), COALESCE(CHARACTER_SET_NAME, '') "
+        "FROM information_schema.COLUMNS "
         "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION",
     .schema_column = schema_column,
     .max_identifier_bytes = 64,

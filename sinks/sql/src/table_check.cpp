@@ -266,11 +266,13 @@ void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const Sq
   for (const Column& col : table.columns) {
     const Present& p = present[name_key(col.name)];
     const std::uint64_t length = p.characters;
-    // MySQL's TEXT types are sized in bytes (TINYTEXT: 255), VARCHAR(n)
-    // and the others' character types in characters; a record's text that
-    // has a limit of characters (a schema read from such a column) is
-    // compared in characters there.
-    const bool bytes = p.type.find("text") != std::string::npos;
+    // MySQL's TEXT types are sized in bytes (TINYTEXT: 255), which are
+    // UTF-8's in utf8mb4 and characters in a one-byte set such as latin1;
+    // VARCHAR(n) and the others' character types in characters. A record's
+    // text that has a limit of characters (a schema read from such a
+    // column) is compared in characters there.
+    const bool bytes = p.type.find("text") != std::string::npos &&
+                       (p.charset.empty() || p.charset.rfind("utf8", 0) == 0);
     const bool in_chars = !bytes && col.max_chars != 0;
     const std::uint64_t carried = in_chars ? col.max_chars : col.max_length;
     if (col.type == ColumnType::text && length != 0 && length < carried) {
