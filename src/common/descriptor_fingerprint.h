@@ -31,6 +31,8 @@ inline std::uint64_t fingerprint(const TableDescriptor& t) noexcept {
     mix(&c.max_length, sizeof c.max_length);
     mix(&c.nullable, sizeof c.nullable);
     mix(&c.presence_offset, sizeof c.presence_offset);
+    // Only where set: the layouts made before it existed keep their print.
+    if (c.max_chars != 0) mix(&c.max_chars, sizeof c.max_chars);
   }
   return h;
 }

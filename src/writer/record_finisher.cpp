@@ -49,7 +49,10 @@ void RecordFinisher::repair_text(std::byte* record, const Column& c) const noexc
   const std::string_view text = read_text(record, c);
   const bool has_nul = no_nul_ && text.find('\0') != std::string_view::npos;
   const bool valid = is_valid_utf8(text);
-  if (valid && !has_nul) return;
+  // Valid text over a limit of characters (written through data(), or a
+  // record kept under a schema with a larger limit) is cut below too.
+  const bool over_chars = c.max_chars != 0 && utf8_prefix_chars(text, c.max_chars) < text.size();
+  if (valid && !has_nul && !over_chars) return;
   char* data = reinterpret_cast<char*>(field + text_layout::data_offset);
   std::uint32_t flags = read_text_flags(record, c);
   std::size_t size = text.size();

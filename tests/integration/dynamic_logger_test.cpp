@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <set>
@@ -225,15 +226,29 @@ TEST(DynamicLogger, TextWithALimitOfCharactersIsCutToThemNotToItsBytes) {
     EXPECT_EQ(cut, i >= 2 && i <= 4) << i;
     ASSERT_EQ(r.commit(1, static_cast<std::int64_t>(i)), Status::ok);
   }
+  // Valid text over the limit of characters written through data() (the
+  // layout itself, within the bytes): the writer cuts it. Before, only
+  // text it had to repair was cut, and the server refused the rest.
+  const auditpipe::Column& column = schema.descriptor().columns[0];
+  {
+    auto r = logger.acquire();
+    std::byte* field = r.data() + column.offset;
+    const std::string eleven = ten_cjk + cjk;
+    std::memcpy(field + auditpipe::text_layout::data_offset, eleven.data(), eleven.size());
+    const auto size = static_cast<std::uint32_t>(eleven.size());
+    std::memcpy(field + auditpipe::text_layout::size_offset, &size, sizeof size);
+    ASSERT_EQ(r.commit(1, static_cast<std::int64_t>(cases.size())), Status::ok);
+  }
   const auto report = logger.close();
-  EXPECT_EQ(report.stats.truncated_fields, 4u);
+  EXPECT_EQ(report.stats.truncated_fields, 5u);
   const auto rows = sink->rows();
   const auto keys = sink->keys();
-  ASSERT_EQ(rows.size(), cases.size());
+  ASSERT_EQ(rows.size(), cases.size() + 1);
   for (std::size_t j = 0; j < rows.size(); ++j) {
     const auto i = static_cast<std::size_t>(keys[j].second);
-    ASSERT_LT(i, cases.size());
-    EXPECT_EQ(auditpipe::read_text(rows[j].data(), schema.descriptor().columns[0]), cases[i].second)
+    ASSERT_LE(i, cases.size());
+    EXPECT_EQ(auditpipe::read_text(rows[j].data(), column),
+              i < cases.size() ? cases[i].second : ten_cjk)
         << i;
   }
 }
