@@ -319,8 +319,21 @@ TEST(PostgresqlSink, AColumnNamedInAnotherCaseIsNotTheRecords) {
       "CREATE TABLE audit_log (at TIMESTAMPTZ, message_id BIGINT, status INTEGER, channel INTEGER, "
       "latency_ms DOUBLE PRECISION, delivered BOOLEAN, sender TEXT, receiver TEXT, payload TEXT, "
       "\"Source_Id\" BIGINT, seq BIGINT, PRIMARY KEY (\"Source_Id\", seq))");
+  // A key column too (before: only that it lacked source_id).
   e = open_error(postgresql_test_url());
-  EXPECT_NE(e.find("lacks the columns the record needs: source_id"), std::string::npos) << e;
+  EXPECT_NE(e.find("only in case: the record's source_id is Source_Id in the table"),
+            std::string::npos)
+      << e;
+
+  // A catalog name is shown as it reads, its control characters escaped.
+  drop_table();
+  probe.exec(
+      "CREATE TABLE audit_log (at TIMESTAMPTZ, message_id BIGINT, status INTEGER, channel INTEGER, "
+      "latency_ms DOUBLE PRECISION, delivered BOOLEAN, sender TEXT, receiver TEXT, payload TEXT, "
+      "\"\x1b[2J\xe7\x94\xa8\" TEXT NOT NULL, source_id BIGINT, seq BIGINT, "
+      "PRIMARY KEY (source_id, seq))");
+  e = open_error(postgresql_test_url());
+  EXPECT_NE(e.find("NOT NULL without a default: \\x1b[2J\xe7\x94\xa8;"), std::string::npos) << e;
 
   // Written as the sink writes it, the table is accepted and written.
   drop_table();

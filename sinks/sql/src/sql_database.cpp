@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "auditpipe/detail/shown_name.h"
 #include "auditpipe/status.h"
 
 namespace auditpipe {
@@ -55,8 +56,9 @@ std::optional<Schema> read_table_schema(SqlConnection& c, const SqlDialect& d,
       continue;
     }
     if (!column.spec) {
-      refused += (refused.empty() ? "" : "; ") + std::string("column ") + column.name + " is " +
-                 column.declared + ": " + column.why;
+      refused += (refused.empty() ? "" : "; ") + std::string("column ") +
+                 detail::shown_catalog_name(column.name) + " is " +
+                 detail::shown_catalog_name(column.declared) + ": " + column.why;
       continue;
     }
     specs.push_back(std::move(*column.spec));

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "auditpipe/detail/shown_name.h"
 #include "auditpipe/diagnostics.h"
 #include "auditpipe/status.h"
 
@@ -103,9 +104,11 @@ void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const Sq
   for (const Column& col : table.columns) written.insert(name_key(col.name));
   written.insert(name_key(source_id_column));
   written.insert(name_key(seq_column));
+  // Names as the catalog may give them: any text (detail/shown_name.h).
   auto names = [](const std::vector<std::string_view>& list) {
     std::string out;
-    for (std::string_view n : list) out += (out.empty() ? "" : ", ") + std::string(n);
+    for (std::string_view n : list)
+      out += (out.empty() ? "" : ", ") + detail::shown_catalog_name(n);
     return out;
   };
   std::vector<std::string_view> missing_keys;
@@ -124,11 +127,6 @@ void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const Sq
   std::vector<std::string_view> missing;
   for (const Column* col : missing_columns) missing.push_back(col->name);
   missing.insert(missing.end(), missing_keys.begin(), missing_keys.end());
-  if (!missing_keys.empty()) {
-    // Without its key the table is not one auditpipe made: adding key
-    // columns to rows that exist cannot give them values.
-    throw error("auditpipe: " + where + " lacks the columns the record needs: " + names(missing));
-  }
   // What refuses the table for the columns it has is said before any
   // column is added (migrate=add_columns): a refused open leaves the table
   // as it found it.
@@ -137,11 +135,11 @@ void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const Sq
     // names here do not. Adding "A" beside "a" would make a table whose
     // columns no schema can name apart.
     std::string near;
-    for (const Column* col : missing_columns) {
+    for (std::string_view wanted : missing) {
       for (const auto& [column, p] : present) {
-        if (lower(column) == lower(col->name)) {
-          near += (near.empty() ? "" : ", ") + std::string("the record's ") +
-                  std::string(col->name) + " is " + column + " in the table";
+        if (lower(column) == lower(wanted)) {
+          near += (near.empty() ? "" : ", ") + std::string("the record's ") + std::string(wanted) +
+                  " is " + detail::shown_catalog_name(column) + " in the table";
         }
       }
     }
@@ -151,6 +149,11 @@ void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const Sq
                   "are different columns. Name them alike (in the record, or ALTER TABLE ... " +
                   "RENAME COLUMN)");
     }
+  }
+  if (!missing_keys.empty()) {
+    // Without its key the table is not one auditpipe made: adding key
+    // columns to rows that exist cannot give them values.
+    throw error("auditpipe: " + where + " lacks the columns the record needs: " + names(missing));
   }
   // Columns the insert leaves out must fill themselves: one that cannot
   // would make the server refuse every row, one by one, at write time.
@@ -170,7 +173,8 @@ void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const Sq
     if (p == present.end() || accepted(allowed, p->second.type))
       return;  // absent: added as it needs
     mistyped += (mistyped.empty() ? "" : "; ") + std::string(column) + " is " +
-                (p->second.declared.empty() ? p->second.type : p->second.declared) +
+                detail::shown_catalog_name(p->second.declared.empty() ? p->second.type
+                                                                      : p->second.declared) +
                 " but the record's " + std::string(kind) + " needs " + listed(allowed);
   };
   for (const Column& col : table.columns)
@@ -210,7 +214,8 @@ void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const Sq
     if (!others_absorbed) continue;
     for (const std::string& column : columns) {
       if (written.count(column)) {
-        throw error("auditpipe: " + where + " has unique key " + index + " over column " + column +
+        throw error("auditpipe: " + where + " has unique key " + detail::shown_catalog_name(index) +
+                    " over column " + detail::shown_catalog_name(column) +
                     "; auditpipe's idempotent insert would silently skip rows that conflict on "
                     "it. Drop that key or make it non-unique");
       }
@@ -279,8 +284,8 @@ void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const Sq
       diagnostics()->warn(
           "auditpipe: column {}.{} ({}) holds {} {} but records carry up to {} {}; longer "
           "values will be refused by the server",
-          name, col.name, p.declared, length, bytes ? "bytes" : "characters", carried,
-          in_chars ? "characters" : "bytes");
+          name, col.name, detail::shown_catalog_name(p.declared), length,
+          bytes ? "bytes" : "characters", carried, in_chars ? "characters" : "bytes");
     }
     // Text arrives as UTF-8; a column of another character set cannot hold
     // all of it (utf8mb3: no four-byte characters such as emoji).
@@ -289,7 +294,7 @@ void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const Sq
           "auditpipe: column {}.{} is in character set {}: text it cannot hold is refused by "
           "the server (the record goes to the dead letters) or, where a server's mode allows, "
           "stored converted; utf8mb4 holds every character",
-          name, col.name, p.charset);
+          name, col.name, detail::shown_catalog_name(p.charset));
     }
   }
 }
