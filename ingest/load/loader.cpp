@@ -1103,12 +1103,18 @@ bool Load::pass(InputState& input, const std::string& open_path, RowMapper& mapp
     skipped_.fetch_sub(counted_as_skipped);
     if (read_once) {
       // Read to its end while skipping: all of it lies inside what was
-      // stored (a `head` of an input loaded before).
-      std::fprintf(stderr,
-                   "auditpipe ingest: %s ended at byte %llu, inside the %llu bytes an earlier run "
-                   "stored from it: it is that input cut short, and nothing in it is new\n",
-                   input.name.c_str(), static_cast<unsigned long long>(source->position()),
-                   static_cast<unsigned long long>(start.bytes_done));
+      // stored (a `head` of an input loaded before). A stream is known by
+      // its first 4 KiB only: say what was taken for granted. (Ctrl-C
+      // while skipping ends the read too: nothing to say then.)
+      if (!stopping()) {
+        std::fprintf(stderr,
+                     "auditpipe ingest: %s ended at byte %llu, inside the %llu bytes an earlier "
+                     "run stored from an input that began with the same 4 KiB: it is taken for "
+                     "that input cut short, and nothing is loaded from it (if it holds other "
+                     "lines, load it under another --source-name)\n",
+                     input.name.c_str(), static_cast<unsigned long long>(source->position()),
+                     static_cast<unsigned long long>(start.bytes_done));
+      }
       input.input_bytes.store(source->input_bytes_read(), std::memory_order_relaxed);
       return true;
     }
