@@ -235,7 +235,8 @@ class MysqlDeadline : public ::testing::Test {
     ASSERT_NE(server_, nullptr);
     ASSERT_TRUE(server_->run("start"));  // a test before may have left it down
     testing_support::MysqlProbe(auditpipe::parse_url(server_->url()))
-        .exec(std::string("DROP TABLE IF EXISTS ") + table_name);
+        .exec(std::string("DROP TABLE IF EXISTS ") + table_name + ", " + table_name + "_seals, " +
+              table_name + "_unsealed");
   }
   void TearDown() override { server_->signal_all(SIGCONT); }
 
@@ -386,6 +387,36 @@ TEST_F(MysqlDeadline, StartsWhileTheServerIsDownAndWritesEverythingOnceItIsUp) {
   expect_every_record_arrives_once(
       *logger, n, [](const std::string& expr) { return rows(server_->url(), expr); },
       "COUNT(DISTINCT source_id, seq)", "MariaDB");
+}
+
+// The refusals of open() that look at the table's rows ran only when the
+// server answered at open: a logger that started while it was down, given
+// a sealed table and no seal=, wrote unsealed rows into it at first contact.
+// Now that contact refuses the table: health down, saying why, nothing
+// written, the records kept.
+TEST_F(MysqlDeadline, AStartWhileTheServerIsDownStillRefusesASealedTableAtFirstContact) {
+  {
+    Logger sealed(auditpipe::mysql::open(server_->url("seal=hash")));
+    ASSERT_NO_FATAL_FAILURE(log_during_outage(sealed, 1));
+    EXPECT_TRUE(sealed.close().drained);
+  }
+  ASSERT_TRUE(server_->run("stop"));
+  testing_support::TempDir dir;
+  Logger logger(auditpipe::mysql::open(server_->url("connect_timeout=2")), outage_options(dir));
+  ASSERT_NO_FATAL_FAILURE(log_during_outage(logger, 10));
+  ASSERT_TRUE(server_->run("start"));
+  EXPECT_TRUE(testing_support::eventually(
+      [&] {
+        const auto s = logger.stats();
+        return s.health == auditpipe::Health::down &&
+               s.health_reason.find("is sealed") != std::string::npos;
+      },
+      20s))
+      << logger.stats().health_reason;
+  EXPECT_EQ(rows(server_->url()), 1);
+  const auto report = logger.close(200ms);
+  EXPECT_EQ(report.stats.written, 0u);
+  EXPECT_EQ(report.on_disk, 10u);
 }
 
 TEST(MysqlUnreachable, AWrongPasswordStillFailsTheStartAsAConfigurationError) {
