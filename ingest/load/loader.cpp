@@ -51,6 +51,12 @@ std::string as_usage(std::string_view message) {
   return "auditpipe ingest: " + std::string(message);
 }
 
+// A call on the checkpoint table failed (the database down, a lock held
+// elsewhere): on_checkpoints() waits and tries again.
+struct checkpoint_failure : error {
+  using error::error;
+};
+
 }  // namespace
 
 Format format_of(const std::string& configured, const std::string& path) {
@@ -241,6 +247,25 @@ class Load {
             std::uint64_t& source_id);
   Checkpoint identify(InputState& input, const std::string& open_path, const std::string& prefix,
                       std::optional<std::uint64_t> size, std::int64_t not_this);
+  /// identify()'s work on the checkpoint table; db_mutex_ held.
+  Checkpoint identify_in_store(InputState& input, const std::string& open_path,
+                               const std::string& prefix, std::optional<std::uint64_t> size,
+                               std::int64_t not_this, Checkpoint c);
+  /// Runs `work` (calls on store_) under db_mutex_ through an outage of the
+  /// database or a lock held elsewhere (SQLite's busy timeout ends in an
+  /// error): it waits and tries again on a new connection, as the writers
+  /// do, until it succeeds, the load stops, or --give-up-after runs out
+  /// (then the last error is thrown). Reading an input's checkpoint is part
+  /// of reading the input: a follower that met a rotation during an outage
+  /// ended with an error, and a piped input lost what it had read.
+  template <class Work>
+  auto on_checkpoints(const std::string& input_name, Work work) -> decltype(work());
+  /// A call on store_; any failure thrown as checkpoint_failure.
+  template <class Call>
+  auto in_store(Call call) -> decltype(call());
+  /// A new connection for the checkpoints if the last one failed; throws
+  /// checkpoint_failure if none can be had. db_mutex_ held.
+  void reconnect_checkpoints();
   /// A record of the pool; waits while it is full, up to a stop (`stream`:
   /// up to an abort only, see pass()).
   DynamicLogger::Record acquire(bool stream);
@@ -291,7 +316,7 @@ class Load {
   std::atomic<std::uint64_t> repaired_lines_{0};
   std::atomic<std::uint64_t> skipped_{0};
   std::atomic<std::uint64_t> held_back_{0};
-  bool checkpoint_broken_ = false;  ///< checkpoint thread only: reconnect before the next
+  bool checkpoint_broken_ = false;  ///< guarded by db_mutex_: reconnect before the next use
   std::mutex errors_mutex_;
   std::vector<std::string> errors_;
   /// Rows this load read from a damaged gzip member or zstd frame: removed
@@ -547,12 +572,12 @@ std::unique_ptr<InputState> Load::unread_rotated_copy(
       std::string(ReplaySource(open_byte_source(input.path), identity_prefix_bytes).prefix());
   // The inputs loaded under this very name before (the newest 8: their
   // times may tie).
-  std::vector<Checkpoint> named_so;
-  {
-    std::lock_guard lock(db_mutex_);
-    for (Checkpoint& known : store_->candidates(input.name))
-      if (named_so.size() < 8 && known.source_name == input.name) named_so.push_back(known);
-  }
+  const std::vector<Checkpoint> named_so = on_checkpoints(input.name, [&] {
+    std::vector<Checkpoint> named;
+    for (Checkpoint& known : in_store([&] { return store_->candidates(input.name); }))
+      if (named.size() < 8 && known.source_name == input.name) named.push_back(known);
+    return named;
+  });
   const auto same_file = [](const std::string& a, const std::string& b) {
     std::error_code ec;  // one missing: not the same
     return a == b || std::filesystem::equivalent(a, b, ec);
@@ -694,7 +719,15 @@ Checkpoint Load::identify(InputState& input, const std::string& open_path,
   c.source_name = input.name;
   c.prefix_bytes = id_prefix.size();
   if (!store_) return c;
-  std::lock_guard lock(db_mutex_);
+  return on_checkpoints(
+      input.name, [&] { return identify_in_store(input, open_path, prefix, size, not_this, c); });
+}
+
+Checkpoint Load::identify_in_store(InputState& input, const std::string& open_path,
+                                   const std::string& prefix, std::optional<std::uint64_t> size,
+                                   std::int64_t not_this, Checkpoint c) {
+  const std::string_view id_prefix =
+      std::string_view(prefix).substr(0, std::min(prefix.size(), identity_prefix_bytes));
   // An input seen before starts with the bytes it was identified by (fewer
   // than identity_prefix_bytes if it was that short then: it may have grown
   // and moved since), and is at least as long as it was loaded. Not
@@ -744,8 +777,9 @@ Checkpoint Load::identify(InputState& input, const std::string& open_path,
       cut_short = std::move(known);
     }
   };
-  for (Checkpoint& known : store_->candidates(input.name)) consider(known);
-  if (auto known = store_->find(c.source_id)) consider(*known);
+  for (Checkpoint& known : in_store([&] { return store_->candidates(input.name); }))
+    consider(known);
+  if (auto known = in_store([&] { return store_->find(c.source_id); })) consider(*known);
   // (A file cut short is matched over more bytes than an input identified
   // by fewer than the whole prefix, which it also starts with.)
   if (best && cut_short && matched(*cut_short) > matched(*best)) best.reset();
@@ -755,10 +789,11 @@ Checkpoint Load::identify(InputState& input, const std::string& open_path,
   }
   // A new input. Its first bytes may be those of another one (a rotated
   // log's successor, a copy cut short): salted until its id is its own.
-  while (store_->find(c.source_id)) {
+  while (in_store([&] { return store_->find(c.source_id); })) {
     c.salt = c.source_id;
     c.source_id = source_id_of(id_prefix, c.salt);
   }
+  std::optional<WholeRecords> kept;
   if (cut_short) {
     // Its rows were stored under the old id: what it holds in whole records
     // is not read again. What is appended from here on lies at offsets the
@@ -769,6 +804,17 @@ Checkpoint Load::identify(InputState& input, const std::string& open_path,
     c.bytes_done = whole.bytes;
     c.lines_done = whole.lines;
     c.records_done = whole.records;
+    kept = whole;
+  }
+  // Recorded before any of its records is sent, so that a crash before the
+  // first checkpoint still finds this identity again.
+  in_store([&] {
+    store_->save(c);
+    return true;
+  });
+  claims_[c.source_id].push_back({&input, std::string(own)});
+  if (kept) {
+    const WholeRecords& whole = *kept;
     std::fprintf(stderr,
                  "\nauditpipe ingest: %s is shorter than when it was loaded (%llu of %llu bytes) "
                  "and begins with the same 4 KiB: taken for that file cut short; its %llu "
@@ -778,11 +824,68 @@ Checkpoint Load::identify(InputState& input, const std::string& open_path,
                  static_cast<unsigned long long>(cut_short->bytes_done),
                  static_cast<unsigned long long>(whole.records));
   }
-  // Recorded before any of its records is sent, so that a crash before the
-  // first checkpoint still finds this identity again.
-  store_->save(c);
-  claims_[c.source_id].push_back({&input, std::string(own)});
   return c;
+}
+
+template <class Call>
+auto Load::in_store(Call call) -> decltype(call()) {
+  try {
+    return call();
+  } catch (const std::exception& e) {
+    throw checkpoint_failure(e.what());
+  }
+}
+
+void Load::reconnect_checkpoints() {
+  if (!checkpoint_broken_) return;
+  try {
+    db_ = Database::connect(config_.url);
+    store_ = std::make_unique<CheckpointStore>(*db_, store_table_, config_.checkpoint_table);
+  } catch (const std::exception& e) {
+    throw checkpoint_failure(e.what());
+  }
+  checkpoint_broken_ = false;
+}
+
+template <class Work>
+auto Load::on_checkpoints(const std::string& input_name, Work work) -> decltype(work()) {
+  std::chrono::milliseconds pause(200);
+  std::optional<std::chrono::steady_clock::time_point> failing_since;
+  for (;;) {
+    std::string failure;
+    {
+      std::lock_guard lock(db_mutex_);
+      try {
+        reconnect_checkpoints();
+        auto result = work();
+        if (failing_since) {
+          std::fprintf(stderr, "\nauditpipe ingest: %s: its checkpoint is reached again\n",
+                       input_name.c_str());
+        }
+        return result;
+      } catch (const checkpoint_failure& e) {
+        failure = e.what();
+        checkpoint_broken_ = true;
+      }
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (!failing_since) {
+      failing_since = now;
+      std::fprintf(stderr,
+                   "\nauditpipe ingest: %s: cannot reach its checkpoint (%s); trying again until "
+                   "the database answers%s\n",
+                   input_name.c_str(), failure.c_str(),
+                   config_.give_up_after ? " or --give-up-after runs out" : "");
+    }
+    if (stopping() || gave_up_.load() ||
+        (config_.give_up_after && now - *failing_since >= *config_.give_up_after)) {
+      throw error(failure);
+    }
+    const auto until = now + pause;
+    while (!stopping() && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    pause = std::min<std::chrono::milliseconds>(pause * 2, std::chrono::seconds(5));
+  }
 }
 
 DynamicLogger::Record Load::acquire(bool stream) {
@@ -1260,11 +1363,9 @@ void Load::checkpoint_now() {
   if (checkpoint_broken_) {
     // The connection died with the server: a new one, or wait for the next turn.
     try {
-      db_ = Database::connect(config_.url);
-      store_ = std::make_unique<CheckpointStore>(*db_, store_table_, config_.checkpoint_table);
-      checkpoint_broken_ = false;
+      reconnect_checkpoints();
       std::fprintf(stderr, "\nauditpipe ingest: checkpoints are written again\n");
-    } catch (const std::exception&) {
+    } catch (const checkpoint_failure&) {
       return;
     }
   }

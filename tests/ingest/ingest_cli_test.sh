@@ -5,7 +5,7 @@
 #
 #   ingest_cli_test.sh <auditpipe binary> <sqlite|mysql|postgresql> <scratch dir> <case>
 #
-# Cases: formats, hostile, rerun, kill9, interrupt, interrupt_pipe, slow_pipe, follow, copytruncate,
+# Cases: formats, hostile, rerun, kill9, interrupt, interrupt_pipe, slow_pipe, locked, follow, copytruncate,
 # schema_from_table, database_defaults, bad_schema, infer, partial, max_rejects, terminal. Exits 77 (skipped)
 # when the database's server is not configured (AUDITPIPE_TEST_MYSQL_URL,
 # AUDITPIPE_TEST_POSTGRES_URL).
@@ -371,6 +371,39 @@ PY
         fail "$format: the rerun exited $?"
       expect_eq "$(count)" 82 "$format: rows after the same stream again"
     done
+    ;;
+
+  locked)
+    # Another process holds SQLite's write lock longer than the busy timeout
+    # (5 s) while a followed log rotates: the new file's checkpoint waits for
+    # the lock, as the writers do. Before, its insert failed with "database
+    # is locked" and the load ended (exit 1), the follower gone.
+    [ "$backend" = sqlite ] || exit 77
+    wait_rows() { for _ in $(seq 1 300); do [ "$(count 2>/dev/null || echo 0)" -ge "$1" ] && return 0; sleep 0.1; done; fail "waited for $1 rows, have $(count)"; }
+    jsonl 100 0 > app.log
+    "$bin" ingest "${common[@]}" --follow "$url" app.log 2> follow.txt & pid=$!
+    wait_rows 100
+    python3 -c 'import sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=30)
+c.execute("BEGIN EXCLUSIVE")
+open(sys.argv[2], "w").close()
+time.sleep(7)
+c.execute("COMMIT")' "$work/audit.db" locked.flag & locker=$!
+    for _ in $(seq 1 100); do [ -e locked.flag ] && break; sleep 0.1; done
+    [ -e locked.flag ] || fail "the lock was not taken"
+    jsonl 50 100 >> app.log
+    mv app.log app.log.1
+    jsonl 100 1000 > app.log
+    wait $locker
+    wait_rows 250
+    sleep 1
+    kill -TERM $pid
+    set +e; wait $pid; rc=$?; set -e
+    pid=
+    expect_eq "$rc" 0 "exit status of the follower after the lock ($(tr '\r' '\n' < follow.txt | grep -v 'rows/s' | tail -5))"
+    grep -q "app.log: cannot reach its checkpoint" follow.txt || fail "no word of the wait: $(cat follow.txt)"
+    expect_eq "$(count)" 250 "rows before, during and after the lock"
+    no_duplicates
     ;;
 
   follow|copytruncate)
