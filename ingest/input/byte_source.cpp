@@ -256,6 +256,20 @@ class GzipSource final : public SourceBase {
         z_.avail_in = static_cast<uInt>(k);
       }
       if (!in_member_) {
+        // Zero bytes after a member are padding (a tape block's, a
+        // preallocated file's): gzip -t and zcat ignore them, and so does
+        // this. What follows them is not gzip data.
+        while (z_.avail_in > 0 && *z_.next_in == 0) {
+          ++z_.next_in;
+          --z_.avail_in;
+          ++consumed_;
+          padded_ = true;
+        }
+        if (z_.avail_in == 0) continue;
+        if (padded_) {
+          fail(path(), "data after the zero bytes that pad the end of the gzip data, at byte " +
+                           std::to_string(consumed_));
+        }
         // A new member begins: the next bytes must be gzip's magic again
         // (inflate itself checks the header).
         inflateReset(&z_);
@@ -290,6 +304,7 @@ class GzipSource final : public SourceBase {
   z_stream z_;
   std::vector<char> in_;
   bool in_member_ = true;
+  bool padded_ = false;             // zero bytes followed the last member
   std::uint64_t member_start_ = 0;  // where the current member's output began
   std::uint64_t consumed_ = 0;      // compressed bytes given to inflate
 };
