@@ -27,6 +27,24 @@ std::size_t utf8_sequence(std::string_view s, std::size_t i) {
   return is_valid_utf8(s.substr(i, n)) ? n : 0;
 }
 
+constexpr std::string_view line_head = "{\"file\":\"";
+constexpr std::string_view offset_field = ",\"offset\":";
+
+// The key of a reject line ({"file":"F","line":N,"offset":O,...}): F as
+// escaped, '\n', O's digits; empty for a line of another shape.
+std::string key_of(std::string_view line) {
+  if (!line.starts_with(line_head)) return {};
+  const std::size_t file_end = line.find("\",\"line\":", line_head.size());
+  const std::size_t off = line.find(offset_field);
+  if (file_end == std::string_view::npos || off == std::string_view::npos) return {};
+  std::string key(line.substr(line_head.size(), file_end - line_head.size()));
+  key += '\n';
+  for (std::size_t i = off + offset_field.size();
+       i < line.size() && line[i] >= '0' && line[i] <= '9'; ++i)
+    key += line[i];
+  return key;
+}
+
 }  // namespace
 
 void append_json_escaped(std::string& out, std::string_view text) {
@@ -105,27 +123,72 @@ RejectFile::RejectFile(std::string path, std::size_t max_text_bytes)
     }
     // Keys of the whole lines: {"file":"F","line":N,"offset":O,...
     std::size_t at = from == 0 ? 0 : tail.find('\n') + 1;
+    held_from_ = from + at;
     const std::size_t end = last_end == std::string::npos ? 0 : last_end + 1;
-    static constexpr std::string_view head = "{\"file\":\"";
-    static constexpr std::string_view offset_field = ",\"offset\":";
     while (at < end) {
       const std::size_t eol = tail.find('\n', at);
-      const std::string_view line(tail.data() + at, eol - at);
+      std::string key = key_of(std::string_view(tail.data() + at, eol - at));
       at = eol + 1;
-      if (!line.starts_with(head)) continue;
-      const std::size_t file_end = line.find("\",\"line\":", head.size());
-      const std::size_t off = line.find(offset_field);
-      if (file_end == std::string_view::npos || off == std::string_view::npos) continue;
-      std::string key(line.substr(head.size(), file_end - head.size()));
-      key += '\n';
-      for (std::size_t i = off + offset_field.size();
-           i < line.size() && line[i] >= '0' && line[i] <= '9'; ++i)
-        key += line[i];
-      held_.insert(std::move(key));
+      if (!key.empty()) held_.insert(std::move(key));
     }
+    at_open_ = whole;
   }
   file_ = ::fdopen(fd, "a");
   if (file_ == nullptr) fail("open");
+}
+
+void RejectFile::resume(std::string_view file, std::uint64_t from_offset) {
+  if (from_offset == 0 || file_ == nullptr) return;
+  std::string escaped;
+  append_json_escaped(escaped, file);
+  escaped += '\n';
+  std::lock_guard lock(mutex_);
+  // Back from where the tail read at open began, a chunk at a time, until
+  // a line of this input from before its checkpoint (what lies before
+  // that, no run reads again), the file's start, or `most` bytes.
+  constexpr std::uint64_t chunk = 4u << 20, most = 256u << 20;
+  const int fd = fileno(file_);
+  std::uint64_t end = held_from_;
+  std::string buffer, carry;  // carry: a line's end whose start is in the chunk below
+  bool before_checkpoint = false;
+  while (end > 0 && !before_checkpoint && at_open_ - end < most) {
+    const std::uint64_t from = end > chunk ? end - chunk : 0;
+    buffer.assign(end - from, '\0');
+    std::size_t got = 0;
+    while (got < buffer.size()) {
+      const ssize_t n =
+          ::pread(fd, buffer.data() + got, buffer.size() - got, static_cast<off_t>(from + got));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return;  // unreadable: the tail's keys are all there is
+      got += static_cast<std::size_t>(n);
+    }
+    buffer += carry;
+    // Whole lines only: the first may have begun in the chunk below.
+    const std::size_t first = from == 0 ? 0 : buffer.find('\n');
+    if (first == std::string::npos) {
+      carry = std::move(buffer);
+      end = from;
+      continue;
+    }
+    const std::size_t begin = from == 0 ? 0 : first + 1;
+    carry = buffer.substr(0, begin);
+    for (std::size_t at = begin; at < buffer.size();) {
+      std::size_t eol = buffer.find('\n', at);
+      if (eol == std::string::npos) eol = buffer.size();
+      std::string key = key_of(std::string_view(buffer.data() + at, eol - at));
+      at = eol + 1;
+      if (key.size() <= escaped.size() || key.compare(0, escaped.size(), escaped) != 0) continue;
+      std::uint64_t offset = 0;
+      for (std::size_t i = escaped.size(); i < key.size(); ++i)
+        offset = offset * 10 + static_cast<std::uint64_t>(key[i] - '0');
+      if (offset < from_offset) {
+        before_checkpoint = true;
+      } else {
+        held_.insert(std::move(key));
+      }
+    }
+    end = from;
+  }
 }
 
 RejectFile::~RejectFile() {

@@ -7,8 +7,11 @@
 // checkpoint in the file, and often a last line cut off mid-way (stdio
 // writes whole buffers); the rerun reads those lines again. So opening an
 // existing file removes a cut-off last line, and add() does not write again
-// a record whose (file, offset) the file's last 16 MiB hold: a checkpoint
-// comes at least every few seconds, so that covers what a rerun repeats.
+// a record whose (file, offset) the file holds after that input's
+// checkpoint: the file's last 16 MiB are read at open, and resume() reads
+// further back for an input resumed from its checkpoint, until a line of it
+// from before the checkpoint (up to 256 MiB). (A window of 16 MiB alone
+// was shorter than the rejects of one second between checkpoints.)
 //
 // Who may call: the loader's reader threads (add), its checkpoint thread
 // (sync, before a checkpoint covers the rejected lines).
@@ -36,6 +39,9 @@ class RejectFile {
   RejectFile(const RejectFile&) = delete;
   RejectFile& operator=(const RejectFile&) = delete;
 
+  /// An input resumes from `from_offset` (its checkpoint): what the file
+  /// holds of it from there on is not written again (above).
+  void resume(std::string_view file, std::uint64_t from_offset);
   /// Appends one rejected record, unless the file has it already (above).
   void add(std::string_view file, std::uint64_t line, std::uint64_t offset, std::string_view reason,
            std::string_view text);
@@ -56,7 +62,9 @@ class RejectFile {
   std::string line_;  ///< reused: no allocation per reject in steady state
   /// (file as escaped, '\n', offset) of the records the file held at open
   std::set<std::string> held_;
-  std::string key_;  ///< reused
+  std::uint64_t at_open_ = 0;    ///< the file's size at open (after its repair)
+  std::uint64_t held_from_ = 0;  ///< where the lines read at open begin
+  std::string key_;              ///< reused
 };
 
 /// `text` as a JSON string's contents (no quotes), appended to `out`:

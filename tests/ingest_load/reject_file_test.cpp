@@ -1,0 +1,66 @@
+// RejectFile after a killed run: what that run rejected past an input's
+// checkpoint is not written again when the rerun reads it again, however
+// far back in the file it lies. (Before, only the file's last 16 MiB were
+// looked at; a run rejecting 18 MB a second wrote lines two to four times.)
+#include "reject_file.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+#include <string>
+
+#include "temp_dir.h"
+
+namespace {
+
+using auditpipe::ingest::RejectFile;
+using testing_support::TempDir;
+
+// The file's lines, and how many distinct (file, offset) they name.
+std::pair<std::size_t, std::size_t> lines_and_keys(const std::string& path) {
+  std::ifstream in(path);
+  std::set<std::string> keys;
+  std::size_t lines = 0;
+  for (std::string line; std::getline(in, line); ++lines) {
+    // {"file":"F","line":N,"offset":O: the line number and offset name the record
+    keys.insert(line.substr(0, line.find(",\"reason\"")));
+  }
+  return {lines, keys.size()};
+}
+
+constexpr std::uint64_t step = 1000;  // bytes between two rejected records' offsets
+
+void reject(RejectFile& file, const char* name, std::uint64_t first, std::uint64_t end) {
+  for (std::uint64_t i = first; i < end; ++i)
+    file.add(name, i + 1, i * step, "not a JSON object", std::string(400, 'x'));
+}
+
+TEST(RejectFile, WhatAKilledRunRejectedPastTheCheckpointIsNotWrittenAgain) {
+  TempDir dir;
+  const std::string path = dir.file("rejects.jsonl");
+  constexpr std::uint64_t n = 60000;  // about 28 MB of lines
+  {
+    // The killed run: its checkpoint was at record 1000; it rejected on to
+    // the end of app.log, and other.log's lines came in between.
+    RejectFile killed(path);
+    reject(killed, "app.log", 0, n / 2);
+    reject(killed, "other.log", 0, 100);
+    reject(killed, "app.log", n / 2, n);
+    killed.sync();
+  }
+  const auto [before, keys_before] = lines_and_keys(path);
+  EXPECT_EQ(before, n + 100);
+  EXPECT_EQ(keys_before, before);
+  {
+    RejectFile rerun(path);
+    rerun.resume("app.log", 1000 * step);
+    reject(rerun, "app.log", 1000, n + 10);  // read again from the checkpoint, and 10 new
+    rerun.sync();
+  }
+  const auto [after, keys_after] = lines_and_keys(path);
+  EXPECT_EQ(after, n + 110);
+  EXPECT_EQ(keys_after, after) << "lines written twice";
+}
+
+}  // namespace
