@@ -2,6 +2,7 @@
 #include "ingest_command.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <csignal>
 #include <cstdio>
@@ -19,13 +20,26 @@ namespace auditpipe::cli {
 namespace {
 
 // Set by SIGINT/SIGTERM: the load stops reading, drains and checkpoints. A
-// second signal ends the process at once (the default action restored).
+// second signal ends the process at once, saying what that costs: a pipe's
+// records read and not yet stored cannot be read again. (Before, it died
+// by the signal without a word, and the hint it had shown said a rerun
+// sends what is not stored, untrue for a pipe.)
 std::atomic<bool> stop_requested{false};
+std::atomic<bool> reads_a_pipe{false};
 static_assert(std::atomic<bool>::is_always_lock_free);
 
 extern "C" void on_stop_signal(int signal) {
-  stop_requested.store(true);
-  std::signal(signal, SIG_DFL);
+  if (!stop_requested.exchange(true)) return;
+  // write(2) and _exit(2): what a signal handler may call.
+  static constexpr char pipe[] =
+      "\nauditpipe ingest: quit: the records read from the pipe and not yet stored are lost\n";
+  static constexpr char files[] = "\nauditpipe ingest: quit: a rerun loads what is not stored\n";
+  if (reads_a_pipe.load()) {
+    (void)!::write(STDERR_FILENO, pipe, sizeof pipe - 1);
+  } else {
+    (void)!::write(STDERR_FILENO, files, sizeof files - 1);
+  }
+  ::_exit(128 + signal);
 }
 
 constexpr const char* description =
@@ -235,6 +249,11 @@ int IngestCommand::run() {
     return 2;
   }
 
+  for (const std::string& file : config_.files) {
+    struct stat st {};
+    if (file == "-" || (::stat(file.c_str(), &st) == 0 && S_ISFIFO(st.st_mode)))
+      reads_a_pipe.store(true);
+  }
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
   const ingest::LoadSummary summary = ingest::load(config_, stop_requested);

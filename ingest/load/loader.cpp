@@ -496,7 +496,11 @@ LoadSummary Load::run() {
   if (stop_.load() && !aborted_.load() && !logger_->flush(std::chrono::seconds(1)))
     std::fprintf(stderr,
                  "\nauditpipe ingest: stopping: waiting for the database to store the records "
-                 "read (Ctrl-C again quits now; a rerun sends what is not stored)\n");
+                 "read (Ctrl-C again quits now; a rerun loads what is not stored%s)\n",
+                 std::any_of(inputs_.begin(), inputs_.end(),
+                             [](const auto& in) { return !reopenable(in->path); })
+                     ? ", but not the records read from a pipe"
+                     : "");
   // --give-up-after covers the drain as well: give_up_loop() keeps watching
   // the database until what was read is stored, or gives up.
   if (config_.give_up_after) {

@@ -404,6 +404,27 @@ c.execute("COMMIT")' "$work/audit.db" locked.flag & locker=$!
     grep -q "app.log: cannot reach its checkpoint" follow.txt || fail "no word of the wait: $(cat follow.txt)"
     expect_eq "$(count)" 250 "rows before, during and after the lock"
     no_duplicates
+    # A second Ctrl-C while a pipe's records wait for the lock quits at
+    # once and says they are lost (before: no word, and the hint shown said
+    # a rerun sends them).
+    python3 -c 'import sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=30)
+c.execute("BEGIN EXCLUSIVE")
+open(sys.argv[2], "w").close()
+time.sleep(6)
+c.execute("COMMIT")' "$work/audit.db" locked2.flag & locker=$!
+    for _ in $(seq 1 100); do [ -e locked2.flag ] && break; sleep 0.1; done
+    (jsonl 50 2000; sleep 5) | "$bin" ingest "${common[@]}" --quiet "$url" - 2> pipe.txt & pid=$!
+    sleep 1
+    kill -INT $pid
+    sleep 0.3
+    kill -INT $pid
+    set +e; wait $pid; rc=$?; set -e
+    pid=
+    wait $locker
+    expect_eq "$rc" 130 "exit status after a second Ctrl-C"
+    grep -q "quit: the records read from the pipe and not yet stored are lost" pipe.txt ||
+      fail "no word of what a second Ctrl-C loses: $(cat pipe.txt)"
     ;;
 
   follow|copytruncate)
