@@ -315,6 +315,7 @@ class Load {
   std::atomic<std::uint64_t> empty_lines_{0};
   std::atomic<std::uint64_t> repaired_lines_{0};
   std::atomic<std::uint64_t> skipped_{0};
+  std::atomic<std::uint64_t> skipped_rejects_{0};
   std::atomic<std::uint64_t> held_back_{0};
   bool checkpoint_broken_ = false;  ///< guarded by db_mutex_: reconnect before the next use
   std::mutex errors_mutex_;
@@ -530,6 +531,7 @@ LoadSummary Load::run() {
   s.refused = report.stats.rejected_by_sink;
   s.unwritten = report.unwritten + report.on_disk;
   s.skipped = skipped_.load();
+  s.skipped_rejects = skipped_rejects_.load();
   s.held_back = held_back_.load();
   s.empty_lines = empty_lines_.load();
   s.repaired_lines = repaired_lines_.load();
@@ -1152,6 +1154,7 @@ bool Load::pass(InputState& input, const std::string& open_path, RowMapper& mapp
 
   Position start;
   std::uint64_t counted_as_skipped = 0;  // by this pass's identification
+  std::uint64_t rejects_counted_as_skipped = 0;
   {
     std::unique_lock lock(input.mutex);
     if (input.identified) {
@@ -1180,7 +1183,9 @@ bool Load::pass(InputState& input, const std::string& open_path, RowMapper& mapp
       input.position = {c.bytes_done, c.lines_done, c.records_done, c.rejects};
       input.grown = {c.grown_bytes, c.grown_id};
       skipped_.fetch_add(c.records_done);
+      skipped_rejects_.fetch_add(c.rejects);
       counted_as_skipped = c.records_done;
+      rejects_counted_as_skipped = c.rejects;
     }
     // Identified while shorter than its identity prefix and longer now:
     // remembered, for telling it from another input that began the same.
@@ -1211,6 +1216,7 @@ bool Load::pass(InputState& input, const std::string& open_path, RowMapper& mapp
     // Shorter than its checkpoint with the same first bytes: read it all
     // again; the keys make that harmless. Nothing of it was skipped.
     skipped_.fetch_sub(counted_as_skipped);
+    skipped_rejects_.fetch_sub(rejects_counted_as_skipped);
     if (read_once) {
       // Read to its end while skipping: all of it lies inside what was
       // stored (a `head` of an input loaded before). A stream is known by
@@ -1465,7 +1471,16 @@ std::string format_summary(const LoadSummary& s) {
   out += "  rejected  " + with_commas(s.rejects);
   if (s.rejects > 0) out += " (see " + s.reject_file + ")";
   out += "\n";
-  out += "  skipped   " + with_commas(s.skipped) + " (stored by an earlier run, not read again)\n";
+  out += "  skipped   " + with_commas(s.skipped) +
+         " (stored, or refused by the database, by an earlier run; not read again)\n";
+  if (s.skipped_rejects > 0) {
+    // A load whose every line was rejected (a --map forgotten), run again
+    // with the mistake mended, loaded nothing and said only "skipped 0".
+    out += "            and " + with_commas(s.skipped_rejects) +
+           " lines an earlier run rejected (in its reject file): to load them with other "
+           "options, delete the input's checkpoint first (DELETE FROM the checkpoint table "
+           "WHERE source_name = the path given; README, \"Exactly once, resumable\")\n";
+  }
   if (s.refused > 0)
     out += "  refused   " + with_commas(s.refused) + " by the database (see " + s.reject_file +
            ".refused)\n";

@@ -75,6 +75,8 @@ struct LoadSummary {
   std::uint64_t refused = 0;    ///< records the database refused (Stats::rejected_by_sink)
   std::uint64_t unwritten = 0;  ///< committed, not known stored at the end
   std::uint64_t skipped = 0;    ///< records already stored by earlier runs, not read again
+  /// lines earlier runs rejected (into their reject file), not read again
+  std::uint64_t skipped_rejects = 0;
   std::uint64_t held_back = 0;  ///< unterminated last lines of files still being written
   std::uint64_t empty_lines = 0;
   std::uint64_t repaired_lines = 0;  ///< JSON lines of invalid UTF-8 made valid before parsing

@@ -230,6 +230,15 @@ case $case in
     out=$(ingest --checkpoint-table $old "$url" big.jsonl 2>&1) || fail "rerun with the old table exited $?: $out"
     grep -q 'skipped   20,500' <<<"$out" || fail "the upgraded checkpoint table was not used: $out"
     q "DROP TABLE $old" >/dev/null
+    # A load whose every line was rejected, run again: the summary says the
+    # lines were passed over as rejected, and how to load them (before: only
+    # "skipped 0", exit 0, nothing stored).
+    awk 'BEGIN { for (i = 0; i < 30; i++) printf "{\"user_name\":\"u%d\"}\n", i }' > unmapped.jsonl
+    set +e; out=$(ingest "$url" unmapped.jsonl 2>&1); rc=$?; set -e
+    expect_eq "$rc" 3 "exit status of a load whose every line was rejected ($out)"
+    out=$(ingest "$url" unmapped.jsonl 2>&1) || fail "the rerun exited $?: $out"
+    grep -q 'and 30 lines an earlier run rejected (in its reject file): to load them' <<<"$out" ||
+      fail "no word of the lines rejected before: $out"
     ;;
 
   kill9|interrupt)
