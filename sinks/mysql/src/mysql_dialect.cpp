@@ -48,8 +48,29 @@ CatalogColumn schema_column(const std::vector<std::optional<std::string>>& row,
   ColumnSpec spec;
   spec.name = c.name;
   spec.nullable = at(6) == "YES";
-  auto refuse = [&c](std::string why) {
-    c.why = std::move(why);
+  // Defaults: MariaDB (10.2.7 on) writes COLUMN_DEFAULT as SQL, a string
+  // quoted, NULL as the word, an expression as its text: only a literal is
+  // kept. MySQL writes a literal default's value unquoted and marks an
+  // expression DEFAULT_GENERATED in EXTRA (CURRENT_TIMESTAMP, before 8.0.13,
+  // only by its name).
+  const bool mariadb = at(9) == "1";
+  const bool has_default = row.size() > 7 && row[7];
+  const std::string default_text = has_default ? *row[7] : std::string();
+  const bool computed_default =
+      has_default && (mariadb ? sql_default_is_computed(default_text, true)
+                              : at(8).find("default_generated") != std::string::npos ||
+                                    default_text.rfind("CURRENT_TIMESTAMP", 0) == 0 ||
+                                    default_text.rfind("current_timestamp", 0) == 0);
+  const bool database_fills = computed_default || at(8).find("auto_increment") != std::string::npos;
+  // A column the database fills (a TIMESTAMP DEFAULT CURRENT_TIMESTAMP) of
+  // a type no ColumnType holds is left to it, as a generated one is: loads
+  // never write it.
+  auto refuse = [&c, database_fills](std::string why) {
+    if (database_fills) {
+      c.generated = true;
+    } else {
+      c.why = std::move(why);
+    }
     return c;
   };
   auto number = [&](std::size_t i) -> std::uint64_t {
@@ -136,24 +157,14 @@ CatalogColumn schema_column(const std::vector<std::optional<std::string>>& row,
         "no column type maps to it (TINYINT, SMALLINT, INT, BIGINT, their UNSIGNED "
         "kinds but BIGINT's, DOUBLE, DATETIME(6), VARCHAR and the TEXT types do)");
   }
-  // Defaults: MariaDB (10.2.7 on) writes COLUMN_DEFAULT as SQL, a string
-  // quoted, NULL as the word, an expression as its text: only a literal is
-  // kept. MySQL writes a literal default's value unquoted and marks an
-  // expression DEFAULT_GENERATED in EXTRA (CURRENT_TIMESTAMP, before 8.0.13,
-  // only by its name).
-  if (row.size() > 7 && row[7]) {
-    const std::string& d = *row[7];
-    if (at(9) == "1") {
-      spec.default_value = sql_literal_value(d, true);
-      spec.filled_by_database = sql_default_is_computed(d, true);
-    } else if (at(8).find("default_generated") == std::string::npos &&
-               d.rfind("CURRENT_TIMESTAMP", 0) != 0 && d.rfind("current_timestamp", 0) != 0) {
-      spec.default_value = d;
-    } else {
-      spec.filled_by_database = true;
+  if (has_default) {
+    if (mariadb) {
+      spec.default_value = sql_literal_value(default_text, true);
+    } else if (!computed_default) {
+      spec.default_value = default_text;
     }
   }
-  if (at(8).find("auto_increment") != std::string::npos) spec.filled_by_database = true;
+  spec.filled_by_database = database_fills;
   c.spec = std::move(spec);
   return c;
 }

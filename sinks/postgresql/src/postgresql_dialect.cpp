@@ -34,8 +34,21 @@ CatalogColumn schema_column(const std::vector<std::optional<std::string>>& row,
   ColumnSpec spec;
   spec.name = c.name;
   spec.nullable = at(4) == "YES";
-  auto refuse = [&c](std::string why) {
-    c.why = std::move(why);
+  // column_default is an expression: kept only when it is a literal, its
+  // casts stripped ('x'::character varying is x, (-1)::integer -1);
+  // nextval(...), now() and other expressions are left out.
+  const bool database_fills =
+      (row.size() > 5 && row[5] && sql_default_is_computed(*row[5], false)) ||
+      at(7) == "YES";  // an identity column
+  // A column the database fills (a timestamp(0) DEFAULT now()) of a type no
+  // ColumnType holds is left to it, as a generated one is: loads never
+  // write it.
+  auto refuse = [&c, database_fills](std::string why) {
+    if (database_fills) {
+      c.generated = true;
+    } else {
+      c.why = std::move(why);
+    }
     return c;
   };
   if (type == "boolean") {
@@ -81,14 +94,8 @@ CatalogColumn schema_column(const std::vector<std::optional<std::string>>& row,
         "no column type maps to it (boolean, smallint, integer, bigint, double "
         "precision, timestamp(6) with or without time zone, text and varchar do)");
   }
-  // column_default is an expression: kept only when it is a literal, its
-  // casts stripped ('x'::character varying is x, (-1)::integer -1);
-  // nextval(...), now() and other expressions are left out.
-  if (row.size() > 5 && row[5]) {
-    spec.default_value = sql_literal_value(*row[5], false);
-    spec.filled_by_database = sql_default_is_computed(*row[5], false);
-  }
-  if (at(7) == "YES") spec.filled_by_database = true;  // an identity column
+  if (row.size() > 5 && row[5]) spec.default_value = sql_literal_value(*row[5], false);
+  spec.filled_by_database = database_fills;
   c.spec = std::move(spec);
   return c;
 }

@@ -48,8 +48,10 @@ struct AUDITPIPE_EXPORT CatalogColumn {
   std::string declared;            ///< its type as the table declares it, for messages
   std::optional<ColumnSpec> spec;  ///< unset: no ColumnType holds it, and `why` says why
   std::string why;                 ///< why no ColumnType holds it
-  /// A generated column (computed from the row's other columns): no insert
-  /// may give it a value, so read_schema leaves it out.
+  /// A generated column (computed from the row's other columns), or one the
+  /// database fills (a computed default, an identity) of a type no
+  /// ColumnType holds: no insert gives it a value, so read_schema leaves
+  /// it out.
   bool generated = false;
 };
 
