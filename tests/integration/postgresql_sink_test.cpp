@@ -633,6 +633,45 @@ TEST(PostgresqlSink, AColumnTypeChangedWhileRunningIsReadAgainAndTheBatchSentOnc
   EXPECT_EQ(*rows[0][1], std::to_string((before + after - 1) * (before + after) / 2));
 }
 
+// The same where the old binary values are valid ones of the new types
+// (bigint's 8 bytes a numeric, int's 4 a real): the server took them
+// without a word, and 217 was stored as 0.0000... or 3.0e-43. The COPY now
+// commits only while the types are those it encoded for.
+TEST(PostgresqlSink, AColumnTypeChangedToOneThatTakesTheOldBytesStillGetsTheRightValues) {
+  drop_table();
+  PostgresqlProbe probe;
+  constexpr int before = 200, after = 200;
+  auditpipe::Options o;
+  o.writers = 1;
+  auditpipe::Logger<AuditRow> logger(
+      auditpipe::postgresql::open(url_with("write_path=copy&pool_size=1&min_idle=1")), o);
+  auto log_range = [&](int from, int to) {
+    for (int i = from; i < to; ++i) {
+      auto r = logger.acquire();
+      r->message_id = i;
+      r->status = i;
+      r->payload = "altered";
+      ASSERT_EQ(r.commit(), Status::ok);
+    }
+  };
+  log_range(0, before);
+  ASSERT_TRUE(logger.flush(std::chrono::seconds(30)));
+  probe.exec(
+      "ALTER TABLE audit_log ALTER COLUMN status TYPE REAL, ALTER COLUMN message_id TYPE NUMERIC");
+  log_range(before, before + after);
+  ASSERT_TRUE(logger.flush(std::chrono::seconds(30)));
+  const auto report = logger.close();
+  EXPECT_EQ(report.stats.written, static_cast<std::uint64_t>(before + after));
+  EXPECT_EQ(report.stats.rejected_by_sink, 0u);
+  EXPECT_EQ(probe.scalar("SELECT count(*) FROM audit_log"), before + after);
+  EXPECT_EQ(probe.scalar("SELECT count(*) FROM audit_log WHERE message_id = status AND "
+                         "message_id >= 0 AND message_id < " +
+                         std::to_string(before + after)),
+            before + after)
+      << "values stored as other numbers";
+  EXPECT_EQ(probe.scalar("SELECT count(DISTINCT message_id) FROM audit_log"), before + after);
+}
+
 // An existing column of a type that cannot hold the record's values is
 // refused at start, naming table, column, found and accepted types; wider
 // and equivalent types pass.

@@ -94,6 +94,9 @@ class PostgresqlConnection : public SqlConnection {
   // The wire type of each of the table's columns on this connection's
   // server, for binary COPY; empty: COPY's text format.
   std::vector<WireType> binary_columns;
+  // The table's columns and their type OIDs when binary_columns was read
+  // (types_query's answer): a binary COPY commits only while it holds.
+  std::string binary_types;
   // Reused per connection by the write paths.
   std::string copy_data;
   std::string param_data;

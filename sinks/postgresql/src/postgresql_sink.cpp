@@ -166,7 +166,25 @@ class PostgresqlSinkImpl final : public PostgresqlSink {
   void table_ready(SqlConnection&) override {
     path_ = config_.write_path == WritePath::insert ? WritePath::insert : WritePath::copy;
     copy_sql_ = "COPY " + table_text().table + " (" + table_text().columns + ") FROM STDIN";
-    binary_copy_sql_ = copy_sql_ + " (FORMAT binary)";
+    binary_copy_sql_ = "BEGIN; " + copy_sql_ + " (FORMAT binary)";
+    // The table's columns and types, in one string (as a literal: a simple
+    // query, which may hold several statements, takes no parameters).
+    std::string name_literal = "'";
+    for (const char ch : std::string(table().name))
+      name_literal += ch == '\'' ? "''" : std::string(1, ch);
+    name_literal += "'";
+    types_query_ =
+        "SELECT string_agg(attname || ':' || atttypid::bigint, ',' ORDER BY attnum) AS types FROM "
+        "pg_attribute WHERE attrelid = to_regclass(quote_ident(" +
+        name_literal + ")) AND attnum > 0 AND NOT attisdropped";
+    // Binary values carry no type: a column whose type an ALTER TABLE
+    // changed would read them as its new type, often without an error
+    // (bigint's 8 bytes are a valid numeric, int's 4 a valid real). So the
+    // COPY's transaction commits only if the types are still those the
+    // values were encoded for; otherwise the cast of the types' string to
+    // an integer fails it (22P02), and the batch is encoded again.
+    check_and_commit_sql_ = "SELECT types::integer FROM (" + types_query_ +
+                            ") t WHERE types IS DISTINCT FROM $TYPES$; COMMIT";
   }
 
   // The table's column types on this connection's server, for binary COPY
@@ -194,6 +212,9 @@ class PostgresqlSinkImpl final : public PostgresqlSink {
       const auto it = oids.find(std::string(key));
       if (it == oids.end() || wire_type(ColumnType::int64, it->second) != WireType::int8) return;
     }
+    const auto types = c.query_rows(types_query_, {});
+    if (types.empty() || types[0].empty() || !types[0][0]) return;
+    c.binary_types = *types[0][0];
     c.binary_columns = std::move(wire);
   }
 
@@ -221,10 +242,14 @@ class PostgresqlSinkImpl final : public PostgresqlSink {
       data.clear();
       if (!append_binary_copy(data, batch, c.binary_columns)) break;
       auto e = send_copy(c, binary_copy_sql_);
+      if (!e) e = check_types_and_commit(c);
+      if (e && !c.broken()) rollback(c);
       // A column's type changed under this connection (ALTER TABLE): the
-      // server finds the binary values malformed (22P03) or too short
-      // (08P01).
-      if (attempt == 1 || !e || c.broken() || (e->sqlstate != "22P03" && e->sqlstate != "08P01")) {
+      // types differ from those the values were encoded for (22P02, from
+      // check_types_and_commit), or the server found the values malformed
+      // (22P03) or too short (08P01).
+      if (attempt == 1 || !e || c.broken() ||
+          (e->sqlstate != "22P02" && e->sqlstate != "22P03" && e->sqlstate != "08P01")) {
         return e;
       }
       diagnostics()->warn(
@@ -253,6 +278,31 @@ class PostgresqlSinkImpl final : public PostgresqlSink {
     }
     return send_copy(c, copy_sql_);
   }
+
+  // After a binary COPY in its transaction: commits it if the table's
+  // types are those its values were encoded for (see table_ready()).
+  std::optional<PostgresqlError> check_types_and_commit(PostgresqlConnection& c) const {
+    std::string sql = check_and_commit_sql_;
+    std::string literal = "'";
+    for (const char ch : c.binary_types) literal += ch == '\'' ? "''" : std::string(1, ch);
+    literal += "'";
+    sql.replace(sql.find("$TYPES$"), 7, literal);
+    if (PQsendQuery(c.native(), sql.c_str()) != 1) {
+      return PostgresqlError{"", PQerrorMessage(c.native())};
+    }
+    std::optional<PostgresqlError> e;
+    while (PGresult* result = PQgetResult(c.native())) {
+      const auto status = PQresultStatus(result);
+      if (!e && status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK)
+        e = error_of(result, c.native());
+      PQclear(result);
+    }
+    return e;
+  }
+
+  // Ends a failed transaction (a statement after an error in a multi-statement
+  // query is not run: its COMMIT neither).
+  static void rollback(PostgresqlConnection& c) { PQclear(PQexec(c.native(), "ROLLBACK")); }
 
   // Runs `sql` (a COPY ... FROM STDIN) with c.copy_data as its input.
   static std::optional<PostgresqlError> send_copy(PostgresqlConnection& c, const std::string& sql) {
@@ -335,6 +385,8 @@ class PostgresqlSinkImpl final : public PostgresqlSink {
   const PostgresqlConfig config_;
   std::string copy_sql_;
   std::string binary_copy_sql_;
+  std::string types_query_;           ///< the table's columns and types, as one string
+  std::string check_and_commit_sql_;  ///< after a binary COPY (table_ready())
 };
 
 }  // namespace
