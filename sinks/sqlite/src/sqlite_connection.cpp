@@ -19,6 +19,7 @@
 
 #include "auditpipe/sink/url.h"
 #include "auditpipe/status.h"
+#include "fork_guard.h"
 
 namespace auditpipe::sqlite {
 
@@ -194,6 +195,7 @@ std::unique_ptr<SqliteConnection> open_connection(const SqliteConfig& config, Th
     throw error("auditpipe: no SQLite database '" + config.path + "': " + std::strerror(errno) +
                 " (read_only=1 opens an existing file)");
   }
+  guard_sqlite_mutexes_across_fork();
   try {
     c->session.open(::soci::sqlite3, config.path);
   } catch (const std::exception& e) {
