@@ -66,7 +66,7 @@ std::size_t datetime_bytes(std::int64_t micros) {
 }
 
 // Sends rows [begin, end) of the column arrays as one COM_STMT_BULK_EXECUTE.
-std::optional<MysqlError> execute_rows(const MysqlConnection& connection, BulkState& s,
+std::optional<MysqlError> execute_rows(MysqlConnection& connection, BulkState& s,
                                        const Batch& batch, std::size_t begin, std::size_t end) {
   const auto& columns = batch.table.columns;
   const std::size_t k = columns.size();
@@ -91,6 +91,7 @@ std::optional<MysqlError> execute_rows(const MysqlConnection& connection, BulkSt
       mysql_stmt_bind_param(s.stmt, s.binds.data()) != 0 || mysql_stmt_execute(s.stmt) != 0) {
     return statement_error(connection, s.stmt);
   }
+  connection.rows_stored += mysql_stmt_affected_rows(s.stmt);
   return std::nullopt;
 }
 

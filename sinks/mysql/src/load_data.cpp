@@ -114,6 +114,7 @@ std::optional<MysqlError> write_load_data(MysqlConnection& c, const SqlTableText
   // The warnings are read before the COMMIT (on Galera) clears them.
   return committed(c, [&]() -> std::optional<MysqlError> {
     if (auto e = c.execute(s.statement)) return e;
+    c.rows_stored += c.last_affected_rows();
     if (mysql_warning_count(c.handle()) == 0) return std::nullopt;
     // With LOCAL the server skips duplicates (expected on a retry) but also
     // converts bad values with only a warning: anything but a duplicate is

@@ -316,6 +316,8 @@ bool MysqlConnection::ping() noexcept {
 
 std::optional<MysqlError> MysqlConnection::execute(std::string_view sql) noexcept {
   if (mysql_real_query(mysql_, sql.data(), sql.size()) != 0) return last_error();
+  // Read before the results are drained: draining sets it to -1.
+  affected_ = mysql_affected_rows(mysql_);
   // Drain every result (a statement may produce one); none is needed.
   do {
     if (MYSQL_RES* r = mysql_store_result(mysql_)) mysql_free_result(r);

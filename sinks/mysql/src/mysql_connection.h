@@ -126,6 +126,8 @@ class MysqlConnection : public SqlConnection {
 
   // Runs one statement and discards any result. The error, if it failed.
   std::optional<MysqlError> execute(std::string_view sql) noexcept;
+  // The rows the last execute() changed (the server's affected rows).
+  std::uint64_t last_affected_rows() const noexcept { return affected_; }
   // The first column of the first row of a query (nullopt on error or no row).
   std::optional<std::string> query_value(std::string_view sql) noexcept;
   // Galera, after a write that succeeded: why it may not count as stored
@@ -141,8 +143,12 @@ class MysqlConnection : public SqlConnection {
   std::string hide_password(std::string text) const;
 
   std::unique_ptr<PathState> path_state;
+  // Rows the write path's statements stored since the sink zeroed it (the
+  // server's affected rows: a row skipped as a duplicate counts 0).
+  std::uint64_t rows_stored = 0;
 
  private:
+  std::uint64_t affected_ = 0;
   MysqlConnection(MYSQL* mysql, MysqlEndpoint endpoint, std::string password);
   /// `sql` with each `?` replaced by its parameter, quoted and escaped.
   std::string bound(std::string_view sql, const std::vector<std::string>& params);

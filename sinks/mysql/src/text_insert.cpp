@@ -60,7 +60,11 @@ void append_row(MysqlConnection& c, std::string& out, const Batch& batch, const 
 
 std::optional<MysqlError> run(MysqlConnection& c, std::string& sql, const SqlTableText& t) {
   sql += t.insert_tail;
-  auto e = committed(c, [&] { return c.execute(sql); });
+  auto e = committed(c, [&] {
+    auto failed = c.execute(sql);
+    if (!failed) c.rows_stored += c.last_affected_rows();
+    return failed;
+  });
   sql.assign(t.insert_head);
   return e;
 }
