@@ -104,7 +104,13 @@ constexpr bool assignable_value() {
       return false;
     }
   } else if constexpr (std::is_floating_point_v<D>) {
-    return std::is_arithmetic_v<S> && !std::is_same_v<S, bool>;
+    // Numbers it holds exactly: a 64-bit integer past 2^53 was rounded
+    // (9007199254740993 stored as ...992) with no error and no counter.
+    if constexpr (std::is_arithmetic_v<S> && !std::is_same_v<S, bool>) {
+      return std::numeric_limits<S>::digits <= std::numeric_limits<D>::digits;
+    } else {
+      return false;
+    }
   } else {
     return false;
   }
@@ -223,8 +229,9 @@ constexpr Field<Src, SrcMember, Dst, DstMember> field(SrcMember Src::*from, DstM
       "fields take anything convertible to std::string_view; timestamps take "
       "auditpipe::timestamp or std::chrono::system_clock::time_point; integers take "
       "integers and enums whose every value they hold (a narrower or unsigned member: "
-      "auditpipe::compute with the conversion you mean); double takes numbers; bool takes "
-      "bool. An auditpipe::nullable<T> "
+      "auditpipe::compute with the conversion you mean); double takes the numbers it holds "
+      "exactly (not a 64-bit integer: auditpipe::compute with static_cast<double>); bool "
+      "takes bool. An auditpipe::nullable<T> "
       "member takes what T takes, a std::optional or nullable of it, or a pointer to it "
       "(nullptr: NULL; for text, a null const char*).");
   return {from, to};

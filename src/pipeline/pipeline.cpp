@@ -122,9 +122,9 @@ class SinkClaims {
       } catch (...) {
         // Its own error is not the one to report.
       }
-      throw error("auditpipe: this sink already serves a logger" + where +
-                  "; a sink is opened and closed by one logger: give each logger its own "
-                  "(auditpipe::open(url) again)");
+      throw error("auditpipe: this sink serves, or served, another logger" + where +
+                  "; a sink is opened and closed by one logger, once: give each logger its "
+                  "own (auditpipe::open(url) again)");
     }
   }
   /// A pipeline that failed to start never opened it for good.
