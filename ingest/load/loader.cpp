@@ -232,11 +232,13 @@ class Load {
  private:
   void leave_columns_to_database();
   void add_unread_rotated_copies();
-  /// The rotated copy of `input` that holds lines its last load did not
-  /// read, to be read too; none if there is none or it is among `found` or
-  /// the inputs given. Throws if `input` or the checkpoints cannot be read.
-  std::unique_ptr<InputState> unread_rotated_copy(
-      const InputState& input, const std::vector<std::unique_ptr<InputState>>& found);
+  /// Appends to `found` the rotated copy of `input` that holds lines its
+  /// last load did not read, and the copies rotated after it (the log in
+  /// between, when it was rotated more than once), to be read too; none
+  /// that is among `found` or the inputs given. Throws if `input` or the
+  /// checkpoints cannot be read.
+  void add_rotated_copies_of(const InputState& input,
+                             std::vector<std::unique_ptr<InputState>>& found);
   bool still_starts_like(int fd, InputState& input);
   void read_rotated_copy(InputState& input, RowMapper& mapper, std::uint64_t& source_id);
   void read_inputs();
@@ -559,7 +561,7 @@ void Load::add_unread_rotated_copies() {
   std::vector<std::unique_ptr<InputState>> copies;
   for (const auto& given : inputs_) {
     try {
-      if (auto copy = unread_rotated_copy(*given, copies)) copies.push_back(std::move(copy));
+      add_rotated_copies_of(*given, copies);
     } catch (const std::exception&) {
       // Unreadable, or the database did not answer: the input's own read
       // says so; no catch-up is looked for.
@@ -571,9 +573,9 @@ void Load::add_unread_rotated_copies() {
                  std::make_move_iterator(copies.end()));
 }
 
-std::unique_ptr<InputState> Load::unread_rotated_copy(
-    const InputState& input, const std::vector<std::unique_ptr<InputState>>& found) {
-  if (input.path == "-" || !input.input_size) return nullptr;  // a pipe has no rotated copies
+void Load::add_rotated_copies_of(const InputState& input,
+                                 std::vector<std::unique_ptr<InputState>>& found) {
+  if (input.path == "-" || !input.input_size) return;  // a pipe has no rotated copies
   const std::string prefix =
       std::string(ReplaySource(open_byte_source(input.path), identity_prefix_bytes).prefix());
   // The inputs loaded under this very name before (the newest 8: their
@@ -609,30 +611,60 @@ std::unique_ptr<InputState> Load::unread_rotated_copy(
                    copy.c_str(), static_cast<unsigned long long>(old.prefix_bytes), copy.c_str());
       continue;
     }
-    bool given_too = false;
-    for (const auto& in : inputs_) {
-      if (!same_file(in->path, copy)) continue;
-      // Given by its own name: found under the log's, as its checkpoint is
-      // (one salted when first seen is found by name only).
-      in->name = input.name;
-      given_too = true;
+    auto given_or_found = [&](const std::string& path, bool rename) {
+      bool given_too = false;
+      for (const auto& in : inputs_) {
+        if (!same_file(in->path, path)) continue;
+        // Given by its own name: found under the log's, as its checkpoint
+        // is (one salted when first seen is found by name only).
+        if (rename) in->name = input.name;
+        given_too = true;
+      }
+      for (const auto& in : found) given_too = given_too || same_file(in->path, path);
+      return given_too;
+    };
+    auto add = [&](const std::string& path, const std::string& name) {
+      auto in = std::make_unique<InputState>();
+      in->path = path;
+      in->name = name;
+      in->format = input.format;
+      if (struct stat st{}; ::stat(path.c_str(), &st) == 0)
+        in->input_size = static_cast<std::uint64_t>(st.st_size);
+      found.push_back(std::move(in));
+    };
+    if (!given_or_found(copy, true)) {
+      // Found by identify() under the checkpoint's name.
+      add(copy, input.name);
+      std::fprintf(stderr,
+                   "auditpipe ingest: %s is a new file since the last load of that name; the "
+                   "file it replaced went on past the %llu bytes loaded of it, in %s: its rest "
+                   "is loaded too\n",
+                   input.path.c_str(), static_cast<unsigned long long>(old.bytes_done),
+                   copy.c_str());
     }
-    for (const auto& in : found) given_too = given_too || same_file(in->path, copy);
-    if (given_too) continue;
-    auto in = std::make_unique<InputState>();
-    in->path = copy;
-    in->name = input.name;  // found by identify() under the checkpoint's name
-    in->format = input.format;
-    if (struct stat st{}; ::stat(copy.c_str(), &st) == 0)
-      in->input_size = static_cast<std::uint64_t>(st.st_size);
-    std::fprintf(stderr,
-                 "auditpipe ingest: %s is a new file since the last load of that name; the file "
-                 "it replaced went on past the %llu bytes loaded of it, in %s: its rest is "
-                 "loaded too\n",
-                 input.path.c_str(), static_cast<unsigned long long>(old.bytes_done), copy.c_str());
-    return in;
+    // Rotated more than once since that load: the copies newer than that
+    // one were the log in between (app.log.1, when the rest is in
+    // app.log.2), which no load saw under this name. Loaded too, each as
+    // an input of its own: one a load did see is found by its first bytes
+    // and skipped to where it was loaded. Before, they were left out
+    // without a word.
+    std::error_code ec;
+    const auto copy_time = std::filesystem::last_write_time(copy, ec);
+    if (ec) return;
+    for (const std::string& path : rotated_copies(input.path)) {
+      std::error_code e;
+      const auto time = std::filesystem::last_write_time(path, e);
+      if (e || time <= copy_time || same_file(path, copy) || same_file(path, input.path) ||
+          given_or_found(path, false))
+        continue;
+      add(path, path);
+      std::fprintf(stderr,
+                   "auditpipe ingest: %s was rotated more than once since the last load of that "
+                   "name: %s, rotated after %s, is loaded too\n",
+                   input.path.c_str(), path.c_str(), copy.c_str());
+    }
+    return;
   }
-  return nullptr;
 }
 
 void Load::read_inputs() {

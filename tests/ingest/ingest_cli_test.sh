@@ -529,6 +529,26 @@ c.execute("COMMIT")' "$work/audit.db" locked2.flag & locker=$!
       ingest --quiet "$url" app.log.1 || fail "loading the short log's copy exited $?"
       expect_eq "$(count)" 15 "rows once the copy is loaded by name"
       no_duplicates
+      # Rotated twice between two loads: the copy the last load read into
+      # (app.log.2) and the log in between (app.log.1), which no load saw,
+      # are read too. Before, app.log.1's lines were left out, exit 0.
+      q "DROP TABLE $table" >/dev/null
+      rm -f app.log*
+      jsonl 100 8000 > app.log
+      ingest --quiet "$url" app.log || fail "loading the log exited $?"
+      jsonl 20 8100 >> app.log
+      mv app.log app.log.2
+      touch -d '1 minute ago' app.log.2
+      jsonl 60 8200 > app.log
+      mv app.log app.log.1
+      jsonl 40 8300 > app.log
+      out=$(ingest --quiet "$url" app.log 2>&1) || fail "loading after two rotations exited $?: $out"
+      grep -q "app.log.1, rotated after app.log.2, is loaded too" <<<"$out" ||
+        fail "no word of the log in between: $out"
+      expect_eq "$(count)" 220 "rows of the three files"
+      no_duplicates
+      out=$(ingest --quiet "$url" app.log 2>&1) || fail "loading it again exited $?: $out"
+      expect_eq "$(count)" 220 "rows after loading again"
     fi
     ;;
 
