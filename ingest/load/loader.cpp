@@ -856,8 +856,10 @@ Checkpoint Load::identify_in_store(InputState& input, const std::string& open_pa
     std::fprintf(stderr,
                  "\nauditpipe ingest: %s is shorter than when it was loaded (%llu of %llu bytes) "
                  "and begins with the same 4 KiB: taken for that file cut short; its %llu "
-                 "records are not loaded again, and what is appended to it is loaded as an "
-                 "input of its own\n",
+                 "records are taken for ones loaded before and not loaded again (lines "
+                 "appended to it after it was cut and before this load would be among them: "
+                 "look at its end), and what is appended from now on is loaded as an input of "
+                 "its own\n",
                  input.path.c_str(), static_cast<unsigned long long>(*size),
                  static_cast<unsigned long long>(cut_short->bytes_done),
                  static_cast<unsigned long long>(whole.records));
