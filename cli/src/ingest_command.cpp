@@ -208,12 +208,22 @@ int IngestCommand::run() {
   if (command_->count("--give-up-after") > 0)
     config_.give_up_after = std::chrono::seconds(give_up_after_);
   for (const auto& [text, out] :
-       {std::pair{&maps_, &config_.maps}, std::pair{&sets_, &config_.sets}})
+       {std::pair{&maps_, &config_.maps}, std::pair{&sets_, &config_.sets}}) {
+    const bool map = text == &maps_;
     for (const std::string& m : *text) {
       std::pair<std::string, std::string> kv;
       if (!split_assignment(m, kv)) return usage("expected column=value, got \"" + m + "\"");
+      // An empty path read no field: every row got NULL, exit 0.
+      if (map && kv.second.empty())
+        return usage("--map " + m + ": no input field after '=' (column=path)");
+      // Given twice, the last one won without a word.
+      for (const auto& [column, value] : *out) {
+        if (column == kv.first)
+          return usage(std::string(map ? "--map" : "--set") + " gives column " + column + " twice");
+      }
       out->push_back(std::move(kv));
     }
+  }
   if (infer_) return infer();
   if (arguments_.size() < 2) return usage("give a database URL and at least one input");
   if (config_.table.empty() && !config_.schema_file)

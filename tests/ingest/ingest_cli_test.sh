@@ -728,15 +728,19 @@ c.execute("COMMIT")' "$work/audit.db" locked2.flag & locker=$!
     # usage errors too, said once (not once per input), before a table is
     # made (before, exit 1, blamed on each input in turn).
     sed 's/"uint8"/"uint9"/' schema.json > badtype.json
+    # An empty --map path (every row got NULL) and a column given twice
+    # (the last won) were accepted without a word.
     for bad in "--schema schema.json --set level=lots" "--schema schema.json --set no_such_column=1" \
                "--schema schema.json --map no_such_column=x" "--schema badtype.json" \
-               "--table $table --set no_such_column=1"; do
+               "--table $table --set no_such_column=1" "--schema schema.json --map msg=" \
+               "--schema schema.json --set host=a --set host=b"; do
       [ "${bad%% *}" = --table ] && { ingest --quiet "$url" a.jsonl || fail "the good load exited $?"; }
       set +e
       out=$("$bin" ingest $bad "$url" a.jsonl a.jsonl 2>&1); rc=$?
       set -e
       expect_eq "$rc" 2 "exit status for $bad"
-      grep -Eq "level=lots|no column no_such_column|uint9" <<<"$out" || fail "unclear message for $bad: $out"
+      grep -Eq "level=lots|no column no_such_column|uint9|no input field after|gives column host twice" <<<"$out" ||
+        fail "unclear message for $bad: $out"
       expect_eq "$(grep -c . <<<"$out")" 1 "lines said for $bad"
     done
     if [ "$backend" = sqlite ]; then
