@@ -7,6 +7,9 @@
 #include <csignal>
 #include <cstdio>
 
+#include <spdlog/spdlog.h>
+
+#include "auditpipe/diagnostics.h"
 #include "auditpipe/sink/seal.h"
 #include "auditpipe/status.h"
 #include "input/byte_source.h"
@@ -266,6 +269,9 @@ int IngestCommand::run() {
   }
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
+  // -q: the library's own notes ("sealed through seal N") go too; its
+  // warnings and errors stay.
+  if (config_.quiet) diagnostics()->set_level(spdlog::level::warn);
   const ingest::LoadSummary summary = ingest::load(config_, stop_requested);
   if (!config_.quiet || summary.exit_code() != 0)
     std::fputs(ingest::format_summary(summary).c_str(), stderr);
