@@ -290,10 +290,15 @@ int IngestCommand::infer() {
     auto source = ingest::open_byte_source(f);
     ingest::RecordReader reader(*source, format, config_.max_record_bytes);
     ingest::RawRecord raw;
-    while (records_text.size() < infer_lines_ && reader.next(raw))
+    while (records_text.size() < infer_lines_ && reader.next(raw)) {
       if (raw.kind == ingest::RawRecord::Kind::record ||
           raw.kind == ingest::RawRecord::Kind::incomplete)
         records_text.emplace_back(raw.text);
+      // A last line without its end is the end: the reader gives it again
+      // at each call (a file still being written), and it was counted up
+      // to --infer-lines times ("999 records looked at" for 3).
+      if (raw.kind == ingest::RawRecord::Kind::incomplete) break;
+    }
   }
   const std::string table = config_.table.empty() ? "audit_log" : config_.table;
   const ingest::InferredColumns inferred =

@@ -768,6 +768,11 @@ c.execute("COMMIT")' "$work/audit.db" locked2.flag & locker=$!
     "$bin" ingest --quiet --schema inferred.json --reject-file rejects.jsonl "$url" a.jsonl ||
       fail "loading with the inferred schema exited $?"
     expect_eq "$(count)" 301 "rows loaded with the inferred schema"
+    # A CSV whose last line has no end: that line was taken up to
+    # --infer-lines times ("left out 1 of the 999 records looked at").
+    printf 'a,b\n1,2\n3,4,5\n6,7' > noend.csv
+    out=$("$bin" ingest --infer noend.csv 2>&1 >/dev/null) || fail "--infer of noend.csv exited $?"
+    grep -q "left out 1 of the 3 records looked at" <<<"$out" || fail "records miscounted: $out"
     ;;
 
   partial)

@@ -522,7 +522,8 @@ PY
     }
     # The command itself in the background (not load's subshell), so that
     # the signal below reaches it.
-    "$bin" ingest --quiet --schema schema.json --batch-size 100 --follow "$sealed_url" a.log 2> a.err &
+    # (Not --quiet: the note that the loads met is an info line, which -q leaves out.)
+    "$bin" ingest --schema schema.json --batch-size 100 --follow "$sealed_url" a.log 2> a.err &
     pid=$!
     trap 'kill $pid 2>/dev/null || true' EXIT  # a failure below leaves no follower behind
     until_sealed 7500
