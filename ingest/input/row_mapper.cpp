@@ -617,18 +617,27 @@ void RowMapper::set_header(const RawRecord& header) {
     Impl::Plan& p = m.plans[c];
     p.field = -1;
     if (p.constant) continue;
-    int exact = -1, loose = -1, count = 0;
+    int exact = -1, loose = -1, count = 0, loose_count = 0;
+    std::string loose_names;
     for (std::size_t f = 0; f < names.size(); ++f) {
       if (names[f] == p.path) {
         if (exact < 0) exact = static_cast<int>(f);
         ++count;
-      } else if (loose < 0 && iequal(names[f], p.path)) {
-        loose = static_cast<int>(f);
+      } else if (iequal(names[f], p.path)) {
+        if (loose < 0) loose = static_cast<int>(f);
+        ++loose_count;
+        loose_names += (loose_names.empty() ? "" : ", ") + names[f];
       }
     }
     if (count > 1)
       throw auditpipe::error("ingest: the header names \"" + p.path + "\" " +
                              std::to_string(count) + " times (column " + p.spec.name + ")");
+    // Matched only ignoring case, by more than one field (Note, NOTE): the
+    // first was read without a word.
+    if (exact < 0 && loose_count > 1)
+      throw auditpipe::error("ingest: the header names \"" + p.path + "\" " +
+                             std::to_string(loose_count) + " times in other cases (" + loose_names +
+                             "; column " + p.spec.name + ")");
     p.field = exact >= 0 ? exact : loose;
     // A path written for JSON inputs (user.name) that no header names: the
     // column's own name, so that one schema file serves both formats.

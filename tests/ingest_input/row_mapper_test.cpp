@@ -318,7 +318,18 @@ TEST(RowMapper, CsvHeaderMustCoverTheColumns) {
     EXPECT_NE(std::string(e.what()).find("column id"), std::string::npos) << e.what();
   }
   EXPECT_THROW(m.set_header(*Padded("id,id,msg")), auditpipe::error);
-  m.set_header(*Padded("ID,x"));  // case ignored when nothing matches exactly
+  // Matched ignoring case by two fields: which is meant is not said (the
+  // first was read without a word).
+  try {
+    m.set_header(*Padded("id,Msg,MSG"));
+    FAIL();
+  } catch (const auditpipe::error& e) {
+    EXPECT_NE(std::string(e.what()).find("names \"msg\" 2 times in other cases (Msg, MSG"),
+              std::string::npos)
+        << e.what();
+  }
+  m.set_header(*Padded("id,msg,MSG"));  // the exact one is meant
+  m.set_header(*Padded("ID,x"));        // case ignored when nothing matches exactly
   const auto r = fill(m, cols, "5,z");
   ASSERT_TRUE(r.ok) << r.reason;
   EXPECT_EQ(r.calls.at(0), "int:5");
