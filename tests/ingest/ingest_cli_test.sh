@@ -388,18 +388,23 @@ PY
     # the lock, as the writers do. Before, its insert failed with "database
     # is locked" and the load ended (exit 1), the follower gone.
     [ "$backend" = sqlite ] || exit 77
+    # hold_lock SECONDS FLAG: another process holds the write lock for
+    # SECONDS, in the background ($locker); FLAG appears once it has it.
+    hold_lock() {
+      python3 -c 'import sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=30)
+c.execute("BEGIN EXCLUSIVE")
+open(sys.argv[2], "w").close()
+time.sleep(float(sys.argv[3]))
+c.execute("COMMIT")' "$work/audit.db" "$2" "$1" & locker=$!
+      for _ in $(seq 1 100); do [ -e "$2" ] && return 0; sleep 0.1; done
+      fail "the lock was not taken"
+    }
     wait_rows() { for _ in $(seq 1 300); do [ "$(count 2>/dev/null || echo 0)" -ge "$1" ] && return 0; sleep 0.1; done; fail "waited for $1 rows, have $(count)"; }
     jsonl 100 0 > app.log
     "$bin" ingest "${common[@]}" --follow "$url" app.log 2> follow.txt & pid=$!
     wait_rows 100
-    python3 -c 'import sqlite3, sys, time
-c = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=30)
-c.execute("BEGIN EXCLUSIVE")
-open(sys.argv[2], "w").close()
-time.sleep(7)
-c.execute("COMMIT")' "$work/audit.db" locked.flag & locker=$!
-    for _ in $(seq 1 100); do [ -e locked.flag ] && break; sleep 0.1; done
-    [ -e locked.flag ] || fail "the lock was not taken"
+    hold_lock 7 locked.flag
     jsonl 50 100 >> app.log
     mv app.log app.log.1
     jsonl 100 1000 > app.log
@@ -416,13 +421,7 @@ c.execute("COMMIT")' "$work/audit.db" locked.flag & locker=$!
     # A second Ctrl-C while a pipe's records wait for the lock quits at
     # once and says they are lost (before: no word, and the hint shown said
     # a rerun sends them).
-    python3 -c 'import sqlite3, sys, time
-c = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=30)
-c.execute("BEGIN EXCLUSIVE")
-open(sys.argv[2], "w").close()
-time.sleep(6)
-c.execute("COMMIT")' "$work/audit.db" locked2.flag & locker=$!
-    for _ in $(seq 1 100); do [ -e locked2.flag ] && break; sleep 0.1; done
+    hold_lock 6 locked2.flag
     (jsonl 50 2000; sleep 5) | "$bin" ingest "${common[@]}" --quiet "$url" - 2> pipe.txt & pid=$!
     sleep 1
     kill -INT $pid

@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "auditpipe/status.h"
 #include "ingest_test_util.h"
 
@@ -42,14 +45,20 @@ TEST(ByteSource, GzipDetectedByMagicNotName) {
   EXPECT_LT(*s->input_size(), data.size());
 }
 
+// dir/x.gz: a gzip member of each of `parts`, made by the gzip command.
+void gzip_members(const TempDir& dir, const std::vector<std::string>& parts) {
+  run(": > " + dir.file("x.gz"));
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const std::string part = dir.file("part" + std::to_string(i));
+    ingest_test::write_file(part, parts[i]);
+    run("gzip -c " + part + " >> " + dir.file("x.gz"));
+  }
+}
+
 TEST(ByteSource, GzipConcatenatedMembersAreOneStream) {
   TempDir dir;
   const std::string a = ingest_test::lines(300, "a"), b = ingest_test::lines(200, "b");
-  ingest_test::write_file(dir.file("a"), a);
-  ingest_test::write_file(dir.file("b"), b);
-  run("gzip -c " + dir.file("a") + " > " + dir.file("x.gz"));
-  run("gzip -c " + dir.file("b") + " >> " + dir.file("x.gz"));
-  run("gzip -c " + dir.file("a") + " >> " + dir.file("x.gz"));
+  gzip_members(dir, {a, b, a});
   auto s = open_byte_source(dir.file("x.gz"));
   EXPECT_EQ(drain(*s, 333), a + b + a);
 }
@@ -60,10 +69,7 @@ TEST(ByteSource, GzipConcatenatedMembersAreOneStream) {
 TEST(ByteSource, GzipPaddedWithZeroBytesReadsWhole) {
   TempDir dir;
   const std::string a = ingest_test::lines(300, "a"), b = ingest_test::lines(200, "b");
-  ingest_test::write_file(dir.file("a"), a);
-  ingest_test::write_file(dir.file("b"), b);
-  run("gzip -c " + dir.file("a") + " > " + dir.file("x.gz"));
-  run("gzip -c " + dir.file("b") + " >> " + dir.file("x.gz"));
+  gzip_members(dir, {a, b});
   const std::string gz = ingest_test::read_file(dir.file("x.gz"));
   ingest_test::write_file(dir.file("padded.gz"), gz + std::string(70000, '\0'));
   run("gzip -t " + dir.file("padded.gz"));

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <string>
 #include <thread>
@@ -579,6 +580,34 @@ TEST(PostgresqlSink, BinaryCopyWritesIntoWiderAndEquivalentColumnTypes) {
   }
 }
 
+constexpr int before = 200, after = 200;
+
+// Records 0 to `before` (message_id and status = i), then `alter` (an ALTER
+// TABLE), then `after` more, through one writer on one connection opened
+// before the ALTER; what close() reports.
+auditpipe::CloseReport log_around_an_alter(const std::function<void()>& alter) {
+  drop_table();
+  auditpipe::Options o;
+  o.writers = 1;
+  auditpipe::Logger<AuditRow> logger(
+      auditpipe::postgresql::open(url_with("write_path=copy&pool_size=1&min_idle=1")), o);
+  auto log_range = [&](int from, int to) {
+    for (int i = from; i < to; ++i) {
+      auto r = logger.acquire();
+      r->message_id = i;
+      r->status = i;
+      r->payload = "altered";
+      EXPECT_EQ(r.commit(), Status::ok);
+    }
+  };
+  log_range(0, before);
+  EXPECT_TRUE(logger.flush(std::chrono::seconds(30)));
+  alter();
+  log_range(before, before + after);
+  EXPECT_TRUE(logger.flush(std::chrono::seconds(30)));
+  return logger.close();
+}
+
 // A column's type changed by ALTER TABLE while the logger runs: the binary
 // COPY that no longer matches fails on the server, the connection reads
 // the column types again and the batch goes once more; nothing is lost or
@@ -598,30 +627,12 @@ TEST(PostgresqlSink, AColumnTypeChangedWhileRunningIsReadAgainAndTheBatchSentOnc
     }
     return n;
   };
-  drop_table();
   PostgresqlProbe probe;
-  constexpr int before = 200, after = 200;
-  // One writer on one connection, opened before the ALTER.
-  auditpipe::Options o;
-  o.writers = 1;
-  auditpipe::Logger<AuditRow> logger(
-      auditpipe::postgresql::open(url_with("write_path=copy&pool_size=1&min_idle=1")), o);
-  auto log_range = [&](int from, int to) {
-    for (int i = from; i < to; ++i) {
-      auto r = logger.acquire();
-      r->message_id = i;
-      r->status = i;
-      r->payload = "altered";
-      ASSERT_EQ(r.commit(), Status::ok);
-    }
-  };
-  log_range(0, before);
-  ASSERT_TRUE(logger.flush(std::chrono::seconds(30)));
-  const int errors_before = binary_value_errors();
-  probe.exec("ALTER TABLE audit_log ALTER COLUMN status TYPE BIGINT");
-  log_range(before, before + after);
-  ASSERT_TRUE(logger.flush(std::chrono::seconds(30)));
-  const auto report = logger.close();
+  int errors_before = 0;
+  const auto report = log_around_an_alter([&] {
+    errors_before = binary_value_errors();
+    probe.exec("ALTER TABLE audit_log ALTER COLUMN status TYPE BIGINT");
+  });
   EXPECT_EQ(report.stats.written, static_cast<std::uint64_t>(before + after));
   EXPECT_EQ(report.stats.rejected_by_sink, 0u);
   EXPECT_EQ(report.stats.retries, 0u) << "the batch was retried, not sent again at once";
@@ -638,29 +649,12 @@ TEST(PostgresqlSink, AColumnTypeChangedWhileRunningIsReadAgainAndTheBatchSentOnc
 // without a word, and 217 was stored as 0.0000... or 3.0e-43. The COPY now
 // commits only while the types are those it encoded for.
 TEST(PostgresqlSink, AColumnTypeChangedToOneThatTakesTheOldBytesStillGetsTheRightValues) {
-  drop_table();
   PostgresqlProbe probe;
-  constexpr int before = 200, after = 200;
-  auditpipe::Options o;
-  o.writers = 1;
-  auditpipe::Logger<AuditRow> logger(
-      auditpipe::postgresql::open(url_with("write_path=copy&pool_size=1&min_idle=1")), o);
-  auto log_range = [&](int from, int to) {
-    for (int i = from; i < to; ++i) {
-      auto r = logger.acquire();
-      r->message_id = i;
-      r->status = i;
-      r->payload = "altered";
-      ASSERT_EQ(r.commit(), Status::ok);
-    }
-  };
-  log_range(0, before);
-  ASSERT_TRUE(logger.flush(std::chrono::seconds(30)));
-  probe.exec(
-      "ALTER TABLE audit_log ALTER COLUMN status TYPE REAL, ALTER COLUMN message_id TYPE NUMERIC");
-  log_range(before, before + after);
-  ASSERT_TRUE(logger.flush(std::chrono::seconds(30)));
-  const auto report = logger.close();
+  const auto report = log_around_an_alter([&] {
+    probe.exec(
+        "ALTER TABLE audit_log ALTER COLUMN status TYPE REAL, ALTER COLUMN message_id TYPE "
+        "NUMERIC");
+  });
   EXPECT_EQ(report.stats.written, static_cast<std::uint64_t>(before + after));
   EXPECT_EQ(report.stats.rejected_by_sink, 0u);
   EXPECT_EQ(probe.scalar("SELECT count(*) FROM audit_log"), before + after);

@@ -29,6 +29,7 @@
 #include "auditpipe/schema.h"
 #include "auditpipe/sqlite/sqlite_sink.h"
 #include "auditpipe/utf8.h"
+#include "multithreaded_fork.h"
 #include "mysql_probe.h"
 #include "postgresql_probe.h"
 #include "temp_dir.h"
@@ -559,18 +560,8 @@ TEST_P(SinkConformance, ManyProducersLandExactlyOnce) {
 // and leaves the parent's connections, whose sockets both hold, alone: the
 // parent goes on writing without a failed write.
 TEST_P(SinkConformance, AForkedChildsLoggerRefusesRecordsAndLeavesTheParentsAlone) {
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define AUDITPIPE_TEST_SANITIZED 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || \
-    defined(AUDITPIPE_TEST_SANITIZED)
-  // Their allocators, held by another thread at the fork, hang the child's
-  // first malloc (seen under ASan: libpq's connect in the child); glibc's
-  // malloc is made safe across fork().
-  GTEST_SKIP() << "the sanitizers' runtimes do not survive a multi-threaded fork()";
-#endif
+  if (!testing_support::multithreaded_fork_testable)
+    GTEST_SKIP() << testing_support::multithreaded_fork_skipped;
   auditpipe::Options o;
   o.capacity = 1024;
   o.batch_size = 100;

@@ -25,6 +25,7 @@
 #include "auditpipe/sink/seal.h"
 #include "auditpipe/sink/seal_read_back.h"
 #include "captured_warnings.h"
+#include "multithreaded_fork.h"
 #include "temp_dir.h"
 #include "verify_run.h"
 
@@ -809,15 +810,8 @@ TEST(SqliteSink, ARestartSealsLateWhatAnEarlierStartKeptButNotAForgedFind) {
 // for it for ever in its first sqlite3_malloc: a trial saw 3 to 5 of 20
 // children hang. The forking thread now holds them across fork().
 TEST(SqliteSink, ChildrenForkedWhileTheParentWritesOpenTheirOwnLoggers) {
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define AUDITPIPE_TEST_SANITIZED 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || \
-    defined(AUDITPIPE_TEST_SANITIZED)
-  GTEST_SKIP() << "the sanitizers' runtimes do not survive a multi-threaded fork()";
-#endif
+  if (!testing_support::multithreaded_fork_testable)
+    GTEST_SKIP() << testing_support::multithreaded_fork_skipped;
   testing_support::TempDir dir;
   auditpipe::Options o;
   o.capacity = 4096;
