@@ -658,6 +658,14 @@ c.execute("COMMIT")' "$work/audit.db" "$2" "$1" & locker=$!
     # table was refused for it.
     if [ "$backend" != sqlite ]; then
       expect_eq "$(q "SELECT COUNT(*) FROM $table WHERE created IS NOT NULL")" 4000 "rows the database dated"
+      # Inputs with a value for it keep it, and the table check names its
+      # type (the value was dropped for the database's time, exit 0).
+      printf '{"user":"d1","n":1,"created":"2020-01-02T03:04:05Z"}\n' > created.jsonl
+      set +e
+      out=$("$bin" ingest --quiet --table $table --reject-file r4.jsonl "$url" created.jsonl 2>&1); rc=$?
+      set -e
+      expect_eq "$rc" 1 "exit status with a value for created ($out)"
+      grep -q "created is timestamp" <<<"$out" || fail "no word of created's type: $out"
     fi
     expect_eq "$(q "SELECT COUNT(*) FROM $table WHERE ts IS NULL OR ts < '2026-02-02'")" 0 "creation times"
     expect_eq "$(wc -l < rejects.jsonl)" 3 "lines with a value for ts rejected"

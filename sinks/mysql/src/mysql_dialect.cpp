@@ -102,17 +102,23 @@ CatalogColumn schema_column(const std::vector<std::optional<std::string>>& row,
     spec.type = ColumnType::int64;
   } else if (type == "double") {
     spec.type = ColumnType::float64;
-  } else if (type == "datetime") {
-    if (at(5) != "6") {
+  } else if (type == "datetime" || type == "timestamp") {
+    // A time the database fills (DEFAULT CURRENT_TIMESTAMP) is a timestamp
+    // left to it: a load that is given values for it keeps it, and the
+    // sink's table check then refuses the type, by name.
+    if (database_fills) {
+      spec.type = ColumnType::timestamp;
+    } else if (type == "timestamp") {
+      return refuse(
+          "TIMESTAMP holds only 1970-2038 and converts by the session's time zone; "
+          "timestamps need DATETIME(6)");
+    } else if (at(5) != "6") {
       return refuse(
           "timestamps need DATETIME(6): with fewer fractional digits the server "
           "rounds the microseconds, and the sink refuses it");
+    } else {
+      spec.type = ColumnType::timestamp;
     }
-    spec.type = ColumnType::timestamp;
-  } else if (type == "timestamp") {
-    return refuse(
-        "TIMESTAMP holds only 1970-2038 and converts by the session's time zone; "
-        "timestamps need DATETIME(6)");
   } else if (type == "varchar") {
     spec.type = ColumnType::text;
     // VARCHAR(n) holds n characters, not n bytes: cut to n bytes, ten
