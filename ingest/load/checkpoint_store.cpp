@@ -112,6 +112,7 @@ std::vector<Checkpoint> CheckpointStore::select(const std::string& where,
     c.salt = r[7] ? std::stoll(*r[7]) : 0;
     c.grown_bytes = to_u64(r[8]);
     c.grown_id = r[9] ? std::stoll(*r[9]) : 0;
+    c.stored = true;
     out.push_back(std::move(c));
   }
   return out;

@@ -39,6 +39,8 @@ struct Checkpoint {
   /// successor a copytruncate rotation started) tell apart by it. 0: not seen.
   std::uint64_t grown_bytes = 0;
   std::int64_t grown_id = 0;
+  /// Read from the table (an earlier run had it), not made for a new input.
+  bool stored = false;
 };
 
 class CheckpointStore {

@@ -1210,7 +1210,8 @@ bool Load::pass(InputState& input, const std::string& open_path, RowMapper& mapp
           identify(input, open_path, prefix, size, not_this);  // a round trip: not under the lock
       // What a killed run rejected past the checkpoint is in the reject
       // file: not written again as this run reads it again.
-      if (c.bytes_done > 0) rejects_->resume(input.path, c.bytes_done);
+      // (One at 0 too: a run killed before its first checkpoint moved.)
+      if (c.stored) rejects_->resume(input.path, c.bytes_done);
       lock.lock();
       input.saved = c;
       input.identified = true;

@@ -138,7 +138,7 @@ RejectFile::RejectFile(std::string path, std::size_t max_text_bytes)
 }
 
 void RejectFile::resume(std::string_view file, std::uint64_t from_offset) {
-  if (from_offset == 0 || file_ == nullptr) return;
+  if (file_ == nullptr) return;
   std::string escaped;
   append_json_escaped(escaped, file);
   escaped += '\n';

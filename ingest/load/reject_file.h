@@ -39,8 +39,9 @@ class RejectFile {
   RejectFile(const RejectFile&) = delete;
   RejectFile& operator=(const RejectFile&) = delete;
 
-  /// An input resumes from `from_offset` (its checkpoint): what the file
-  /// holds of it from there on is not written again (above).
+  /// An input resumes from `from_offset`, its stored checkpoint (0 for a
+  /// run killed before its first one moved): what the file holds of it
+  /// from there on is not written again (above).
   void resume(std::string_view file, std::uint64_t from_offset);
   /// Appends one rejected record, unless the file has it already (above).
   void add(std::string_view file, std::uint64_t line, std::uint64_t offset, std::string_view reason,

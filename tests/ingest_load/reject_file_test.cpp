@@ -64,3 +64,30 @@ TEST(RejectFile, WhatAKilledRunRejectedPastTheCheckpointIsNotWrittenAgain) {
 }
 
 }  // namespace
+
+namespace {
+
+// The same for a run killed before its first checkpoint moved (the input's
+// checkpoint still at 0): a load with many bad lines rejects more than the
+// 16 MiB read at open before that.
+TEST(RejectFile, WhatARunKilledBeforeItsFirstCheckpointRejectedIsNotWrittenAgain) {
+  TempDir dir;
+  const std::string path = dir.file("rejects.jsonl");
+  constexpr std::uint64_t n = 50000;  // about 23 MB of lines
+  {
+    RejectFile killed(path);
+    reject(killed, "app.log.gz", 0, n);
+    killed.sync();
+  }
+  {
+    RejectFile rerun(path);
+    rerun.resume("app.log.gz", 0);
+    reject(rerun, "app.log.gz", 0, n + 5);
+    rerun.sync();
+  }
+  const auto [lines, keys] = lines_and_keys(path);
+  EXPECT_EQ(lines, n + 5);
+  EXPECT_EQ(keys, lines) << "lines written twice";
+}
+
+}  // namespace
