@@ -57,6 +57,12 @@ struct checkpoint_failure : error {
   using error::error;
 };
 
+// The load was stopped (Ctrl-C, SIGTERM) while an input waited for its
+// checkpoint: the input ends as a stop ends it, with nothing to report.
+struct stopped_while_waiting : std::exception {
+  const char* what() const noexcept override { return "stopped"; }
+};
+
 }  // namespace
 
 Format format_of(const std::string& configured, const std::string& path) {
@@ -917,6 +923,7 @@ auto Load::on_checkpoints(const std::string& input_name, Work work) -> decltype(
                    input_name.c_str(), failure.c_str(),
                    config_.give_up_after ? " or --give-up-after runs out" : "");
     }
+    if (stop_.load() && !aborted_.load()) throw stopped_while_waiting();
     if (stopping() || gave_up_.load() ||
         (config_.give_up_after && now - *failing_since >= *config_.give_up_after)) {
       throw error(failure);
@@ -1165,6 +1172,8 @@ void Load::read_input(InputState& input) {
               (source ? std::to_string(*source) : std::string("?")) + " and " +
               std::string(seq_column) + ", the offset)";
     fail(input, what);
+  } catch (const stopped_while_waiting&) {
+    // Stopped: a rerun reads it.
   } catch (const std::exception& e) {
     fail(input, e.what());
   }

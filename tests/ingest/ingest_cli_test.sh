@@ -418,6 +418,20 @@ c.execute("COMMIT")' "$work/audit.db" "$2" "$1" & locker=$!
     grep -q "app.log: cannot reach its checkpoint" follow.txt || fail "no word of the wait: $(cat follow.txt)"
     expect_eq "$(count)" 250 "rows before, during and after the lock"
     no_duplicates
+    # Ctrl-C while a rotated log's successor waits for the lock is a stop
+    # like any other: exit 0 (before: exit 1, with the lock's error).
+    "$bin" ingest "${common[@]}" --follow "$url" app.log 2> stop.txt & pid=$!
+    sleep 1
+    hold_lock 6 locked3.flag
+    mv app.log app.log.2
+    jsonl 100 4000 > app.log
+    for _ in $(seq 1 50); do grep -q "cannot reach its checkpoint" stop.txt && break; sleep 0.1; done
+    kill -INT $pid
+    set +e; wait $pid; rc=$?; set -e
+    pid=
+    wait $locker
+    grep -q "app.log: cannot reach its checkpoint" stop.txt || fail "it never waited: $(cat stop.txt)"
+    expect_eq "$rc" 0 "exit status of a stop during the wait ($(tr '\r' '\n' < stop.txt | grep -v 'rows/s' | tail -3))"
     # A second Ctrl-C while a pipe's records wait for the lock quits at
     # once and says they are lost (before: no word, and the hint shown said
     # a rerun sends them).
