@@ -252,9 +252,16 @@ class PostgresqlSinkImpl final : public PostgresqlSink {
           (e->sqlstate != "22P02" && e->sqlstate != "22P03" && e->sqlstate != "08P01")) {
         return e;
       }
-      diagnostics()->warn(
-          "auditpipe: {} refused a binary COPY into {} ({}): reading its column types again",
-          c.server(), table_text().table, e->describe());
+      if (e->sqlstate == "22P02") {  // check_types_and_commit()'s: the server took the values
+        diagnostics()->warn(
+            "auditpipe: {}: the column types of {} changed since this connection read them (an "
+            "ALTER TABLE): the batch is rolled back and sent in the new types",
+            c.server(), table_text().table);
+      } else {
+        diagnostics()->warn(
+            "auditpipe: {} refused a binary COPY into {} ({}): reading its column types again",
+            c.server(), table_text().table, e->describe());
+      }
       prepare_writes(c);
     }
     data.clear();
