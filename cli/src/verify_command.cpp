@@ -803,7 +803,8 @@ int VerifyCommand::run() {
       if (last < no) {
         findings.tampered("truncated: the anchor names seal " + std::to_string(no) +
                           " but the seals end at " + std::to_string(last) +
-                          " (the newest rows and seals were removed)");
+                          " (the newest seals were removed; the rows they covered went with "
+                          "them, or are named here as covered by no seal)");
       } else {
         auto it =
             std::find_if(seals.begin(), seals.end(), [&](const Seal& s) { return s.no == no; });
