@@ -560,9 +560,13 @@ long long restarted_then_verify(const std::string& url, const std::string& key,
   }
   EXPECT_EQ(v.out.find("inserted"), std::string::npos) << v.out;
   EXPECT_EQ(v.out.find("not yet sealed"), std::string::npos) << v.out;
-  v = testing_support::run_verify(data_url, "audit_log",
-                                  "--key-file " + key + " --accept-late " + std::to_string(late));
-  EXPECT_EQ(v.status, 0) << v.out;
+  // (--accept-late takes a seal number from 1: with no late seal, a kill
+  // that left nothing unsealed, there is none to accept.)
+  if (late > 0) {
+    v = testing_support::run_verify(data_url, "audit_log",
+                                    "--key-file " + key + " --accept-late " + std::to_string(late));
+    EXPECT_EQ(v.status, 0) << v.out;
+  }
   return late;
 }
 
