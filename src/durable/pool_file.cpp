@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
-#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,6 +13,7 @@
 
 #include "auditpipe/diagnostics.h"
 #include "auditpipe/status.h"
+#include "durable/owned_file.h"
 
 namespace auditpipe::internal {
 
@@ -63,24 +63,25 @@ PoolFile::PoolFile(const std::filesystem::path& path, std::uint64_t fingerprint,
   auto fail = [&](const std::string& why) {
     if (base_ != nullptr) munmap(base_, size_);
     if (made_here) ::unlink(path.c_str());
-    if (fd_ >= 0) ::close(fd_);
+    file_.release();
     throw error("auditpipe: durable pool '" + name + "': " + why);
   };
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  const bool created = fd_ >= 0;
+  OwnedFile::Taken taken = file_.take(path, O_CREAT | O_EXCL, 0600);
+  const bool created = taken == OwnedFile::Taken::owned;
   // (O_CREAT again: a dangling symlink, which O_EXCL does not follow, gets its target.)
-  if (fd_ < 0 && errno == EEXIST) fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd_ < 0) fail(std::string("cannot open: ") + std::strerror(errno));
-  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+  if (taken == OwnedFile::Taken::failed && file_.error() == EEXIST)
+    taken = file_.take(path, O_CREAT, 0600);
+  if (taken == OwnedFile::Taken::failed)
+    fail(std::string("cannot open: ") + std::strerror(file_.error()));
+  if (taken == OwnedFile::Taken::in_use)
     fail("in use by another logger, in this process or another (one logger owns a pool file)");
-  }
   made_here = created;  // only the lock's holder may remove it
   const std::size_t sources_offset = page;
   const std::size_t slab_offset =
       align_up(sources_offset + max_sources * sizeof(PersistedSource), page);
   size_ = slab_offset + capacity * stride;
   struct stat st {};
-  if (::fstat(fd_, &st) != 0) fail(std::string("cannot stat: ") + std::strerror(errno));
+  if (::fstat(file_.fd(), &st) != 0) fail(std::string("cannot stat: ") + std::strerror(errno));
   if (st.st_nlink == 0) {
     // Another logger made it, failed, and removed it while this one opened it.
     fail("it was removed while this logger opened it (another logger's open failed); open again");
@@ -88,7 +89,7 @@ PoolFile::PoolFile(const std::filesystem::path& path, std::uint64_t fingerprint,
   if (st.st_size != 0) {
     // Say what differs before anything is mapped.
     Header h{};
-    if (::pread(fd_, &h, sizeof h, 0) == static_cast<ssize_t>(sizeof h) &&
+    if (::pread(file_.fd(), &h, sizeof h, 0) == static_cast<ssize_t>(sizeof h) &&
         std::memcmp(h.magic, pool_magic, 8) == 0) {
       if (h.fingerprint != fingerprint) {
         // The fingerprint covers the table's name as well as its columns:
@@ -111,10 +112,10 @@ PoolFile::PoolFile(const std::filesystem::path& path, std::uint64_t fingerprint,
     }
   }
   if (st.st_size == 0) {
-    const int rc = ::posix_fallocate(fd_, 0, static_cast<off_t>(size_));
+    const int rc = ::posix_fallocate(file_.fd(), 0, static_cast<off_t>(size_));
     if (rc != 0) fail("cannot allocate " + std::to_string(size_) + " bytes: " + std::strerror(rc));
   }
-  void* p = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd_, 0);
+  void* p = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, file_.fd(), 0);
   if (p == MAP_FAILED) fail(std::string("cannot map: ") + std::strerror(errno));
   base_ = static_cast<std::byte*>(p);
   slab_ = base_ + slab_offset;
@@ -193,18 +194,15 @@ void PoolFile::save_clock(const TscClock::Snapshot& clock) noexcept {
 
 PoolFile::~PoolFile() {
   munmap(base_, size_);
-  if (fd_ >= 0) ::close(fd_);
 }
 
 void PoolFile::let_go_in_fork_child() noexcept {
-  // The mapping holds the open file, and with it the lock, as much as the
-  // descriptor does. Zeroed private memory takes its place at the same
-  // address, so that anything of the child's that still points into the
-  // pool (a record it held at the fork, refused on commit) writes there and
-  // not into the parent's slots.
+  // The shared mapping is the parent's slots. Zeroed private memory takes
+  // its place at the same address, so that anything of the child's that
+  // still points into the pool (a record it held at the fork, refused on
+  // commit) writes there and not into the parent's slots.
   mmap(base_, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
+  file_.close_in_fork_child();
 }
 
 SourceTable PoolFile::sources() noexcept {

@@ -26,6 +26,7 @@
 #include <optional>
 
 #include "common/tsc_clock.h"
+#include "durable/owned_file.h"
 #include "producer/record_pool.h"
 
 namespace auditpipe::internal {
@@ -62,10 +63,9 @@ class PoolFile {
   // if `clock` is the one saved last. One caller at a time.
   void save_clock(const TscClock::Snapshot& clock) noexcept;
 
-  // In a fork() child (Intake::orphan): lets go of the child's hold on the
-  // file (its descriptor and its mapping), which kept the file locked until
-  // the child exited, however long after the parent let go. The slots'
-  // memory stays, zeroed and the child's own.
+  // In a fork() child (Intake::orphan): lets go of the child's copies of
+  // the parent's file (its descriptor and its shared mapping of the
+  // parent's slots). The slots' memory stays, zeroed and the child's own.
   void let_go_in_fork_child() noexcept;
 
   static constexpr std::size_t max_sources = 4096;
@@ -88,7 +88,7 @@ class PoolFile {
  private:
   struct Header;
 
-  int fd_ = -1;
+  OwnedFile file_;
   std::byte* base_ = nullptr;
   std::size_t size_ = 0;
   std::byte* slab_ = nullptr;

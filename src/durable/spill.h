@@ -70,7 +70,7 @@ class Spill {
   // go of the directory (another logger may use it from now on).
   void seal();
   // In a fork() child: the directory is the parent's (Intake::orphan).
-  void let_go_in_fork_child() noexcept { writer_.release_directory(); }
+  void let_go_in_fork_child() noexcept { writer_.release_directory_in_fork_child(); }
 
   std::uint64_t bytes() const { return writer_.bytes(); }
   // Records in the spill directory not yet replayed: appended (by

@@ -47,31 +47,16 @@ SpillWriter::DirectoryLock::DirectoryLock(const fs::path& dir) {
     throw error("auditpipe: cannot use spill directory '" + dir.string() +
                 "': " + (ec ? ec.message() : "not a directory"));
   }
-  const fs::path file = dir / ".auditpipe-lock";
-  fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd_ < 0) {
+  const OwnedFile::Taken taken = file.take(dir / ".auditpipe-lock", O_CREAT, 0600);
+  if (taken == OwnedFile::Taken::failed) {
     throw error("auditpipe: spill directory '" + dir.string() +
-                "' is not writable: " + std::strerror(errno));
+                "' is not writable: " + std::strerror(file.error()));
   }
-  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-    const int why = errno;
-    ::close(fd_);
+  if (taken == OwnedFile::Taken::in_use) {
     throw error("auditpipe: spill directory '" + dir.string() +
-                (why == EWOULDBLOCK
-                     ? std::string("' is in use by another logger, in this process or another; "
-                                   "one logger owns a spill directory: give each its own "
-                                   "spill_path")
-                     : "' cannot be locked: " + std::string(std::strerror(why))));
+                "' is in use by another logger, in this process or another; one logger owns a "
+                "spill directory: give each its own spill_path");
   }
-}
-
-SpillWriter::DirectoryLock::~DirectoryLock() {
-  release();
-}
-
-void SpillWriter::DirectoryLock::release() noexcept {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
 }
 
 SpillWriter::SpillWriter(fs::path dir, const TableDescriptor& table, std::uint64_t fingerprint,

@@ -34,6 +34,7 @@
 #include "auditpipe/column.h"
 #include "auditpipe/detail/thread_annotations.h"
 #include "auditpipe/sink/sink.h"
+#include "durable/owned_file.h"
 #include "durable/spill_format.h"
 
 namespace auditpipe::internal {
@@ -67,9 +68,9 @@ class SpillWriter {
   // the next append starts a new one.
   void seal();
   // The directory's lock is let go: nothing is written any more (close()).
-  // Also in a fork() child (Intake::orphan): its copy of the lock's
-  // descriptor would keep the directory locked after the parent let go.
-  void release_directory() noexcept { lock_.release(); }
+  void release_directory() noexcept { lock_.file.release(); }
+  // In a fork() child (Intake::orphan): the directory is the parent's.
+  void release_directory_in_fork_child() noexcept { lock_.file.close_in_fork_child(); }
 
   // Sealed segments, oldest first.
   std::vector<std::filesystem::path> sealed_segments();
@@ -103,16 +104,10 @@ class SpillWriter {
   // one logger owns a spill directory. Two on one directory (one Options
   // reused for two loggers) replayed each other's records into their own
   // databases.
-  class DirectoryLock {
-   public:
+  // The directory's `.auditpipe-lock`, held from start to close().
+  struct DirectoryLock {
     explicit DirectoryLock(const std::filesystem::path& dir);
-    ~DirectoryLock();
-    DirectoryLock(const DirectoryLock&) = delete;
-    DirectoryLock& operator=(const DirectoryLock&) = delete;
-    void release() noexcept;
-
-   private:
-    int fd_ = -1;
+    OwnedFile file;
   };
 
   const std::filesystem::path dir_;
