@@ -35,10 +35,20 @@ __attribute__((target("sse4.2"))) inline std::uint32_t crc32c_sse42(const void* 
 }
 #endif
 
+#if defined(__x86_64__)
+// Asked as the program loads, not at the first use: a child forked while
+// another thread was in a function-local static's initialization waits for
+// ever for it. Read before it is set (another static initializer), it is
+// false, and the portable loop gives the same sums.
+inline const bool crc32c_sse42_supported = [] {
+  __builtin_cpu_init();  // may run before the CPU model's own constructor
+  return __builtin_cpu_supports("sse4.2") != 0;
+}();
+#endif
+
 inline std::uint32_t crc32c(const void* data, std::size_t size) noexcept {
 #if defined(__x86_64__)
-  static const bool sse42 = __builtin_cpu_supports("sse4.2");
-  if (sse42) return crc32c_sse42(data, size);
+  if (crc32c_sse42_supported) return crc32c_sse42(data, size);
 #endif
   return crc32c_portable(data, size);
 }

@@ -41,6 +41,10 @@ Held& held() {
   return *list;
 }
 
+// Made as the library loads: a child forked while another thread made it
+// would wait for ever for that thread's static initialization.
+[[maybe_unused]] const Held& held_made_at_load = held();
+
 }  // namespace
 
 OwnedFile::Taken OwnedFile::take(const std::filesystem::path& path, int flags, mode_t mode) {

@@ -212,6 +212,12 @@ class LiveIntakes {
   std::vector<Intake*> live_ AUDITPIPE_GUARDED_BY(mutex_);
 };
 
+// Both registries are made as the library loads: a child forked while
+// another thread made one (its first logger) would wait for ever for that
+// thread's static initialization at its own first logger.
+[[maybe_unused]] const SinkClaims& sink_claims_made_at_load = sink_claims();
+[[maybe_unused]] const LiveIntakes& live_intakes_made_at_load = LiveIntakes::live_intakes();
+
 // How often a durable pool's file gets the current TSC calibration: the
 // calibration itself is re-anchored at most once a second.
 constexpr std::chrono::seconds clock_save_interval{1};

@@ -39,6 +39,9 @@ bool membarrier_ready() {
   }();
   return ready;
 }
+// Asked as the library loads: a child forked while another thread asked
+// first would wait for ever for that thread's static initialization.
+[[maybe_unused]] const bool membarrier_asked_at_load = membarrier_ready();
 
 // Every thread of the process passes a full barrier before this returns.
 void barrier_all_threads(bool fence) {
