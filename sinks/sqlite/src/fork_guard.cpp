@@ -5,7 +5,6 @@
 #include <sqlite3.h>
 
 #include <array>
-#include <mutex>
 
 namespace auditpipe::sqlite {
 namespace {
@@ -25,11 +24,16 @@ void let_go_all() {
     sqlite3_mutex_leave(sqlite3_mutex_alloc(*id));
 }
 
+// Registered as the library loads, not at the first open: a child forked
+// while another thread was inside a once-only registration would wait for
+// ever for it at its own first open.
+[[maybe_unused]] const int registered_at_load = pthread_atfork(take_all, let_go_all, let_go_all);
+
 }  // namespace
 
 void guard_sqlite_mutexes_across_fork() {
-  static std::once_flag once;
-  std::call_once(once, [] { pthread_atfork(take_all, let_go_all, let_go_all); });
+  // Nothing left to do: calling it links this file, and with it the
+  // registration above, into a program built with the static library.
 }
 
 }  // namespace auditpipe::sqlite

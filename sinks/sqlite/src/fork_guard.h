@@ -8,7 +8,7 @@
 //
 // Who may call: open_connection(), before its first SQLite call.
 //
-// Thread safety: any thread; registers once per process.
+// Thread safety: any thread; registered as the library loads.
 #pragma once
 
 namespace auditpipe::sqlite {
