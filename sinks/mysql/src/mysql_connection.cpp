@@ -25,10 +25,15 @@ constexpr const char* session_setup =
     "SET SESSION sql_mode = 'STRICT_ALL_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_ZERO_DATE,"
     "NO_ZERO_IN_DATE,NO_ENGINE_SUBSTITUTION'";
 
+// mysql_init() is only thread-safe once the library is initialized. Done as
+// this library loads, before any thread of the program can fork: a child
+// forked while another thread was inside a once-only initialization waits
+// for ever for it at its own first connect.
+[[maybe_unused]] const int library_initialized_at_load = mysql_library_init(0, nullptr, nullptr);
+
 void library_init() {
-  static std::once_flag once;
-  // mysql_init() is only thread-safe once the library is initialized.
-  std::call_once(once, [] { mysql_library_init(0, nullptr, nullptr); });
+  // Nothing left to do: calling it links this file, and with it the
+  // initialization above, into a program built with the static library.
 }
 
 void set_options(MYSQL* m, const MysqlConfig& c, const MysqlEndpoint& e, bool local_infile) {
