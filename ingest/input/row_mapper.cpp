@@ -311,7 +311,11 @@ struct RowMapper::Impl {
             out.d = d;
             return true;
           case ColumnType::timestamp:
-            if (auto ts = epoch_seconds(d)) {
+            // Read from its shortest decimal form (the digits as written,
+            // for up to 17), as a string of them would be: rounding the
+            // double to the microsecond took up a seventh digit that an ISO
+            // time drops.
+            if (auto ts = epoch_decimal(shown_d); ts || (ts = epoch_seconds(d))) {
               out.kind = FieldValue::Kind::time;
               out.ts = *ts;
               return true;

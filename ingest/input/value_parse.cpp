@@ -146,7 +146,10 @@ std::optional<timestamp> epoch_integer(std::int64_t v) noexcept {
     case 16:
       return timestamp{v};
     case 19:
-      return timestamp{v / 1000};
+      // Down, as an ISO fraction's digits past the sixth are dropped: the
+      // same instant in either form is the same microsecond (before 1970
+      // too, where dividing would round up).
+      return timestamp{v / 1000 - (v % 1000 < 0 ? 1 : 0)};
     default:
       break;
   }
@@ -159,9 +162,40 @@ std::optional<timestamp> epoch_seconds(double v) noexcept {
   return timestamp{static_cast<std::int64_t>(std::llround(v * 1e6))};
 }
 
+std::optional<timestamp> epoch_decimal(std::string_view s) noexcept {
+  std::size_t i = 0;
+  const bool negative = !s.empty() && s[0] == '-';
+  if (negative) ++i;
+  std::int64_t secs = 0;
+  int int_digits = 0;
+  for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i, ++int_digits) {
+    if (int_digits == 12) return std::nullopt;  // as epoch_seconds: below 1e12
+    secs = secs * 10 + (s[i] - '0');
+  }
+  if (int_digits == 0 || i == s.size() || s[i] != '.') return std::nullopt;
+  ++i;
+  std::int64_t micros = 0;
+  int frac_digits = 0;
+  bool dropped = false;  // a nonzero digit past the sixth
+  for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i, ++frac_digits) {
+    if (frac_digits < 6) {
+      micros = micros * 10 + (s[i] - '0');
+    } else if (s[i] != '0') {
+      dropped = true;
+    }
+  }
+  if (i != s.size()) return std::nullopt;
+  for (int d = frac_digits; d < 6; ++d) micros *= 10;
+  const std::int64_t magnitude = secs * 1'000'000 + micros;
+  // Down, as an ISO fraction's extra digits are dropped (before 1970, that
+  // is away from zero).
+  return timestamp{negative ? -magnitude - (dropped ? 1 : 0) : magnitude};
+}
+
 std::optional<timestamp> parse_timestamp(std::string_view s) noexcept {
   if (auto t = parse_iso8601(s)) return t;
   if (auto i = parse_integer(s)) return epoch_integer(*i);
+  if (auto t = epoch_decimal(s)) return t;
   if (auto d = parse_float(s)) return epoch_seconds(*d);
   return std::nullopt;
 }

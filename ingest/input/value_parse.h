@@ -11,7 +11,10 @@
 //   Epoch numbers (epoch_integer / epoch_seconds): seconds, with a fraction
 //   or not; an integer of 13 digits is milliseconds, 16 digits microseconds,
 //   19 digits nanoseconds; 14, 15, 17, 18 or more than 19 digits are refused
-//   as ambiguous. Up to 12 digits are seconds.
+//   as ambiguous. Up to 12 digits are seconds. Digits past the microsecond
+//   are dropped (the earlier microsecond) in every form, so one instant
+//   written as ISO 8601, as decimal seconds or as nanoseconds is one value;
+//   only a number with an exponent (1.7e9) is read as a double and rounded.
 #pragma once
 
 #include <cstdint>
@@ -42,8 +45,13 @@ std::optional<timestamp> parse_timestamp(std::string_view s) noexcept;
 std::optional<timestamp> parse_iso8601(std::string_view s) noexcept;
 /// An integer epoch: seconds, or ms/µs/ns by its digit count (file comment).
 std::optional<timestamp> epoch_integer(std::int64_t v) noexcept;
-/// Epoch seconds with a fraction.
+/// Epoch seconds with a fraction, read from a double: rounded to the
+/// microsecond (the double's own error is larger than a dropped digit).
 std::optional<timestamp> epoch_seconds(double v) noexcept;
+/// Epoch seconds written as `[-]digits.digits` (no exponent), read exactly:
+/// digits past the sixth of the fraction are dropped, as ISO 8601's are, so
+/// an instant written both ways is one value.
+std::optional<timestamp> epoch_decimal(std::string_view s) noexcept;
 
 /// The inclusive range of an integer column type (boolean: 0..1).
 struct IntegerRange {

@@ -150,6 +150,14 @@ TEST(RowMapper, BooleansFloatsAndTimestamps) {
   ASSERT_TRUE(r.ok) << r.reason;
   EXPECT_EQ(r.calls.at(0), "ts:2026-11-30T12:34:56.500000");
   EXPECT_EQ(r.calls.at(3), "float:3.000000");
+  // A JSON number with a seventh digit is the microsecond an ISO time with
+  // it is (the double, rounded, was the next one).
+  r = fill(m, audit_columns, R"({"at":1796042096.1234567,"ok":true,"id":1,"level":1})");
+  ASSERT_TRUE(r.ok) << r.reason;
+  EXPECT_EQ(r.calls.at(0), "ts:2026-11-30T12:34:56.123456");
+  r = fill(m, audit_columns, R"({"at":1796042096.123456,"ok":true,"id":1,"level":1})");
+  ASSERT_TRUE(r.ok) << r.reason;
+  EXPECT_EQ(r.calls.at(0), "ts:2026-11-30T12:34:56.123456");
   r = fill(m, audit_columns, R"({"at":0,"ok":true,"id":1,"level":1,"amount":"NaN"})");
   EXPECT_FALSE(r.ok);
   EXPECT_NE(r.reason.find("amount"), std::string::npos) << r.reason;

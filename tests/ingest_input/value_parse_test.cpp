@@ -82,6 +82,32 @@ TEST(ValueParse, EpochNumbers) {
   EXPECT_EQ(micros("1796042096.5"), 1796042096500000LL);
 }
 
+// One instant written as ISO 8601, as decimal seconds and as nanoseconds
+// is one value: digits past the microsecond are dropped in each (decimal
+// seconds were rounded, nanoseconds before 1970 rounded up).
+TEST(ValueParse, AnInstantIsOneValueInEveryForm) {
+  const std::int64_t at = 1733486400123456LL;
+  EXPECT_EQ(micros("2024-12-06T12:00:00.1234567Z"), at);
+  EXPECT_EQ(micros("1733486400.1234567"), at);
+  EXPECT_EQ(micros("1733486400.123456999"), at);
+  EXPECT_EQ(micros("1733486400123456700"), at);
+  EXPECT_EQ(micros("1733486400.123456"), at);  // six digits: exact, no double's error
+  EXPECT_EQ(micros("1733486400.1"), at - 23456);
+  EXPECT_EQ(micros("1733486400."), at - 123456);
+  // Before 1970: the earlier microsecond, as ISO's fraction gives.
+  EXPECT_EQ(micros("1969-12-31T23:59:59.9999999Z"), -1);
+  EXPECT_EQ(micros("-0.0000001"), -1);
+  EXPECT_EQ(micros("-0.000001"), -1);
+  EXPECT_EQ(micros("-1.5"), -1500000);
+  EXPECT_EQ(micros("-1000000000000000100"), -1000000000000001LL);
+  EXPECT_EQ(micros("-1000000000000000000"), -1000000000000000LL);
+  // An exponent: read as a double.
+  EXPECT_EQ(micros("1.7e9"), 1700000000000000LL);
+  EXPECT_FALSE(parse_timestamp("1000000000000.5"));  // 13 digits of seconds
+  EXPECT_EQ(micros(".5"), 500000);
+  EXPECT_FALSE(parse_timestamp("1.2.3"));
+}
+
 TEST(ValueParse, IntegerRanges) {
   EXPECT_EQ(integer_range(auditpipe::ColumnType::uint8).max, 255);
   EXPECT_EQ(integer_range(auditpipe::ColumnType::int8).min, -128);
