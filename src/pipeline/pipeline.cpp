@@ -436,6 +436,18 @@ class Pipeline::Engine {
     else if (intake_.stopped())
       s.abandoned += intake_.uncommitted();
     s.connection_pool = sink_->connection_pool_stats();
+    // The reason is the last failed write's, and a write fails only when a
+    // lease gives up (connection_timeout, 30 s by default): meanwhile the
+    // pool's connects may fail for another reason (the connections were
+    // cut, and now the password is refused). With no connection open, the
+    // latest connect error is said too.
+    if (const auto& pool = s.connection_pool;
+        s.health != Health::ok && pool && pool->active + pool->idle == 0 &&
+        !pool->last_connect_error.empty() &&
+        s.health_reason.find(pool->last_connect_error) == std::string::npos) {
+      s.health_reason += (s.health_reason.empty() ? "" : "; ") +
+                         std::string("the latest connect failed: ") + pool->last_connect_error;
+    }
     s.seals = sink_->seal_stats();
     s.spill_bytes = spill_ ? spill_->bytes() : 0;
     s.spill_records = on_disk();

@@ -366,6 +366,64 @@ TEST(MysqlConfiguration, AUserWhoMayNotInsertIsRefusedAtStartOnEveryPath) {
   admin.exec("DROP USER " + account);
 }
 
+// Health said why writes failed as of the last failed write: a server
+// that dropped the connections and then refused the account's password
+// (1045) was reported as the dropped connection until a lease gave up,
+// connection_timeout (30 s) later, while the pool's connects were failing
+// for another reason. While no connection is open, the latest connect
+// error is said too.
+TEST(MysqlConfiguration, HealthSaysWhatTheConnectsMeetNow) {
+  MysqlAdmin admin;
+  MysqlProbe probe;
+  probe.exec("DROP TABLE IF EXISTS audit_log");
+  {
+    auditpipe::Logger<AuditRow> setup(auditpipe::mysql::open(mysql_url_with("")));
+    setup.close();
+  }
+  const auto u = auditpipe::parse_url(testing_support::mysql_test_url());
+  const std::string account = "'ap_rotated'@'127.0.0.1'";
+  admin.exec("DROP USER IF EXISTS " + account);
+  admin.exec("CREATE USER " + account + " IDENTIFIED BY 'Before-Pw1'");
+  admin.exec("GRANT SELECT, INSERT, UPDATE ON `" + u.path + "`.audit_log TO " + account);
+  const std::string url =
+      "mysql://ap_rotated:Before-Pw1@127.0.0.1:" + std::to_string(*u.hosts[0].port) + "/" + u.path +
+      "?create_table=false&pool_size=1";
+  auditpipe::Options o;
+  o.writers = 1;
+  auditpipe::Logger<AuditRow> logger(auditpipe::mysql::open(url), o);
+  auto log = [&](int id) {
+    auto r = logger.acquire();
+    ASSERT_TRUE(r);
+    r->message_id = id;
+    ASSERT_EQ(r.commit(), Status::ok);
+  };
+  log(1);
+  ASSERT_TRUE(logger.flush(10s));
+  // The password changes and the account's connections are cut.
+  admin.exec("ALTER USER " + account + " IDENTIFIED BY 'After-Pw2'");
+  for (int i = 0; i < 50; ++i) {
+    const std::string id = admin.value(
+        "SELECT id FROM information_schema.processlist WHERE user = 'ap_rotated' LIMIT 1");
+    if (id.empty()) break;
+    admin.value("KILL CONNECTION " + id);  // may have ended on its own: no matter
+  }
+  log(2);
+  EXPECT_TRUE(eventually([&] {
+    const auditpipe::Stats s = logger.stats();
+    return s.health_reason.find("1045") != std::string::npos;
+  })) << "health still says: "
+      << logger.stats().health_reason;
+  const std::string reason = logger.stats().health_reason;
+  EXPECT_EQ(reason.find("After-Pw2"), std::string::npos) << reason;
+  EXPECT_EQ(reason.find("Before-Pw1"), std::string::npos) << reason;
+  // The password back: the record is written.
+  admin.exec("ALTER USER " + account + " IDENTIFIED BY 'Before-Pw1'");
+  EXPECT_TRUE(logger.flush(30s));
+  EXPECT_TRUE(logger.close().drained);
+  EXPECT_EQ(probe.scalar("SELECT COUNT(*) FROM audit_log"), 2);
+  admin.exec("DROP USER " + account);
+}
+
 // verify by an account granted SELECT on the table and its seals but not on
 // <table>_unsealed (where a start keeps what it found unsealed, and where a
 // forged find is tampering): it said "verified" (exit 0) over a forged
