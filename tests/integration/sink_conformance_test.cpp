@@ -591,6 +591,18 @@ TEST_P(SinkConformance, AForkedChildsLoggerRefusesRecordsAndLeavesTheParentsAlon
       failed |= 4;
     }
     logger.reset();
+    // SQLite: the parent's file is refused while the parent has it open
+    // (SQLite's records of it came across the fork without its locks;
+    // SqliteSink.AForkChildRefusesTheFileItsParentHadOpen has the rest).
+    if (GetParam() == "sqlite") {
+      try {
+        auditpipe::Logger<AuditRow> own(backend_->open(), o);
+        failed |= 8;
+      } catch (const auditpipe::error& e) {
+        if (std::string(e.what()).find("forked from") == std::string::npos) failed |= 8;
+      }
+      std::exit(failed);
+    }
     try {
       // A logger of the child's own, on a sink of its own, works.
       auditpipe::Logger<AuditRow> own(backend_->open(), o);
@@ -631,7 +643,9 @@ TEST_P(SinkConformance, AForkedChildsLoggerRefusesRecordsAndLeavesTheParentsAlon
   EXPECT_EQ(report.stats.write_failures, 0u) << report.stats.health_reason;
   EXPECT_EQ(report.stats.written, 1000u);
   logger.reset();
-  EXPECT_EQ(backend_->scalar("SELECT COUNT(*) FROM audit_log"), 1050);  // the child's own 50
+  // The child's own 50 (none on SQLite, refused).
+  EXPECT_EQ(backend_->scalar("SELECT COUNT(*) FROM audit_log"),
+            GetParam() == "sqlite" ? 1000 : 1050);
   EXPECT_EQ(backend_->scalar("SELECT COUNT(*) FROM audit_log WHERE message_id >= 1000 AND "
                              "message_id < 2000"),
             0);

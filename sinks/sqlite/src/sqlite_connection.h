@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "auditpipe/sink/sql_sink.h"
+#include "inherited_files.h"
 
 namespace auditpipe::sqlite {
 
@@ -63,6 +64,8 @@ class SqliteConnection final : public SqlConnection {
   std::vector<std::vector<std::optional<std::string>>> query_rows(
       std::string_view sql, const std::vector<std::string>& params) override;
 
+  // Declared before the session: it is forgotten after the session closed.
+  OpenFileNote open_file;
   ::soci::session session;
   sqlite_api::sqlite3* handle = nullptr;  // the session's, set once it is open
   std::string path;                       // the file, for messages

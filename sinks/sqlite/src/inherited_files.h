@@ -1,0 +1,55 @@
+// The SQLite database files this process's connections have open, and which
+// process opened each: so that a fork() child refuses a file its parent had
+// open at the fork.
+//
+// SQLite keeps one record per open file per process (its locks, the
+// write-ahead log's shared-memory index and the locks on it), found by
+// device and inode and shared by every connection of the process to that
+// file. A fork() child inherits the parent's records but none of the
+// parent's POSIX locks; a connection the child opens to the same file takes
+// those records for its own and believes it holds locks it does not, so it
+// writes beside the parent's connections without excluding them (a trial:
+// workers of a pre-forking server whose parent made its SQLite logger
+// before forking lost 7,064 of 10,000 rows, each reporting all of its own
+// written; others waited on "database is locked" until close()'s deadline).
+// SQLite's records cannot be dropped in the child (closing the inherited
+// connection there would unlock or checkpoint as the parent), so the open
+// is refused, saying why.
+//
+// Who may call: open_connection() (refuse_if_inherited before its open, an
+// OpenFileNote once it is open); the note lives as long as the connection.
+//
+// Thread safety: any thread; the list's mutex is held across fork().
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+namespace auditpipe::sqlite {
+
+// Throws auditpipe::error if `path` names a file that a connection of
+// another process (this one's parent, or an earlier ancestor) had open
+// when this process was forked from it.
+void refuse_if_inherited(const std::string& path);
+
+// Notes `path`'s file as open in this process for as long as it lives.
+class OpenFileNote {
+ public:
+  OpenFileNote() = default;
+  explicit OpenFileNote(const std::string& path);
+  ~OpenFileNote();
+  OpenFileNote(const OpenFileNote&) = delete;
+  OpenFileNote& operator=(const OpenFileNote&) = delete;
+  OpenFileNote(OpenFileNote&& other) noexcept;
+  OpenFileNote& operator=(OpenFileNote&& other) noexcept;
+
+ private:
+  void forget() noexcept;
+
+  bool noted_ = false;
+  dev_t device_ = 0;
+  ino_t inode_ = 0;
+};
+
+}  // namespace auditpipe::sqlite
