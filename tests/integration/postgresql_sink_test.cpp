@@ -5,6 +5,7 @@
 #include "auditpipe/postgresql/postgresql_sink.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdint>
@@ -407,6 +408,36 @@ TEST(PostgresqlSink, ThePostgresSchemeConnects) {
   }
   PostgresqlProbe probe;
   EXPECT_EQ(probe.scalar("SELECT COUNT(*) FROM audit_log"), 5);
+}
+
+// GSS encryption is off unless asked for. libpq's default (prefer) has the
+// Kerberos library look for credentials at every connect, and that
+// library's global mutex, held by a pool's opener at a fork(), hung a
+// pre-forking server's worker for ever at its own first connect (a trial:
+// 3 runs of about 50). The Kerberos library makes KRB5_TRACE's file when it
+// is asked anything: it stays away by default, and comes with
+// ?gssencmode=prefer (so the test can tell).
+TEST(PostgresqlSink, GssEncryptionIsOffUnlessAskedFor) {
+  drop_table();
+  char dir_template[] = "/tmp/auditpipe-krb5-XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string trace = std::string(dir_template) + "/trace";
+  ASSERT_EQ(setenv("KRB5_TRACE", trace.c_str(), 1), 0);
+  auto write_some = [](const std::string& url) {
+    auditpipe::Logger<AuditRow> logger(auditpipe::postgresql::open(url));
+    for (int i = 0; i < 5; ++i) ASSERT_EQ(logger.acquire().commit(), Status::ok);
+    EXPECT_TRUE(logger.close().drained);
+  };
+  write_some(postgresql_test_url());
+  EXPECT_FALSE(std::ifstream(trace).good()) << "the Kerberos library was asked at connect";
+  const std::string url = postgresql_test_url();
+  write_some(url + (url.find('?') == std::string::npos ? "?" : "&") + "gssencmode=prefer");
+  EXPECT_TRUE(std::ifstream(trace).good()) << "gssencmode=prefer did not reach libpq";
+  unsetenv("KRB5_TRACE");
+  std::remove(trace.c_str());
+  rmdir(dir_template);
+  PostgresqlProbe probe;
+  EXPECT_EQ(probe.scalar("SELECT COUNT(*) FROM audit_log"), 10);
 }
 
 // A user who may read the table but not insert into it is refused at

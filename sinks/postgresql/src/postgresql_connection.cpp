@@ -35,8 +35,8 @@ PostgresqlConfig parse_postgresql_url(std::string_view text) {
         return parse_sink_url(
             text, url_schemes,
             {"write_path", "create_table", "migrate", "connect_timeout", "sslmode", "sslrootcert",
-             "sslcert", "sslkey", "application_name", "host", "port", "target_session_attrs",
-             "seal", "seal_key_file", "seal_anchor_file", "password_file"},
+             "sslcert", "sslkey", "gssencmode", "application_name", "host", "port",
+             "target_session_attrs", "seal", "seal_key_file", "seal_anchor_file", "password_file"},
             pool_option_names);
       },
       "postgresql://user:password@host:port[,host2:port2]/database?option=value (or postgres://)");
@@ -117,6 +117,10 @@ PostgresqlConfig parse_postgresql_url(std::string_view text) {
       set("sslmode", value);
     } else if (key == "sslrootcert" || key == "sslcert" || key == "sslkey") {
       set(key, value);
+    } else if (key == "gssencmode") {
+      static constexpr std::string_view modes[] = {"disable", "prefer", "require"};
+      url_choice(url, key, value, modes);
+      set("gssencmode", value);
     } else if (key == "application_name") {
       application_name = value;
     } else if (key == "target_session_attrs") {
@@ -146,6 +150,13 @@ PostgresqlConfig parse_postgresql_url(std::string_view text) {
     }
   }
   if (const auto why = seal::contradiction(c.sink.seal, c.sink.migrate_add_columns)) bad(url, *why);
+  // GSS encryption off unless asked for (here or in PGGSSENCMODE). libpq's
+  // default, prefer, asks the Kerberos library for credentials at every
+  // connect, and that library's global mutex, held by a pool's opener
+  // thread at a fork(), hung a pre-forking server's worker for ever in its
+  // own logger's first connect (a trial: 3 runs of about 50).
+  if (!url.option("gssencmode") && std::getenv("PGGSSENCMODE") == nullptr)
+    set("gssencmode", "disable");
   set("connect_timeout", connect_timeout);
   set("target_session_attrs", target_session_attrs);
   set("application_name", application_name);
