@@ -458,6 +458,14 @@ TEST(PostgresqlSink, AUserWhoMayNotInsertIsRefusedAtStart) {
   EXPECT_NE(e.find("auditpipe_reader"), std::string::npos) << e;
   admin.exec("DROP TABLE audit_log");
   admin.exec("DROP ROLE auditpipe_reader");
+  // A table of another role's, granted nothing: the catalog hid it, CREATE
+  // TABLE IF NOT EXISTS left it alone, and the start passed (every batch
+  // then failed with 42501).
+  admin.exec("CREATE TABLE audit_log (source_id BIGINT NOT NULL, seq BIGINT NOT NULL)");
+  const std::string hidden = open_error(postgresql_test_url());
+  EXPECT_NE(hidden.find("may not see its columns"), std::string::npos) << hidden;
+  EXPECT_NE(hidden.find("audit_log"), std::string::npos) << hidden;
+  admin.exec("DROP TABLE audit_log");
 }
 
 // INSERT revoked while the logger runs: a configuration error (health down

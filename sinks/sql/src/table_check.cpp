@@ -68,9 +68,10 @@ void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const Sq
       throw error("auditpipe: " + where + " does not exist (and create_table=false)");
     }
     before_changes(false);
+    bool created = false;
     try {
       c.execute_ddl(text.create_table);
-      return;
+      created = true;
     } catch (const std::exception& e) {
       // Loggers (or processes) starting at once all find no table and all
       // create it; IF NOT EXISTS does not make that atomic everywhere
@@ -79,6 +80,18 @@ void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const Sq
       // checked like any existing one.
       existing = catalog(dialect.table_columns_query());
       if (existing.empty()) throw error("auditpipe: cannot create " + where + ": " + e.what());
+    }
+    if (created) {
+      // The catalog (information_schema) shows only tables the user holds
+      // a privilege on: one made by another role and granted nothing looked
+      // absent, CREATE TABLE IF NOT EXISTS left it as it was, and every
+      // batch then failed on it (a trial). Made here, it is in the catalog.
+      if (catalog(dialect.table_columns_query()).empty()) {
+        throw error("auditpipe: " + where +
+                    " exists, but this user may not see its columns (the catalog shows only "
+                    "tables a user holds a privilege on): grant the user SELECT and INSERT on it");
+      }
+      return;
     }
   }
 
