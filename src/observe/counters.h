@@ -95,9 +95,12 @@ struct Counters {
     const std::int64_t since = now_ns() - last_stored_ns.load(std::memory_order_relaxed);
     if (since >= stalled_after.count() && work_waiting()) {
       s.health = Health::down;
-      if (s.health_reason.empty()) {
-        s.health_reason =
-            "no write stored for " + std::to_string(since / 1'000'000) + " ms while records wait";
+      // Said beside the spill directory's note too: that alone read as the
+      // whole story while a write hung on a stopped server (a trial).
+      if (failures == 0) {
+        s.health_reason += (s.health_reason.empty() ? "" : "; ") +
+                           std::string("no write stored for ") + std::to_string(since / 1'000'000) +
+                           " ms while records wait";
       }
     }
     s.batch_size = batch_size.snapshot();

@@ -802,6 +802,35 @@ TEST(Reliability, HealthIsDownWhenNothingIsStoredForTooLong) {
   EXPECT_EQ(logger.close().stats.written, 2u);
 }
 
+// A write hung on a stopped server while records waited in the spill
+// directory: health was down with "records wait in the spill directory" as
+// its whole reason (a trial). The stall is said beside it.
+TEST(Reliability, AStallIsSaidBesideTheSpillDirectorysNote) {
+  testing_support::TempDir dir;
+  auto sink = std::make_shared<CollectingSink>();
+  Options o;
+  o.flush_interval = 1ms;
+  o.health_down_after = 200ms;
+  o.capacity = 4;
+  o.batch_size = 1;
+  o.overflow = Overflow::spill;
+  o.spill_path = dir.path() / "spill";
+  auditpipe::Logger<AuditRow> logger(sink, o);
+  ASSERT_EQ(log_one(logger, 0), Status::ok);
+  ASSERT_TRUE(logger.flush(10s));
+  sink->hold();
+  for (int i = 1; i <= 20; ++i) ASSERT_EQ(log_one(logger, i), Status::ok);  // the rest spill
+  EXPECT_TRUE(eventually([&] { return logger.stats().health == auditpipe::Health::down; }));
+  const auto down = logger.stats();
+  EXPECT_GT(down.spilled, 0u);
+  EXPECT_NE(down.health_reason.find("spill directory"), std::string::npos) << down.health_reason;
+  EXPECT_NE(down.health_reason.find("no write stored"), std::string::npos) << down.health_reason;
+  sink->release();
+  const auto report = logger.close();
+  EXPECT_TRUE(report.drained);
+  expect_exactly_once(sink->keys(), 21);
+}
+
 TEST(Reliability, SpillNeedsADirectory) {
   Options o;
   o.overflow = Overflow::spill;
