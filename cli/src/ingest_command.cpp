@@ -79,7 +79,8 @@ VALUES
   timestamps: ISO 8601 (2026-11-30T12:34:56.123456Z, +02:00 offsets, a space
   instead of T, a date alone) or epoch numbers: seconds (with a fraction),
   13 digits milliseconds, 16 microseconds, 19 nanoseconds; digits past the
-  microsecond are dropped in every form. booleans: true/false,
+  microsecond are dropped (a JSON number of more than 16 digits is a double:
+  quote it). booleans: true/false,
   1/0, t/f, yes/no. Integers out of the column's range, and fractions for an
   integer column, are rejected. Text longer than the column is cut at a
   character boundary and counted; invalid UTF-8 is repaired (U+FFFD) and counted.

@@ -29,7 +29,8 @@ struct AUDITPIPE_EXPORT ConnectionPoolStats {
   /// Leases held longer than the leak detection threshold.
   std::uint64_t leaks_reported = 0;
   HistogramSnapshot wait_ns;  ///< time in acquire()
-  /// The last failed connect's message (never a password).
+  /// The last failed connect's message (never a password); empty once a
+  /// connect succeeded after it.
   std::string last_connect_error;
   /// The server of each open connection, idle or lent ("db2:3306"; on a
   /// cluster: which node each connection is on), sorted; empty entries for

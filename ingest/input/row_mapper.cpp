@@ -311,10 +311,11 @@ struct RowMapper::Impl {
             out.d = d;
             return true;
           case ColumnType::timestamp:
-            // Read from its shortest decimal form (the digits as written,
-            // for up to 17), as a string of them would be: rounding the
-            // double to the microsecond took up a seventh digit that an ISO
-            // time drops.
+            // Read from its shortest decimal form, as a string of those
+            // digits would be: that gives back the digits as written for up
+            // to 16 significant ones (epoch seconds to the microsecond),
+            // where rounding the double to the microsecond took up a digit
+            // an ISO time drops. Past 16 the double itself has lost them.
             if (auto ts = epoch_decimal(shown_d); ts || (ts = epoch_seconds(d))) {
               out.kind = FieldValue::Kind::time;
               out.ts = *ts;

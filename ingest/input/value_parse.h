@@ -14,7 +14,9 @@
 //   as ambiguous. Up to 12 digits are seconds. Digits past the microsecond
 //   are dropped (the earlier microsecond) in every form, so one instant
 //   written as ISO 8601, as decimal seconds or as nanoseconds is one value;
-//   only a number with an exponent (1.7e9) is read as a double and rounded.
+//   a number with an exponent (1.7e9) is read as a double and rounded, and
+//   so is a JSON number with more than 16 significant digits (the JSON
+//   reader gives a double; quoted, the digits are read as written).
 #pragma once
 
 #include <cstdint>

@@ -49,6 +49,8 @@ Held& held() {
 
 OwnedFile::Taken OwnedFile::take(const std::filesystem::path& path, int flags, mode_t mode) {
   release();
+  error_ = 0;
+  lock_failed_ = false;
   Held& list = held();
   detail::MutexLock lock(list.mutex);
   struct stat st {};
@@ -74,6 +76,7 @@ OwnedFile::Taken OwnedFile::take(const std::filesystem::path& path, int flags, m
     ::close(fd);  // not held in this process: no lock of ours goes with it
     if (why == EACCES || why == EAGAIN) return Taken::in_use;
     error_ = why;
+    lock_failed_ = true;
     return Taken::failed;
   }
   list.files.emplace_back(st.st_dev, st.st_ino);

@@ -36,12 +36,20 @@ class OwnedFile {
   OwnedFile& operator=(const OwnedFile&) = delete;
 
   // Opens `path` (O_RDWR | O_CLOEXEC | `flags`, `mode` if it is created) and
-  // holds it. On `failed`, error() is the errno of what failed; on `in_use`
-  // another logger holds it; on either nothing is held or open.
+  // holds it. On `failed`, error() is the errno of what failed and
+  // lock_failed() whether the lock did (the open succeeded); on `in_use`
+  // another logger holds it. On either nothing is held, and nothing is open
+  // but in one case: the path replaced, between the check and the open, by
+  // a file held here (closing that descriptor would let go of its holder's
+  // lock, so it stays open until the process ends).
+  //
+  // The list's mutex is held around the open and the lock, so a fork() in
+  // any thread waits for them (on a slow network filesystem, for as long).
   Taken take(const std::filesystem::path& path, int flags, mode_t mode);
 
   int fd() const noexcept { return fd_; }
   int error() const noexcept { return error_; }
+  bool lock_failed() const noexcept { return lock_failed_; }
 
   // Closes the file and takes it off the list: another logger may have it.
   void release() noexcept;
@@ -52,6 +60,7 @@ class OwnedFile {
  private:
   int fd_ = -1;
   int error_ = 0;
+  bool lock_failed_ = false;
   dev_t device_ = 0;
   ino_t inode_ = 0;
 };

@@ -71,8 +71,11 @@ PoolFile::PoolFile(const std::filesystem::path& path, std::uint64_t fingerprint,
   // (O_CREAT again: a dangling symlink, which O_EXCL does not follow, gets its target.)
   if (taken == OwnedFile::Taken::failed && file_.error() == EEXIST)
     taken = file_.take(path, O_CREAT, 0600);
-  if (taken == OwnedFile::Taken::failed)
-    fail(std::string("cannot open: ") + std::strerror(file_.error()));
+  if (taken == OwnedFile::Taken::failed) {
+    fail(std::string(file_.lock_failed() ? "cannot lock (one logger per pool file): "
+                                         : "cannot open: ") +
+         std::strerror(file_.error()));
+  }
   if (taken == OwnedFile::Taken::in_use)
     fail("in use by another logger, in this process or another (one logger owns a pool file)");
   made_here = created;  // only the lock's holder may remove it

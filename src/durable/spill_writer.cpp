@@ -50,7 +50,9 @@ SpillWriter::DirectoryLock::DirectoryLock(const fs::path& dir) {
   const OwnedFile::Taken taken = file.take(dir / ".auditpipe-lock", O_CREAT, 0600);
   if (taken == OwnedFile::Taken::failed) {
     throw error("auditpipe: spill directory '" + dir.string() +
-                "' is not writable: " + std::strerror(file.error()));
+                (file.lock_failed() ? "' cannot be locked (one logger per directory): "
+                                    : "' is not writable: ") +
+                std::strerror(file.error()));
   }
   if (taken == OwnedFile::Taken::in_use) {
     throw error("auditpipe: spill directory '" + dir.string() +

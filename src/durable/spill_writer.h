@@ -100,7 +100,7 @@ class SpillWriter {
   void forget_locked(std::uint64_t number) AUDITPIPE_REQUIRES(mutex_);
   std::uint64_t count_records(const std::filesystem::path& segment, std::uint64_t size) const;
 
-  // A lock on the directory (flock on a file in it) for the writer's life:
+  // A lock on the directory (OwnedFile: a file in it) for the writer's life:
   // one logger owns a spill directory. Two on one directory (one Options
   // reused for two loggers) replayed each other's records into their own
   // databases.

@@ -97,7 +97,7 @@ struct Counters {
       s.health = Health::down;
       // Said beside the spill directory's note too: that alone read as the
       // whole story while a write hung on a stopped server (a trial).
-      if (failures == 0) {
+      if (failures == 0 || s.health_reason.empty()) {
         s.health_reason += (s.health_reason.empty() ? "" : "; ") +
                            std::string("no write stored for ") + std::to_string(since / 1'000'000) +
                            " ms while records wait";

@@ -1,5 +1,6 @@
 #include "auditpipe/diagnostics.h"
 
+#include <pthread.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -15,10 +16,23 @@ struct Slot {
   detail::Mutex mutex;
   std::shared_ptr<spdlog::logger> chosen AUDITPIPE_GUARDED_BY(mutex);
 };
+// Its mutex is held by the forking thread across fork(): a writer asking
+// for the logger holds it while it is in spdlog's registry, and a child
+// then waited for it for ever at its own first message. Made as the
+// library loads, not by the first thread to report something, for the same
+// reason. Nothing else of auditpipe's is taken while it is held.
 Slot& logger_slot() {
   static Slot slot;
+  static const bool handlers = [] {
+    pthread_atfork([]() AUDITPIPE_NO_THREAD_SAFETY_ANALYSIS { logger_slot().mutex.lock(); },
+                   []() AUDITPIPE_NO_THREAD_SAFETY_ANALYSIS { logger_slot().mutex.unlock(); },
+                   []() AUDITPIPE_NO_THREAD_SAFETY_ANALYSIS { logger_slot().mutex.unlock(); });
+    return true;
+  }();
+  (void)handlers;
   return slot;
 }
+[[maybe_unused]] const Slot& logger_slot_made_at_load = logger_slot();
 
 // The "auditpipe" logger as spdlog's own factories make one: through
 // initialize_logger, so it starts with the registry's pattern, its level

@@ -258,10 +258,9 @@ void Intake::orphan() noexcept {
   // thread may have held at the fork, into a pool that may be the parent's
   // shared mapping.
   registry_->orphan();
-  // The child's copies of the descriptors that lock the durable pool's file
-  // and the spill directory: kept, they held the locks after the parent
-  // closed its logger, so that a new logger there (a restarted one, in the
-  // parent or elsewhere) was refused for as long as the child lived.
+  // The child's copies of the descriptors of the durable pool's file and
+  // the spill directory's lock, and the pool's shared mapping: the parent's
+  // (the locks are record locks, which a child never holds: OwnedFile).
   if (PoolFile* file = pool_.file()) file->let_go_in_fork_child();
   if (spill_ != nullptr) spill_->let_go_in_fork_child();
 }

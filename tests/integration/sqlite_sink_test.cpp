@@ -856,8 +856,16 @@ TEST(SqliteSink, AForkChildRefusesTheFileItsParentHadOpen) {
       }
       _exit(status);
     }
+    // Up to 60 s; a child that hangs is killed (-1).
     int status = 0;
-    waitpid(child, &status, 0);
+    pid_t ended = 0;
+    for (int i = 0; i < 600 && (ended = waitpid(child, &status, WNOHANG)) == 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (ended == 0) {
+      kill(child, SIGKILL);
+      waitpid(child, &status, 0);
+      return -1;
+    }
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   };
   {

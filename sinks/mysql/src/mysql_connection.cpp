@@ -5,11 +5,14 @@
 
 #include <mysql.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <chrono>
+#include <csignal>
 #include <mutex>
 #include <utility>
 
@@ -28,12 +31,29 @@ constexpr const char* session_setup =
 // mysql_init() is only thread-safe once the library is initialized. Done as
 // this library loads, before any thread of the program can fork: a child
 // forked while another thread was inside a once-only initialization waits
-// for ever for it at its own first connect.
-[[maybe_unused]] const int library_initialized_at_load = mysql_library_init(0, nullptr, nullptr);
+// for ever for it at its own first connect. The initialization also
+// ignores SIGPIPE for the whole process (a TLS write to a closed socket
+// would kill it): at load that reached every program linking the sink,
+// SQLite-only ones and `auditpipe ... | head` included, so the disposition
+// is put back here and set at the first connect, as before.
+int initialize_library() {
+  struct sigaction before {};
+  sigaction(SIGPIPE, nullptr, &before);
+  const int rc = mysql_library_init(0, nullptr, nullptr);
+  sigaction(SIGPIPE, &before, nullptr);
+  return rc;
+}
+const int library_initialized_at_load = initialize_library();
+std::atomic<bool> sigpipe_ignored{false};
 
 void library_init() {
-  // Nothing left to do: calling it links this file, and with it the
-  // initialization above, into a program built with the static library.
+  if (library_initialized_at_load != 0) {
+    throw error(
+        "auditpipe: the MySQL client library could not be initialized (mysql_library_init "
+        "returned " +
+        std::to_string(library_initialized_at_load) + ")");
+  }
+  if (!sigpipe_ignored.exchange(true)) std::signal(SIGPIPE, SIG_IGN);
 }
 
 void set_options(MYSQL* m, const MysqlConfig& c, const MysqlEndpoint& e, bool local_infile) {

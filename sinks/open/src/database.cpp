@@ -78,13 +78,21 @@ class SqlBackedDatabase final : public Database {
 
 }  // namespace
 
-std::unique_ptr<Database> Database::connect(std::string_view url) {
+namespace {
+const std::vector<open_detail::DatabaseScheme>& database_schemes() {
   static const std::vector<open_detail::DatabaseScheme> schemes = [] {
     std::vector<open_detail::DatabaseScheme> s;
     open_detail::register_built_databases(s);
     return s;
   }();
-  for (const auto& s : schemes) {
+  return schemes;
+}
+// Made as the library loads (see open.cpp's registry).
+[[maybe_unused]] const auto& database_schemes_made_at_load = database_schemes();
+}  // namespace
+
+std::unique_ptr<Database> Database::connect(std::string_view url) {
+  for (const auto& s : database_schemes()) {
     if (!has_scheme(url, s.scheme)) continue;
     // The sink's own messages mask the password already; a server's
     // message may still echo a user name equal to it.
@@ -106,7 +114,7 @@ std::unique_ptr<Database> Database::connect(std::string_view url) {
     }
   }
   std::string supported;
-  for (const auto& s : schemes) {
+  for (const auto& s : database_schemes()) {
     if (s.listed) supported += " " + std::string(s.scheme) + "://";
   }
   throw url_error("auditpipe: no database for '" + redact_url(url) +

@@ -150,12 +150,14 @@ PostgresqlConfig parse_postgresql_url(std::string_view text) {
     }
   }
   if (const auto why = seal::contradiction(c.sink.seal, c.sink.migrate_add_columns)) bad(url, *why);
-  // GSS encryption off unless asked for (here or in PGGSSENCMODE). libpq's
+  // GSS encryption off unless asked for (here, PGGSSENCMODE). libpq's
   // default, prefer, asks the Kerberos library for credentials at every
   // connect, and that library's global mutex, held by a pool's opener
   // thread at a fork(), hung a pre-forking server's worker for ever in its
   // own logger's first connect (a trial: 3 runs of about 50).
-  if (!url.option("gssencmode") && std::getenv("PGGSSENCMODE") == nullptr)
+  // (A service file, PGSERVICE, may set it too.)
+  if (!url.option("gssencmode") && std::getenv("PGGSSENCMODE") == nullptr &&
+      std::getenv("PGSERVICE") == nullptr)
     set("gssencmode", "disable");
   set("connect_timeout", connect_timeout);
   set("target_session_attrs", target_session_attrs);

@@ -273,6 +273,7 @@ void ConnectionPool::opener_loop() {
       if (entry && !closing_) {
         ++created_;
         connect_backoff_ = milliseconds{0};
+        last_connect_error_.clear();  // stats() and health say what fails now
         idle_.push_back(std::move(entry));
         available_cv_.notify_one();
       } else if (entry) {

@@ -1,6 +1,8 @@
 // See fork_guard.h.
 #include "fork_guard.h"
 
+#include "inherited_files.h"
+
 #include <pthread.h>
 #include <sqlite3.h>
 
@@ -15,13 +17,17 @@ namespace {
 constexpr std::array<int, 3> guarded = {SQLITE_MUTEX_STATIC_VFS1, SQLITE_MUTEX_STATIC_PRNG,
                                         SQLITE_MUTEX_STATIC_MEM};
 
+// The list of files this process has open first (inherited_files.h): an
+// open holds it around SQLite's own open, which takes the VFS mutex.
 void take_all() {
+  hold_list_for_fork();
   for (const int id : guarded) sqlite3_mutex_enter(sqlite3_mutex_alloc(id));
 }
 
 void let_go_all() {
   for (auto id = guarded.rbegin(); id != guarded.rend(); ++id)
     sqlite3_mutex_leave(sqlite3_mutex_alloc(*id));
+  let_go_list_after_fork();
 }
 
 // Registered as the library loads, not at the first open: a child forked

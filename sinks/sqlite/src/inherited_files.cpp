@@ -1,7 +1,6 @@
 // See inherited_files.h.
 #include "inherited_files.h"
 
-#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -27,16 +26,9 @@ struct OpenFiles {
 };
 
 // Never destroyed: a fork handler holds its mutex, and a connection may
-// close after static destruction began. Nothing else is taken while it is
-// held, so the order among fork handlers does not matter.
+// close after static destruction began.
 OpenFiles& open_files() {
-  static OpenFiles* const files = [] {
-    auto* made = new OpenFiles;
-    pthread_atfork([]() AUDITPIPE_NO_THREAD_SAFETY_ANALYSIS { open_files().mutex.lock(); },
-                   []() AUDITPIPE_NO_THREAD_SAFETY_ANALYSIS { open_files().mutex.unlock(); },
-                   []() AUDITPIPE_NO_THREAD_SAFETY_ANALYSIS { open_files().mutex.unlock(); });
-    return made;
-  }();
+  static OpenFiles* const files = new OpenFiles;
   return *files;
 }
 
@@ -46,19 +38,25 @@ OpenFiles& open_files() {
 
 }  // namespace
 
-void refuse_if_inherited(const std::string& path) {
+void hold_list_for_fork() AUDITPIPE_NO_THREAD_SAFETY_ANALYSIS {
+  open_files().mutex.lock();
+}
+
+void let_go_list_after_fork() AUDITPIPE_NO_THREAD_SAFETY_ANALYSIS {
+  open_files().mutex.unlock();
+}
+
+OpenGate::OpenGate(const std::string& path) AUDITPIPE_NO_THREAD_SAFETY_ANALYSIS : path_(path) {
+  open_files().mutex.lock();  // let go in the destructor: outside the analysis
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return;  // not there yet: nobody has it open
   const pid_t self = ::getpid();
   pid_t opener = 0;
-  {
-    OpenFiles& files = open_files();
-    detail::MutexLock lock(files.mutex);
-    for (const Entry& e : files.entries) {
-      if (e.device == st.st_dev && e.inode == st.st_ino && e.opener != self) opener = e.opener;
-    }
+  for (const Entry& e : open_files().entries) {
+    if (e.device == st.st_dev && e.inode == st.st_ino && e.opener != self) opener = e.opener;
   }
   if (opener == 0) return;
+  open_files().mutex.unlock();
   throw error("auditpipe: SQLite database '" + path +
               "' was open in the process this one was forked from (pid " + std::to_string(opener) +
               ", through a logger or connection made before fork()): SQLite's own records of "
@@ -67,15 +65,19 @@ void refuse_if_inherited(const std::string& path) {
               "after forking its workers, or give each process a database file of its own");
 }
 
-OpenFileNote::OpenFileNote(const std::string& path) {
+OpenGate::~OpenGate() AUDITPIPE_NO_THREAD_SAFETY_ANALYSIS {
+  open_files().mutex.unlock();
+}
+
+OpenFileNote OpenGate::note() AUDITPIPE_NO_THREAD_SAFETY_ANALYSIS {
+  OpenFileNote n;
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return;  // ":memory:", or a file gone already
-  device_ = st.st_dev;
-  inode_ = st.st_ino;
-  OpenFiles& files = open_files();
-  detail::MutexLock lock(files.mutex);
-  files.entries.push_back(Entry{device_, inode_, ::getpid()});
-  noted_ = true;
+  if (::stat(path_.c_str(), &st) != 0) return n;  // ":memory:"
+  n.device_ = st.st_dev;
+  n.inode_ = st.st_ino;
+  open_files().entries.push_back(Entry{n.device_, n.inode_, ::getpid()});
+  n.noted_ = true;
+  return n;
 }
 
 OpenFileNote::~OpenFileNote() {

@@ -16,10 +16,13 @@
 // connection there would unlock or checkpoint as the parent), so the open
 // is refused, saying why.
 //
-// Who may call: open_connection() (refuse_if_inherited before its open, an
-// OpenFileNote once it is open); the note lives as long as the connection.
+// Who may call: open_connection(): an OpenGate around its first open (the
+// check before it, the note once SQLite has its record of the file); the
+// note lives as long as the connection.
 //
-// Thread safety: any thread; the list's mutex is held across fork().
+// Thread safety: any thread; the list's mutex is held across fork(), and
+// by a gate from its check to its note, so that no fork() falls between
+// SQLite's record of the file and the note of it.
 #pragma once
 
 #include <sys/types.h>
@@ -28,16 +31,33 @@
 
 namespace auditpipe::sqlite {
 
-// Throws auditpipe::error if `path` names a file that a connection of
-// another process (this one's parent, or an earlier ancestor) had open
-// when this process was forked from it.
-void refuse_if_inherited(const std::string& path);
+class OpenFileNote;
 
-// Notes `path`'s file as open in this process for as long as it lives.
+// For fork_guard's handlers, which take the list before SQLite's mutexes: a
+// gate holds it while SQLite's open takes those.
+void hold_list_for_fork();
+void let_go_list_after_fork();
+
+// Holds the list from construction to destruction. The constructor throws
+// auditpipe::error if `path` names a file that a connection of another
+// process (this one's parent, or an earlier ancestor) had open when this
+// process was forked from it; note() then notes the file as open here.
+class OpenGate {
+ public:
+  explicit OpenGate(const std::string& path);
+  ~OpenGate();
+  OpenGate(const OpenGate&) = delete;
+  OpenGate& operator=(const OpenGate&) = delete;
+  OpenFileNote note();
+
+ private:
+  const std::string& path_;
+};
+
+// `path`'s file noted as open in this process for as long as it lives.
 class OpenFileNote {
  public:
   OpenFileNote() = default;
-  explicit OpenFileNote(const std::string& path);
   ~OpenFileNote();
   OpenFileNote(const OpenFileNote&) = delete;
   OpenFileNote& operator=(const OpenFileNote&) = delete;
@@ -45,6 +65,7 @@ class OpenFileNote {
   OpenFileNote& operator=(OpenFileNote&& other) noexcept;
 
  private:
+  friend class OpenGate;
   void forget() noexcept;
 
   bool noted_ = false;

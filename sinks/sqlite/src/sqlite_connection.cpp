@@ -196,12 +196,15 @@ std::unique_ptr<SqliteConnection> open_connection(const SqliteConfig& config, Th
                 " (read_only=1 opens an existing file)");
   }
   guard_sqlite_mutexes_across_fork();
-  refuse_if_inherited(config.path);
-  try {
-    c->session.open(::soci::sqlite3, config.path);
-  } catch (const std::exception& e) {
-    throw error("auditpipe: cannot open SQLite database '" + config.path + "': " + e.what() +
-                " (does the directory exist and is it writable?)");
+  {
+    OpenGate gate(config.path);  // refuses a file a parent had open at the fork
+    try {
+      c->session.open(::soci::sqlite3, config.path);
+    } catch (const std::exception& e) {
+      throw error("auditpipe: cannot open SQLite database '" + config.path + "': " + e.what() +
+                  " (does the directory exist and is it writable?)");
+    }
+    c->open_file = gate.note();
   }
   const int threading_flag =
       threading == Threading::caller_serializes ? SQLITE_OPEN_NOMUTEX : SQLITE_OPEN_FULLMUTEX;
@@ -239,7 +242,6 @@ std::unique_ptr<SqliteConnection> open_connection(const SqliteConfig& config, Th
   }
   auto* handle = static_cast<::soci::sqlite3_session_backend*>(c->session.get_backend())->conn_;
   c->handle = handle;
-  c->open_file = OpenFileNote(config.path);
   // The busy timeout first: switching a new file to WAL takes a write
   // lock, and loggers opening the same file at once would otherwise get
   // SQLITE_BUSY ("database is locked") instead of waiting their turn.
