@@ -253,7 +253,13 @@ synced_or_relaunched() {
   for attempt in 1 2 3; do
     rc=0
     stopped_returns=$([ $attempt -lt 3 ] && echo 1 || echo 0)
-    wait_synced "$n" "$(count_running)" || rc=$?
+    # The node just launched counts even if it is not seen running yet: in
+    # the moment between fork and exec its command line is the shell's, and
+    # a count of 2 then waited 180 s for a cluster of 3 to shrink (CI).
+    local size
+    size=$(count_running)
+    running "$n" || size=$((size + 1))
+    wait_synced "$n" "$size" || rc=$?
     stopped_returns=0
     [ $rc -eq 0 ] && return 0
     echo "galera: launching node $n again (attempt $((attempt + 1)) of 3)" >&2
