@@ -25,6 +25,7 @@
 #include "auditpipe/sink/seal.h"
 #include "auditpipe/sink/seal_read_back.h"
 #include "captured_warnings.h"
+#include "child_exit.h"
 #include "multithreaded_fork.h"
 #include "temp_dir.h"
 #include "verify_run.h"
@@ -856,17 +857,7 @@ TEST(SqliteSink, AForkChildRefusesTheFileItsParentHadOpen) {
       }
       _exit(status);
     }
-    // Up to 60 s; a child that hangs is killed (-1).
-    int status = 0;
-    pid_t ended = 0;
-    for (int i = 0; i < 600 && (ended = waitpid(child, &status, WNOHANG)) == 0; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    if (ended == 0) {
-      kill(child, SIGKILL);
-      waitpid(child, &status, 0);
-      return -1;
-    }
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return testing_support::exit_status_within(child, 60);  // a hung child: -1, killed
   };
   {
     auditpipe::Logger<AuditRow> parent(auditpipe::sqlite::open(shared));
@@ -934,15 +925,10 @@ TEST(SqliteSink, ChildrenForkedWhileTheParentWritesOpenTheirOwnLoggers) {
       }
       _exit(status);
     }
-    int status = 0;
-    pid_t ended = 0;
-    for (int i = 0; i < 150 && (ended = waitpid(child, &status, WNOHANG)) == 0; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    if (ended == 0) {
+    const int status = testing_support::exit_status_within(child, 15);
+    if (status == -1) {
       ++hung;
-      kill(child, SIGKILL);
-      waitpid(child, &status, 0);
-    } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    } else if (status != 0) {
       ++failed;
     }
   }

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "audit_row.h"
+#include "child_exit.h"
 #include "collecting_sink.h"
 #include "multithreaded_fork.h"
 #include "temp_dir.h"
@@ -644,23 +645,6 @@ TEST(Logger, AForkedChildHoldsNeitherTheSpillDirectoryNorTheDurablePool) {
       << "the child's commit was not refused";
 }
 
-// milliseconds::max() as "no limit" overflowed the deadlines made of it:
-// log() timed out at once, close() drained nothing, flush() gave up at once.
-// Waits up to `seconds` for `pid`; its exit status, or -1 if it did not
-// end: then it is killed, with its process group if it leads one (workers
-// left behind would hold the test's output open).
-int exit_status_within(pid_t pid, int seconds) {
-  int status = 0;
-  for (int i = 0; i < seconds * 10; ++i) {
-    if (waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : -2;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  if (getpgid(pid) == pid) kill(-pid, SIGKILL);
-  kill(pid, SIGKILL);
-  waitpid(pid, &status, 0);
-  return -1;
-}
-
 // A pre-forking server: workers forked right after the parent's logger
 // started, each making its own (README, fork()). The parent's writer
 // calibrates the TSC clock at its first batch, holding the clock's mutex
@@ -700,10 +684,11 @@ TEST(Logger, WorkersForkedWhileTheParentsClockCalibratesMakeTheirOwnLoggers) {
       }
       flusher.join();
       int bad = 0;
-      for (const pid_t worker : workers) bad += exit_status_within(worker, 10) != 0;
+      for (const pid_t worker : workers)
+        bad += testing_support::exit_status_within(worker, 10) != 0;
       _exit(bad);
     }
-    const int status = exit_status_within(server, 60);
+    const int status = testing_support::exit_status_within(server, 60);
     if (status < 0) {
       ++hung;
     } else {
@@ -714,6 +699,8 @@ TEST(Logger, WorkersForkedWhileTheParentsClockCalibratesMakeTheirOwnLoggers) {
   EXPECT_EQ(failed, 0) << "workers that hung or failed";
 }
 
+// milliseconds::max() as "no limit" overflowed the deadlines made of it:
+// log() timed out at once, close() drained nothing, flush() gave up at once.
 TEST(Logger, TheLongestDurationsMeanNoLimit) {
   constexpr auto forever = std::chrono::milliseconds::max();
   auto sink = std::make_shared<CollectingSink>();
