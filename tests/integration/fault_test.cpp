@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <latch>
 #include <optional>
 #include <set>
 #include <string>
@@ -810,9 +811,13 @@ TEST(Fault, TwoLookedUpSourcesSharingSealsAreEachCountedByTheirOwnKeys) {
   const std::string url = mysql_url_with("seal=hmac&seal_key_file=" + key);
   log_and_close(url, 1, 1, 400, 60'000'000);
   {
+    // Every batch exactly 8 consecutive commits (no adaptive size, no
+    // timed flush before flush() below): each holds records of both.
     Options o;
     o.writers = 1;
     o.batch_size = 8;
+    o.write_latency_target = std::chrono::milliseconds(0);
+    o.flush_interval = std::chrono::minutes(10);
     auditpipe::Logger<AuditRow> run(auditpipe::mysql::open(url), o);
     const auto log = [&run](std::int64_t message_id) {
       auto r = run.acquire();
@@ -822,6 +827,7 @@ TEST(Fault, TwoLookedUpSourcesSharingSealsAreEachCountedByTheirOwnKeys) {
       ASSERT_EQ(r.commit(), Status::ok);
     };
     std::barrier step(2);
+    std::latch logged(2);
     std::promise<void> finished;
     std::shared_future<void> until = finished.get_future().share();
     // 40 each in lockstep; then b 20 more, so that b's seals cover the
@@ -832,6 +838,7 @@ TEST(Fault, TwoLookedUpSourcesSharingSealsAreEachCountedByTheirOwnKeys) {
         step.arrive_and_wait();
       }
       for (int i = 40; i < 40 + alone; ++i) log(first + i);
+      logged.count_down();
       until.wait();  // alive until the end: an exiting thread hands its source on
     };
     std::thread a(pair, 61'000'000, 0);
@@ -846,11 +853,11 @@ TEST(Fault, TwoLookedUpSourcesSharingSealsAreEachCountedByTheirOwnKeys) {
         b.join();
       }
     } finish{finished, a, b};
-    ASSERT_TRUE(testing_support::eventually([&] {
-      return MysqlProbe().scalar(
-                 "SELECT COUNT(*) FROM audit_log WHERE message_id >= 61000000 "
-                 "AND message_id < 63000000") == 100;
-    }));
+    logged.wait();
+    ASSERT_TRUE(run.flush(30s));
+    ASSERT_EQ(MysqlProbe().scalar("SELECT COUNT(*) FROM audit_log WHERE message_id >= 61000000 "
+                                  "AND message_id < 63000000"),
+              100);
     // 600 seals above theirs, of a third producer of the same run.
     std::thread([&] {
       for (int i = 0; i < 600; ++i) {
