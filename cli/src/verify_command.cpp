@@ -35,9 +35,10 @@ against its seals in <table>_seals: recomputes every seal's digest from the
 rows read back, checks the chain from seal 1, and names, with their keys, the
 rows changed, deleted or inserted, and seals removed or reordered. With
 --anchor (the latest seal_no and digest published outside the database) it
-also catches the newest rows and seals cut off together. The rows a start
-kept in <table>_unsealed to seal late are named too; a find there without
-the key's MAC is tampering.)";
+also catches the newest rows and seals cut off together. The rows writers
+noted in <table>_unsealed (a start, to seal late; a spill replay, until its
+seal is stored) are named too, as not yet sealed; a note there without the
+key's MAC is tampering.)";
 
 constexpr const char* footer = R"(
 EXIT STATUS
@@ -49,7 +50,7 @@ EXIT STATUS
        a run that stopped between storing rows and sealing them, or rows
        appended by someone else: run again later; if it stays, investigate),
        or late seals (such rows, sealed by the next start: check them, then
-       give --accept-late SEALNO), or rows a start kept to seal late
+       give --accept-late SEALNO), or rows a writer noted to seal later
   4    could not verify (connection, missing table, a companion table the
        account may not read, unreadable key file;
        no seal verifies with the key given while every row matches its
@@ -180,6 +181,28 @@ std::string utc_text(std::int64_t us) {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
   return buf;
+}
+
+/// Sorts `runs` and joins those that overlap or touch.
+void merge_runs(std::vector<seal::SeqRun>& runs) {
+  std::sort(runs.begin(), runs.end(),
+            [](const seal::SeqRun& a, const seal::SeqRun& b) { return a.lo < b.lo; });
+  std::size_t out = 0;
+  for (const seal::SeqRun& run : runs) {
+    if (out > 0 && run.lo <= runs[out - 1].hi + 1) {
+      runs[out - 1].hi = std::max(runs[out - 1].hi, run.hi);
+    } else {
+      runs[out++] = run;
+    }
+  }
+  runs.resize(out);
+}
+
+/// Whether merged `runs` hold `seq`.
+bool runs_hold(const std::vector<seal::SeqRun>& runs, std::int64_t seq) {
+  auto it = std::upper_bound(runs.begin(), runs.end(), seq,
+                             [](std::int64_t v, const seal::SeqRun& r) { return v < r.lo; });
+  return it != runs.begin() && std::prev(it)->hi >= seq;
 }
 
 std::string key_text(std::int64_t sid, std::int64_t seq) {
@@ -434,6 +457,33 @@ int VerifyCommand::run() {
       }
       for (auto& [sid, part] : parts) by_source[sid].push_back(part);
     }
+    // What writers kept in <table>_unsealed (read before the rows): a row
+    // a find with this key's MAC names, covered by no seal, is "not yet
+    // sealed" wherever it lies. A batch replayed from the spill directory
+    // lies below keys of its sources sealed since, where a crash before its
+    // seal left rows otherwise reported as inserted.
+    const std::string finds_table = seal::unsealed_table(table_);
+    std::vector<std::vector<std::optional<std::string>>> finds = read_finds(*db, finds_table);
+    std::map<std::int64_t, std::vector<seal::SeqRun>> kept_runs;  // by source, merged
+    const auto find_is_genuine = [&](const std::vector<std::optional<std::string>>& r) {
+      return seal::seal_digest(mode, key,
+                               seal::unsealed_find_message(finds_table, r[0].value_or(""),
+                                                           r[1].value_or(""), r[2].value_or(""))) ==
+             r[3].value_or("");
+    };
+    for (const auto& r : finds) {
+      if (!find_is_genuine(r)) continue;
+      try {
+        const std::int64_t sid = to_int(r[0].value_or(""), "source_id");
+        for (const seal::SeqRun& run : seal::parse_runs(r[2].value_or(""))) {
+          kept_runs[sid].push_back(run);
+        }
+      } catch (const error&) {
+        // A genuine find always parses; reported below as it is.
+      }
+    }
+    for (auto& [sid, runs] : kept_runs) merge_runs(runs);
+
     // The select list: every column as text that gives back its exact value.
     const std::string select = seal::read_back_select(
         dialect, schema->columns(), [&](std::string_view name) { return db->quote(name); });
@@ -459,7 +509,7 @@ int VerifyCommand::run() {
 
     const std::vector<ColumnSpec>& columns = schema->columns();
     seal::RowEncoder enc;
-    std::int64_t inserted = 0, unsealed = 0;
+    std::int64_t inserted = 0, unsealed = 0, kept_unsealed = 0;
     constexpr int page = 20000;
     for (const std::int64_t sid : sources) {
       std::vector<Range> runs;
@@ -504,6 +554,8 @@ int VerifyCommand::run() {
         }
       };
       std::int64_t first_unsealed = 0, last_unsealed = 0;
+      const std::vector<seal::SeqRun>* kept = nullptr;  // what finds name of this source
+      if (auto it = kept_runs.find(sid); it != kept_runs.end()) kept = &it->second;
       // One row: digested into every seal whose ranges hold its key.
       auto digest_row = [&](std::span<const std::optional<std::string_view>> row) {
         const std::int64_t seq = to_int(row.back().value_or(""), "seq");
@@ -527,7 +579,9 @@ int VerifyCommand::run() {
           // Above a source's newest sealed key, or of a source no seal
           // names: a crash's unsealed rows, unless --unsealed-window 0 says
           // the writers stopped cleanly (they seal everything they store).
-          if (unsealed_window_ > 0 && (!newest || seq > *newest)) {
+          if (kept != nullptr && runs_hold(*kept, seq)) {
+            ++kept_unsealed;
+          } else if (unsealed_window_ > 0 && (!newest || seq > *newest)) {
             if (unsealed++ == 0) first_unsealed = seq;
             last_unsealed = seq;
           } else {
@@ -615,6 +669,12 @@ int VerifyCommand::run() {
                           " (covered by no seal yet, where the newest seals reach: "
                           "--unsealed-window)");
         unsealed = 0;
+      }
+      if (kept_unsealed > 0) {
+        findings.unsealed("not yet sealed: source_id " + std::to_string(sid) + ": " +
+                          std::to_string(kept_unsealed) + " rows covered by no seal yet that " +
+                          finds_table + " names (below)");
+        kept_unsealed = 0;
       }
     }
     // Sources with seals but no rows at all.
@@ -815,24 +875,26 @@ int VerifyCommand::run() {
       }
     }
 
-    // What starts kept of rows they found stored and covered by no seal
-    // (<table>_unsealed). A find with this key's MAC waits for the next
-    // start, which seals late what no seal covers yet and removes it. One
-    // without was written by someone else, to have rows of their choosing
-    // sealed late: auditpipe ignores it and leaves it as evidence.
-    const std::string finds_table = seal::unsealed_table(table_);
-    for (auto& r : read_finds(*db, finds_table)) {
+    // What writers kept of rows stored and covered by no seal
+    // (<table>_unsealed): a start, of those it found; a writer replaying
+    // the spill directory, of the batch it stores until its seal is. A
+    // find with this key's MAC waits for the next start, which seals late
+    // what no seal covers yet and removes it. One without was written by
+    // someone else, to have rows of their choosing sealed late: auditpipe
+    // ignores it and leaves it as evidence.
+    for (auto& r : finds) {
       const std::string sid = r[0].value_or(""), after = r[1].value_or("");
       const std::string runs = r[2].value_or(""), mac = r[3].value_or("");
       const std::string what = finds_table + ": source_id " + sid + " seq " + shown(runs) +
                                " (after seal " + after + ")";
-      const std::string message = seal::unsealed_find_message(finds_table, sid, after, runs);
-      if (seal::seal_digest(mode, key, message) == mac) {
-        findings.unsealed("kept by a start: " + what +
-                          ": rows it found stored and covered by no seal; the next start seals "
-                          "late those no seal covers yet");
+      if (find_is_genuine(r)) {
+        findings.unsealed("kept by a writer: " + what +
+                          ": rows stored before their seal (found unsealed by a start, or "
+                          "replayed from a spill directory); the next start seals late those no "
+                          "seal covers yet");
         continue;
       }
+      const std::string message = seal::unsealed_find_message(finds_table, sid, after, runs);
       const bool keyless =
           mode == seal::Mode::hmac && seal::seal_digest(seal::Mode::hash, {}, message) == mac;
       const std::string line =

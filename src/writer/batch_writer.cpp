@@ -51,6 +51,7 @@ struct BatchWriter::ReplayOutcome final : Outcome {
   void refused(std::size_t index, const std::string& message) override {
     writer.dead_letter(refs[index], message);
   }
+  bool replayed() const override { return true; }
   BatchWriter& writer;
   std::span<const RecordRef> refs;
 };
@@ -181,7 +182,8 @@ bool BatchWriter::write(std::span<const RecordRef> refs, std::size_t begin, std:
   std::uint64_t failures = 0;
   while (true) {
     const clock::time_point t0 = clock::now();
-    const WriteResult result = sink.write(Batch{parts_.table, refs.subspan(begin, count)});
+    const WriteResult result =
+        sink.write(Batch{parts_.table, refs.subspan(begin, count), outcome.replayed()});
     if (result.ok()) {
       if (k.write_succeeded() || failures != 0) {
         // This writer's own failed attempts, if it had any: a writer that

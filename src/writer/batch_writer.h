@@ -79,6 +79,8 @@ class BatchWriter {
   struct Outcome {
     virtual void stored(std::size_t begin, std::size_t count) = 0;
     virtual void refused(std::size_t index, const std::string& message) = 0;
+    // The records come from the spill directory (Batch::replayed).
+    virtual bool replayed() const { return false; }
 
    protected:
     ~Outcome() = default;

@@ -762,7 +762,7 @@ TEST(SqliteSink, ARestartSealsLateWhatAnEarlierStartKeptButNotAForgedFind) {
   const std::string with_key = "--key-file " + key;
   auto v = testing_support::run_verify(verify_url, "audit_log", with_key);
   EXPECT_EQ(v.status, 1) << v.out;
-  EXPECT_NE(v.out.find("kept by a start: audit_log_unsealed: source_id " + std::to_string(kept) +
+  EXPECT_NE(v.out.find("kept by a writer: audit_log_unsealed: source_id " + std::to_string(kept) +
                        " seq 0-9 (after seal " + std::to_string(newest) + ")"),
             std::string::npos)
       << v.out;
@@ -795,7 +795,7 @@ TEST(SqliteSink, ARestartSealsLateWhatAnEarlierStartKeptButNotAForgedFind) {
   v = testing_support::run_verify(verify_url, "audit_log", with_key);
   EXPECT_EQ(v.status, 1) << v.out;
   EXPECT_EQ(count(v.out, forged_line), 2u) << v.out;
-  EXPECT_EQ(v.out.find("kept by a start"), std::string::npos) << v.out;
+  EXPECT_EQ(v.out.find("kept by a writer"), std::string::npos) << v.out;
   // Without the forged finds (and their rows), what is left is the late seal.
   exec(path, "DELETE FROM audit_log_unsealed");
   exec(path, "DELETE FROM audit_log WHERE source_id = " + std::to_string(forged));

@@ -37,6 +37,10 @@ struct AUDITPIPE_EXPORT Batch {
   const TableDescriptor& table;
   /// The records, in commit order per source.
   std::span<const RecordRef> records;
+  /// Replayed from the spill directory: records of their sources committed
+  /// later may be stored already (and sealed). The SQL sinks keep such a
+  /// batch's keys in `<table>_unsealed` before they store it, when sealing.
+  bool replayed = false;
 };
 
 /// What a Sink::write() achieved; the writer retries, splits or gives up by its kind.

@@ -136,7 +136,7 @@ class MysqlSinkImpl final : public MysqlSink {
     for (std::size_t at = 0; at < batch.records.size() && !e;) {
       const std::size_t n =
           rows == 0 ? batch.records.size() - at : std::min(rows, batch.records.size() - at);
-      e = write_part(c, Batch{batch.table, batch.records.subspan(at, n)});
+      e = write_part(c, Batch{batch.table, batch.records.subspan(at, n), batch.replayed});
       at += n;
     }
     if (!e && c.galera()) {

@@ -850,11 +850,10 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
     // Earlier starts' first: this start's own finds are kept below.
     add_kept_finds(c, candidates, after, finds);
     try {
-      for (const auto& [sid, runs] : own) {
-        UnsealedFinds::Find find{sid, newest, runs, {}};
-        finds_.keep(c, find);
-        finds.push_back(std::move(find));
-      }
+      std::vector<UnsealedFinds::Find> own_finds;
+      for (const auto& [sid, runs] : own) own_finds.push_back({sid, newest, runs, {}});
+      finds_.keep(c, own_finds);
+      for (UnsealedFinds::Find& find : own_finds) finds.push_back(std::move(find));
     } catch (const std::exception& e) {
       diagnostics()->warn(
           "auditpipe: {} {}: could not keep the rows found unsealed in {} ({}): a start killed "
@@ -1300,6 +1299,66 @@ SealWriter::BatchSeal SealWriter::digest(const Batch& batch) const {
   digest.add(enc.bytes());
   out.rows_digest = digest.final_hex();
   return out;
+}
+
+void SealWriter::keep_replayed(SqlConnection& c, const Batch& batch) {
+  std::int64_t after = 0;
+  {
+    detail::MutexLock lock(mutex_);
+    if (!finds_kept_) return;
+    after = newest_no_;
+  }
+  std::vector<std::pair<std::int64_t, std::int64_t>> keys;
+  keys.reserve(batch.records.size());
+  for (const RecordRef& r : batch.records) keys.emplace_back(r.source_id, r.seq);
+  std::sort(keys.begin(), keys.end());
+  std::vector<UnsealedFinds::Find> finds;
+  for (const auto& [sid, seq] : keys) {
+    if (finds.empty() || finds.back().source_id != sid) finds.push_back({sid, after, {}, {}});
+    std::vector<seal::SeqRun>& runs = finds.back().runs;
+    if (!runs.empty() && seq <= runs.back().hi + 1) {
+      runs.back().hi = std::max(runs.back().hi, seq);
+    } else {
+      runs.push_back({seq, seq});
+    }
+  }
+  {
+    // A batch tried again (its statement failed, or its seal was not
+    // stored) is noted already, until a replayed batch's seal is stored:
+    // noted once, not once per try while a server refuses it for hours.
+    detail::MutexLock lock(mutex_);
+    std::erase_if(finds, [this](const UnsealedFinds::Find& f) {
+      return std::any_of(replay_finds_.begin(), replay_finds_.end(),
+                         [&f](const UnsealedFinds::Find& kept) {
+                           return kept.source_id == f.source_id && kept.runs == f.runs;
+                         });
+    });
+  }
+  if (finds.empty()) return;
+  finds_.keep(c, finds);
+  detail::MutexLock lock(mutex_);
+  for (UnsealedFinds::Find& find : finds) replay_finds_.push_back(std::move(find));
+}
+
+void SealWriter::forget_replayed(SqlConnection& c) noexcept {
+  std::vector<UnsealedFinds::Find> finds;
+  {
+    detail::MutexLock lock(mutex_);
+    finds.swap(replay_finds_);
+  }
+  if (finds.empty()) return;
+  try {
+    for (std::size_t i = 0; i < finds.size(); ++i) {
+      finds_.forget(c, finds[i]);
+      finds[i].mac.clear();  // forgotten
+    }
+  } catch (const std::exception& e) {
+    diagnostics()->debug("auditpipe: {}: could not remove a replayed batch's keys: {}",
+                         finds_.name(), e.what());
+    std::erase_if(finds, [](const UnsealedFinds::Find& f) { return f.mac.empty(); });
+    detail::MutexLock lock(mutex_);
+    for (UnsealedFinds::Find& find : finds) replay_finds_.push_back(std::move(find));
+  }
 }
 
 std::uint64_t SealWriter::seal(SqlConnection& c, BatchSeal batch_seal) noexcept {

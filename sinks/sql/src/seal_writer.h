@@ -23,11 +23,14 @@
 // found; unless another process seals them within a grace period, they are
 // then sealed late (one seal marked seal::late_prefix, from the rows read
 // back), by the storer thread, the next seal() without one, or close().
+// A batch replayed from the spill directory has its keys kept in
+// `<table>_unsealed` from before its statement until its seal is stored.
 //
 // Who may call: SqlSink only.
 //
 // Thread safety: seal() and backlog() from every writer thread at once,
-// prepare() from the pool's openers, stats() from anywhere,
+// prepare() from the pool's openers, keep_replayed() and forget_replayed()
+// from the replaying writer, stats() from anywhere,
 // start_storer() once after open, stop_storer() and close() after the last
 // write.
 #pragma once
@@ -117,6 +120,20 @@ class SealWriter {
   /// stay put (the skeleton runs it beside the batch's statement). Throws
   /// auditpipe::error if libcrypto fails.
   BatchSeal digest(const Batch& batch) const;
+
+  /// Before `c` stores a batch replayed from the spill directory: keeps its
+  /// keys in `<table>_unsealed` (one statement), so that a crash before
+  /// its seal is stored leaves its rows "not yet sealed" to verify and to
+  /// the next start, which seals them late: they lie below keys of their
+  /// sources sealed since, where verify would otherwise take them for
+  /// inserted rows. Nothing where that table is not kept. Throws
+  /// auditpipe::error if the statement failed.
+  void keep_replayed(SqlConnection& c, const Batch& batch) AUDITPIPE_EXCLUDES(mutex_);
+  /// After a replayed batch's seal was stored: removes what keep_replayed()
+  /// kept, also for earlier tries (whose rows are now sealed, not stored,
+  /// or kept again by a later try). A failure is a debug line: they stay
+  /// for the next success, or the next start.
+  void forget_replayed(SqlConnection& c) noexcept AUDITPIPE_EXCLUDES(mutex_);
 
   /// Queues the seal of a batch `c` just stored. Without a storer thread,
   /// also stores the seals pending, on `c`. Returns its place in the
@@ -301,6 +318,8 @@ class SealWriter {
   /// The finds in finds_ that late_candidates_ hold, removed once sealed.
   std::vector<UnsealedFinds::Find> late_finds_ AUDITPIPE_GUARDED_BY(mutex_);
   bool finds_kept_ AUDITPIPE_GUARDED_BY(mutex_) = false;
+  /// keep_replayed()'s finds, until forget_replayed().
+  std::vector<UnsealedFinds::Find> replay_finds_ AUDITPIPE_GUARDED_BY(mutex_);
   std::chrono::steady_clock::time_point late_due_ AUDITPIPE_GUARDED_BY(mutex_);
   bool closed_ AUDITPIPE_GUARDED_BY(mutex_) = false;
   std::string last_error_ AUDITPIPE_GUARDED_BY(mutex_);

@@ -333,6 +333,15 @@ WriteResult SqlSink::write_on(SqlConnection& c, const Batch& batch, ConnectionPo
     }
   }
   if (!sealer_) return result_of(write_batch(c, batch), lease);
+  if (batch.replayed) {
+    try {
+      sealer_->keep_replayed(c, batch);
+    } catch (const std::exception& e) {
+      return WriteResult::transient_error(
+          "auditpipe: " + std::string(table_->name) + ": cannot note a replayed batch's keys in " +
+          seal::unsealed_table(table_->name) + " before storing it: " + e.what());
+    }
+  }
   // The batch is digested on another thread while its statement runs, so
   // that sealing adds no time to the writer's turn around the database.
   // The thread is joined before the batch's records can go (also when
@@ -371,8 +380,10 @@ WriteResult SqlSink::write_on(SqlConnection& c, const Batch& batch, ConnectionPo
       const std::uint64_t ticket = sealer_->seal(c, std::move(digested));
       // A durable pool keeps the records until this returns ok, and writes
       // them again after a crash: ok only once their seal is stored, so that
-      // a crash never leaves stored rows that no start will seal.
-      if (durable_pool_) unsealed = sealer_->stored_by(c, ticket);
+      // a crash never leaves stored rows that no start will seal. A
+      // replayed batch's keys stay noted until its seal is stored.
+      if (durable_pool_ || batch.replayed) unsealed = sealer_->stored_by(c, ticket);
+      if (batch.replayed && !unsealed) sealer_->forget_replayed(c);
     }
   } catch (const std::exception& e) {
     diagnostics()->warn("auditpipe: sealing a batch of {} failed: {}", table_->name, e.what());

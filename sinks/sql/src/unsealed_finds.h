@@ -1,6 +1,9 @@
 // UnsealedFinds: `<table>_unsealed`, where a start keeps the rows it found
 // stored and not sealed until it has sealed them late (SealWriter's grace
-// of 5 s). A start killed within the grace otherwise loses what it found,
+// of 5 s), and a writer replaying the spill directory keeps a batch's keys
+// until its seal is stored (rows older than their sources' sealed ones,
+// which `auditpipe verify` would otherwise take for inserted ones if a
+// crash left them unsealed). A start killed within the grace otherwise loses what it found,
 // and the next start, reading only the chain's newest seals, may no longer
 // look as far back as those rows (a busy run stores thousands of seals in
 // its first seconds): they stayed "not yet sealed" for good. The next
@@ -13,8 +16,9 @@
 //
 // Who may call: SealWriter only, on the connection it was given.
 //
-// Thread safety: none of its own; SealWriter calls it from one thread at a
-// time (its prepare() once, then the thread that seals late).
+// Thread safety: no state but its settings: any thread, each on its own
+// connection (SealWriter's prepare(), the thread that seals late, the
+// writer replaying the spill directory).
 #pragma once
 
 #include <cstddef>
@@ -58,8 +62,9 @@ class UnsealedFinds {
   /// What earlier starts kept, oldest first, but finds whose MAC is not
   /// theirs (counted in `forged`). Throws auditpipe::error.
   std::vector<Find> load(SqlConnection& c, std::size_t& forged) const;
-  /// Keeps `find`, setting its mac. Throws auditpipe::error.
-  void keep(SqlConnection& c, Find& find) const;
+  /// Keeps `finds`, setting their macs: up to 1,000 in one statement (all
+  /// or none of them). Throws auditpipe::error.
+  void keep(SqlConnection& c, std::vector<Find>& finds) const;
   /// Removes `find` (load()'s or keep()'s), and no forged find beside it.
   /// Throws auditpipe::error.
   void forget(SqlConnection& c, const Find& find) const;

@@ -217,6 +217,7 @@ AUDITPIPE_EXPORT std::vector<std::pair<std::int64_t, std::string_view>> split_so
 struct SeqRun {
   std::int64_t lo;  ///< first seq
   std::int64_t hi;  ///< last seq
+  bool operator==(const SeqRun&) const = default;
 };
 
 /// The runs of one source's part ("a-b,c"), in order. Throws auditpipe::error if malformed.
