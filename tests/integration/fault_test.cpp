@@ -32,6 +32,7 @@
 #include "eventually.h"
 #include "killed_durable_child.h"
 #include "mysql_probe.h"
+#include "replayed_batch_check.h"
 #include "temp_dir.h"
 #include "verify_run.h"
 #include "wait_slack.h"
@@ -454,100 +455,23 @@ TEST(Fault, SpillReplayedIntoASealedTableVerifiesClean) {
   EXPECT_EQ(WEXITSTATUS(status), 1) << verify;
 }
 
-// Sealing, with records spilled and then replayed while newer ones of the
-// same producer were stored and sealed (the trial's outage: fresh records
-// go first, the spill directory every other turn): a replayed batch whose
-// seal is not stored yet (a crash there, or the seals table refusing
-// inserts here) lies below keys of its source that older seals cover.
-// verify must call those rows "not yet sealed", as the writer noted them in
-// audit_log_unsealed before storing them, not "inserted" (exit 1, which it
-// said for them before); once the seals are stored nothing is left noted.
+// Sealing, a replayed batch whose seal is not stored yet
+// (tests/support/replayed_batch_check.h).
 TEST(Fault, ReplayedRowsWaitingForTheirSealAreNotYetSealedNotInserted) {
   TempDir dir;
   const std::string key = fresh_sealed_table(dir, "replay noted keys");
-  const std::string url = mysql_url_with("seal=hmac&seal_key_file=" + key);
-  MysqlProbe().exec("DROP TABLE IF EXISTS replay_gate");
-  MysqlProbe().exec("CREATE TABLE replay_gate (lo BIGINT NOT NULL, hi BIGINT NOT NULL)");
-  struct DropGate {
-    ~DropGate() { MysqlProbe().exec("DROP TABLE IF EXISTS replay_gate"); }
-  } drop_gate;
-  Options o = spilling_options(dir);
-  o.writers = 2;  // writer 1 stores fresh records while writer 0's replay is held
-  o.retry_backoff_max = 50ms;
-  o.flush_interval = 10ms;
-  auditpipe::Logger<AuditRow> run(auditpipe::mysql::open(url), o);
-  // Rows whose message_id the gate holds are refused as a deadlock would
-  // be (1213: retried, nothing stored).
-  MysqlProbe().exec(
+  testing_support::ReplayHold hold;
+  hold.hold_rows = {
       "CREATE TRIGGER hold_rows BEFORE INSERT ON audit_log FOR EACH ROW BEGIN IF EXISTS (SELECT "
       "1 FROM replay_gate WHERE NEW.message_id BETWEEN lo AND hi) THEN SIGNAL SQLSTATE '40001' "
-      "SET MYSQL_ERRNO = 1213, MESSAGE_TEXT = 'held by the test'; END IF; END");
-  MysqlProbe().exec("INSERT INTO replay_gate VALUES (0, 1999)");
-  constexpr int first = 2000;
-  std::uint64_t spilled = 0;
-  // One thread, so one source: its first records spill once the pool is
-  // full (nothing is stored), the later ones are stored first.
-  std::thread([&] {
-    for (int i = 0; i < first; ++i) {
-      auto r = run.acquire();
-      ASSERT_TRUE(r);
-      r->message_id = i;
-      r->payload = "spilled";
-      ASSERT_EQ(r.commit(), Status::ok);
-    }
-    spilled = run.stats().spilled;
-    ASSERT_GE(spilled, 1800u) << "the pool holds 64";
-    // The pool's records (the first ones, as no slot came back) go now;
-    // the spilled ones stay held.
-    MysqlProbe().exec("UPDATE replay_gate SET lo = " + std::to_string(first - spilled));
-    // Their slots back first: a record finding the pool full spills too.
-    ASSERT_TRUE(testing_support::eventually([&] { return run.stats().pool_in_use == 0; }, 30s));
-    for (int b = 0; b < 40; ++b) {
-      for (int i = 0; i < 8; ++i) {
-        auto r = run.acquire();
-        ASSERT_TRUE(r);
-        r->message_id = 1'000'000 + b * 8 + i;
-        r->payload = "fresh";
-        ASSERT_EQ(r.commit(), Status::ok);
-      }
-      // Stored (not flush(): that waits for the spilled records too).
-      const std::string stored = "SELECT COUNT(*) FROM audit_log WHERE message_id >= 1000000";
-      ASSERT_TRUE(testing_support::eventually(
-          [&] { return MysqlProbe().scalar(stored) == (b + 1) * 8; }, 30s));
-    }
-  }).join();
-  if (HasFatalFailure()) return;
-  ASSERT_EQ(run.stats().spilled, spilled) << "fresh records spilled: the test proves nothing";
-  // Seals refused from here on; the replay let through.
-  MysqlProbe().exec(
+      "SET MYSQL_ERRNO = 1213, MESSAGE_TEXT = 'held by the test'; END IF; END"};
+  hold.hold_seals = {
       "CREATE TRIGGER hold_seals BEFORE INSERT ON audit_log_seals FOR EACH ROW SIGNAL SQLSTATE "
-      "'45000' SET MESSAGE_TEXT = 'seals held by the test'");
-  MysqlProbe().exec("DELETE FROM replay_gate");
-  const std::string replayed_rows =
-      "SELECT COUNT(*) FROM audit_log WHERE message_id >= " + std::to_string(first - spilled) +
-      " AND message_id < " + std::to_string(first);
-  ASSERT_TRUE(
-      testing_support::eventually([&] { return MysqlProbe().scalar(replayed_rows) > 0; }, 60s));
-  const testing_support::VerifyRun held =
-      testing_support::run_verify(mysql_url_with(""), "audit_log", "--key-file " + key);
-  EXPECT_EQ(held.status, 3) << held.out;
-  EXPECT_EQ(held.out.find("inserted"), std::string::npos) << held.out;
-  EXPECT_NE(held.out.find("kept by a writer: audit_log_unsealed"), std::string::npos) << held.out;
-  EXPECT_NE(held.out.find("rows covered by no seal yet that audit_log_unsealed names"),
-            std::string::npos)
-      << held.out;
-
-  MysqlProbe().exec("DROP TRIGGER hold_seals");
-  EXPECT_TRUE(testing_support::eventually([&] { return run.stats().spill_bytes == 0; }, 60s));
-  EXPECT_TRUE(run.close().drained);
-  EXPECT_EQ(MysqlProbe().scalar(replayed_rows), static_cast<long long>(spilled));
-  const TableCheck t = check_table();
-  EXPECT_EQ(t.rows, first + 320);
-  EXPECT_EQ(t.rows, t.distinct);
-  EXPECT_EQ(MysqlProbe().scalar("SELECT COUNT(*) FROM audit_log_unsealed"), 0);
-  const testing_support::VerifyRun after =
-      testing_support::run_verify(mysql_url_with(""), "audit_log", "--key-file " + key);
-  EXPECT_EQ(after.status, 0) << after.out;
+      "'45000' SET MESSAGE_TEXT = 'seals held by the test'"};
+  hold.release_seals = "DROP TRIGGER hold_seals";
+  testing_support::check_replayed_batch_held<MysqlProbe>(
+      mysql_url_with("seal=hmac&seal_key_file=" + key), mysql_url_with(""), key, dir, hold,
+      [](const std::string& u) { return auditpipe::mysql::open(u); });
 }
 
 // Sealing with a durable pool: the application killed while its writers

@@ -1,7 +1,6 @@
 // Faults on the throwaway PostgreSQL server that the MariaDB fault tests
 // (fault_test.cpp) also make there: the application killed -9 with a
-// durable pool, with sealing on. Each test prints what it saw
-// ("[ fault ] ...").
+// durable pool, with sealing on; a spill replay's batch whose seal is held.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -15,6 +14,7 @@
 #include "auditpipe/postgresql/postgresql_sink.h"
 #include "killed_durable_child.h"
 #include "postgresql_probe.h"
+#include "replayed_batch_check.h"
 #include "temp_dir.h"
 
 namespace {
@@ -36,20 +36,27 @@ std::string sealed_url(const std::string& key) {
 // its batch's seal is stored, so the next start writes it again (skipped
 // by key) and seals it, and `auditpipe verify` finds the table clean:
 // nothing reported committed is missing, nothing is left unsealed.
-void kill_with_seals_held(const std::string& lock, testing_support::LockAt at) {
-  TempDir dir;
+// Drops audit_log, its seals and the finds kept of it; returns a seal key
+// file in `dir` holding `key` (readable by its owner only, as the sink requires).
+std::string fresh_sealed_table(const TempDir& dir, const char* key) {
   {
     PostgresqlProbe probe;
     probe.exec("DROP TABLE IF EXISTS audit_log");
     probe.exec("DROP TABLE IF EXISTS audit_log_seals");
     probe.exec("DROP TABLE IF EXISTS audit_log_unsealed");
   }
-  const std::string key = (dir.path() / "seal.key").string();
+  const std::string path = (dir.path() / "seal.key").string();
   {
-    std::ofstream k(key);
-    k << "postgresql durable seal key";
+    std::ofstream k(path);
+    k << key;
   }
-  std::filesystem::permissions(key, std::filesystem::perms::owner_read);
+  std::filesystem::permissions(path, std::filesystem::perms::owner_read);
+  return path;
+}
+
+void kill_with_seals_held(const std::string& lock, testing_support::LockAt at) {
+  TempDir dir;
+  const std::string key = fresh_sealed_table(dir, "postgresql durable seal key");
   const std::string url = sealed_url(key);
   const std::string pool_file = (dir.path() / "pool.dat").string();
   { auditpipe::Logger<testing_support::AuditRow> create_tables(auditpipe::postgresql::open(url)); }
@@ -86,6 +93,29 @@ TEST(PostgresqlFault, TheApplicationKilledBeforeItsFirstSealLeavesNothingUnseale
   kill_with_seals_held("BEGIN; LOCK TABLE audit_log_seals IN SHARE MODE",
                        testing_support::LockAt::start);
   EXPECT_GT(PostgresqlProbe().scalar("SELECT COUNT(*) FROM audit_log_seals"), 0);
+}
+
+// Sealing, a replayed batch whose seal is not stored yet
+// (tests/support/replayed_batch_check.h).
+TEST(PostgresqlFault, ReplayedRowsWaitingForTheirSealAreNotYetSealedNotInserted) {
+  TempDir dir;
+  const std::string key = fresh_sealed_table(dir, "postgresql replay noted keys");
+  testing_support::ReplayHold hold;
+  hold.hold_rows = {
+      "CREATE OR REPLACE FUNCTION hold_rows() RETURNS trigger AS $$ BEGIN IF EXISTS (SELECT 1 "
+      "FROM replay_gate WHERE NEW.message_id BETWEEN lo AND hi) THEN RAISE EXCEPTION 'held by "
+      "the test' USING ERRCODE = '40001'; END IF; RETURN NEW; END $$ LANGUAGE plpgsql",
+      "CREATE TRIGGER hold_rows BEFORE INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION "
+      "hold_rows()"};
+  hold.hold_seals = {
+      "CREATE OR REPLACE FUNCTION hold_seals() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION "
+      "'seals held by the test'; END $$ LANGUAGE plpgsql",
+      "CREATE TRIGGER hold_seals BEFORE INSERT ON audit_log_seals FOR EACH ROW EXECUTE "
+      "FUNCTION hold_seals()"};
+  hold.release_seals = "DROP TRIGGER hold_seals ON audit_log_seals";
+  testing_support::check_replayed_batch_held<PostgresqlProbe>(
+      sealed_url(key), postgresql_test_url(), key, dir, hold,
+      [](const std::string& u) { return auditpipe::postgresql::open(u); });
 }
 
 }  // namespace
