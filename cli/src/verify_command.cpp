@@ -273,8 +273,8 @@ VerifyCommand::VerifyCommand(CLI::App& app) {
       ->check(count);
   command_
       ->add_option("--unsealed-window", unsealed_window_,
-                   "rows no seal covers among the keys of the last N seals, above a "
-                   "source's newest sealed row or of a source no seal names are 'not yet "
+                   "rows no seal covers among the keys of their source's last N seals, "
+                   "above its newest sealed row or of a source no seal names are 'not yet "
                    "sealed' (a crash), not 'inserted' (default 16); 0, for writers stopped "
                    "cleanly: every row no seal covers is 'inserted'")
       ->check(count);
@@ -522,11 +522,24 @@ int VerifyCommand::run() {
         // Several writers store a source's batches at once, and each seals
         // its own after its statement: a crash can leave the newest few
         // batches unsealed below rows another writer sealed. Rows no seal
-        // covers count as inserted only below what the seals older than the
-        // last --unsealed-window seals cover.
-        const std::int64_t last_no = seals.empty() ? 0 : seals.back().no;
+        // covers count as inserted only below what the source's seals
+        // older than its own last --unsealed-window seals cover. (Counted
+        // in the whole chain, another process sealing the same table
+        // pushed a crashed one's unsealed rows out of the window within
+        // seconds: "inserted", exit 1, until a start sealed them late.)
+        std::vector<std::size_t> of_source;
+        for (const Part& part : it->second) of_source.push_back(part.seal);
+        std::sort(of_source.begin(), of_source.end());
+        of_source.erase(std::unique(of_source.begin(), of_source.end()), of_source.end());
+        // Seals from this index on are within the source's window.
+        std::size_t recent_from = SIZE_MAX;
+        if (unsealed_window_ > 0) {
+          recent_from = of_source.size() > unsealed_window_
+                            ? of_source[of_source.size() - unsealed_window_]
+                            : 0;
+        }
         for (const Range& r : runs) {
-          if (seals[r.seal].no + static_cast<std::int64_t>(unsealed_window_) > last_no) continue;
+          if (r.seal >= recent_from) continue;
           newest = std::max(newest.value_or(r.hi), r.hi);
         }
         ranges = &runs;

@@ -1026,6 +1026,89 @@ TEST(Fault, AStartWhileAnotherProcessSealsLeavesItsRowsToIt) {
   EXPECT_EQ(v.status, 0) << v.out;
 }
 
+// Two processes sealing one table (two hosts of a service): one stops
+// with a batch stored and its seal not (a crash; here the seal is refused)
+// below a batch of the same producer its other writer had sealed, while
+// the other process goes on sealing. verify must call those rows "not yet
+// sealed" (the window is counted in the source's own seals), not
+// "inserted": counted in the whole chain, the other process's seals pushed
+// them out of the window, and they read as tampering (exit 1).
+TEST(Fault, AnotherProcessesSealsLeaveACrashedRunsUnsealedRowsNotYetSealed) {
+  TempDir dir;
+  const std::string key = fresh_sealed_table(dir, "two hosts one table");
+  const std::string url = mysql_url_with("seal=hmac&seal_key_file=" + key);
+  Options o;
+  o.writers = 2;
+  o.flush_interval = 20ms;
+  auditpipe::Logger<AuditRow> a(auditpipe::mysql::open(url), o);
+  struct DropTriggers {
+    ~DropTriggers() {
+      MysqlProbe().exec("DROP TRIGGER IF EXISTS slow_first");
+      MysqlProbe().exec("DROP TRIGGER IF EXISTS hold_first_seal");
+    }
+  } drop_triggers;
+  // The batch holding the first record takes 3 s; the other writer stores
+  // and seals the records logged after it meanwhile.
+  MysqlProbe().exec(
+      "CREATE TRIGGER slow_first BEFORE INSERT ON audit_log FOR EACH ROW BEGIN IF "
+      "NEW.message_id = 71000000 THEN DO SLEEP(3); END IF; END");
+  const auto log_a = [&a](int from) {
+    for (int i = from; i < from + 8; ++i) {
+      auto r = a.acquire();
+      ASSERT_TRUE(r);
+      r->message_id = 71'000'000 + i;
+      r->payload = "host a";
+      ASSERT_EQ(r.commit(), Status::ok);
+    }
+  };
+  log_a(0);
+  std::this_thread::sleep_for(300ms);
+  log_a(8);
+  const std::string of_a =
+      "SELECT COUNT(*) FROM audit_log WHERE message_id BETWEEN 71000000 AND 71000015";
+  ASSERT_TRUE(testing_support::eventually(
+      [&] { return MysqlProbe().scalar(of_a) >= 8 && MysqlProbe().scalar(of_a) < 16; }, 30s))
+      << "the batch holding the first record was not held up";
+  const std::string sid = std::to_string(source_of(71'000'015));
+  // The slow batch's seal (the one holding seq 0) is refused.
+  MysqlProbe().exec(
+      "CREATE TRIGGER hold_first_seal BEFORE INSERT ON audit_log_seals FOR EACH ROW BEGIN IF "
+      "NEW.ranges LIKE '%" +
+      sid + ":0-%' OR NEW.ranges LIKE '%" + sid + ":0,%' OR NEW.ranges LIKE '%" + sid +
+      ":0' OR NEW.ranges LIKE '%" + sid +
+      ":0;%' THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'held by the test'; END IF; END");
+  ASSERT_TRUE(testing_support::eventually([&] { return MysqlProbe().scalar(of_a) == 16; }, 30s));
+  const std::string sealed_of_a =
+      "SELECT COUNT(*) FROM audit_log_seals WHERE ranges LIKE '" + sid + ":%'";
+  ASSERT_TRUE(testing_support::eventually([&] { return MysqlProbe().scalar(sealed_of_a) > 0; }));
+  // The other host: 20 seals more.
+  {
+    auditpipe::Logger<AuditRow> b(auditpipe::mysql::open(url));
+    for (int n = 0; n < 20; ++n) {
+      for (int i = 0; i < 5; ++i) {
+        auto r = b.acquire();
+        ASSERT_TRUE(r);
+        r->message_id = 72'000'000 + n * 5 + i;
+        r->payload = "host b";
+        ASSERT_EQ(r.commit(), Status::ok);
+      }
+      ASSERT_TRUE(b.flush(30s));
+    }
+    EXPECT_TRUE(b.close().drained);
+  }
+  const testing_support::VerifyRun held =
+      testing_support::run_verify(mysql_url_with(""), "audit_log", "--key-file " + key);
+  EXPECT_EQ(held.status, 3) << held.out;
+  EXPECT_EQ(held.out.find("inserted"), std::string::npos) << held.out;
+  EXPECT_NE(held.out.find("not yet sealed: source_id " + sid + ": "), std::string::npos)
+      << held.out;
+  MysqlProbe().exec("DROP TRIGGER hold_first_seal");
+  EXPECT_TRUE(a.close().drained);
+  const testing_support::VerifyRun after =
+      testing_support::run_verify(mysql_url_with(""), "audit_log", "--key-file " + key);
+  EXPECT_EQ(after.status, 0) << after.out;
+}
+
 // Sealing with four writers and four producers: the seals' own thread
 // stores every batch's seal, on a connection of its own (the pool opens
 // one more than the writers), and the chain has no gap, no repeat and no
