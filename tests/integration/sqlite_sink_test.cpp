@@ -776,7 +776,7 @@ TEST(SqliteSink, ARestartSealsLateWhatAnEarlierStartKeptButNotAForgedFind) {
             std::string::npos)
       << said;
   EXPECT_NE(said.find("10 rows of source_id " + std::to_string(kept) +
-                      " from seq 0 on were found covered by no seal by an earlier start"),
+                      " from seq 0 on were noted covered by no seal"),
             std::string::npos)
       << said;
   EXPECT_EQ(said.find("source_id " + std::to_string(forged)), std::string::npos) << said;

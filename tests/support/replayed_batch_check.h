@@ -40,6 +40,73 @@ struct ReplayHold {
   std::string release_seals;
 };
 
+// The replay held up on a logger's records: ReplayGate's constructor makes
+// the gate table and `hold_rows`; spill() logs records while every one is
+// refused, so that those past the pool spill, then lets the pool's through;
+// log_fresh() logs more, each group stored before the next; release() lets
+// the replay through. Records from one thread: one source.
+template <typename Probe>
+class ReplayGate {
+ public:
+  explicit ReplayGate(const ReplayHold& hold) {
+    Probe().exec("DROP TABLE IF EXISTS replay_gate");
+    Probe().exec("CREATE TABLE replay_gate (lo BIGINT NOT NULL, hi BIGINT NOT NULL)");
+    for (const std::string& sql : hold.hold_rows) Probe().exec(sql);
+  }
+  ~ReplayGate() { Probe().exec("DROP TABLE IF EXISTS replay_gate"); }
+  ReplayGate(const ReplayGate&) = delete;
+  ReplayGate& operator=(const ReplayGate&) = delete;
+
+  // message_id 0 to count - 1 (payload "spilled"); returns how many
+  // spilled: the last ones, as no slot came back (the pool's go first).
+  std::uint64_t spill(auditpipe::Logger<AuditRow>& run, int count) {
+    using namespace std::chrono_literals;
+    Probe().exec("INSERT INTO replay_gate VALUES (0, " + std::to_string(count - 1) + ")");
+    for (int i = 0; i < count; ++i) {
+      auto r = run.acquire();
+      EXPECT_TRUE(r);
+      if (!r) return 0;
+      r->message_id = i;
+      r->payload = "spilled";
+      EXPECT_EQ(r.commit(), auditpipe::Status::ok);
+    }
+    const std::uint64_t spilled = run.stats().spilled;
+    EXPECT_GE(spilled, static_cast<std::uint64_t>(count) * 9 / 10) << "the pool holds 64";
+    first_spilled_ = count - static_cast<std::int64_t>(spilled);
+    Probe().exec("UPDATE replay_gate SET lo = " + std::to_string(first_spilled_));
+    // Their slots back first: a record finding the pool full spills too.
+    EXPECT_TRUE(eventually([&] { return run.stats().pool_in_use == 0; }, 30s));
+    return spilled;
+  }
+  // `groups` of `per` records (message_id from 1,000,000 on, payload
+  // "fresh"), each stored (not flush(): that waits for the spilled records
+  // too) before the next.
+  void log_fresh(auditpipe::Logger<AuditRow>& run, int groups, int per) {
+    using namespace std::chrono_literals;
+    const std::string stored = "SELECT COUNT(*) FROM audit_log WHERE message_id >= 1000000";
+    for (int g = 0; g < groups; ++g) {
+      for (int i = 0; i < per; ++i) {
+        auto r = run.acquire();
+        ASSERT_TRUE(r);
+        r->message_id = 1'000'000 + fresh_++;
+        r->payload = "fresh";
+        ASSERT_EQ(r.commit(), auditpipe::Status::ok);
+      }
+      ASSERT_TRUE(eventually([&] { return Probe().scalar(stored) == fresh_; }, 30s));
+    }
+  }
+  void release() { Probe().exec("DELETE FROM replay_gate"); }
+  // The spilled records' rows in the table, counted.
+  std::string spilled_rows(int count) const {
+    return "SELECT COUNT(*) FROM audit_log WHERE message_id >= " + std::to_string(first_spilled_) +
+           " AND message_id < " + std::to_string(count);
+  }
+
+ private:
+  std::int64_t first_spilled_ = 0;
+  long long fresh_ = 0;
+};
+
 // `url`: the sealed table's (audit_log, fresh); `plain_url` the same
 // without options, for verify; `key` the key file.
 template <typename Probe>
@@ -48,11 +115,6 @@ void check_replayed_batch_held(
     const TempDir& dir, const ReplayHold& hold,
     const std::function<std::shared_ptr<auditpipe::Sink>(const std::string&)>& open) {
   using namespace std::chrono_literals;
-  Probe().exec("DROP TABLE IF EXISTS replay_gate");
-  Probe().exec("CREATE TABLE replay_gate (lo BIGINT NOT NULL, hi BIGINT NOT NULL)");
-  struct DropGate {
-    ~DropGate() { Probe().exec("DROP TABLE IF EXISTS replay_gate"); }
-  } drop_gate;
   auditpipe::Options o;
   o.capacity = 64;
   o.batch_size = 32;
@@ -63,48 +125,19 @@ void check_replayed_batch_held(
   o.retry_backoff_max = 50ms;
   o.flush_interval = 10ms;
   auditpipe::Logger<AuditRow> run(open(url), o);
-  for (const std::string& sql : hold.hold_rows) Probe().exec(sql);
-  Probe().exec("INSERT INTO replay_gate VALUES (0, 1999)");
+  ReplayGate<Probe> gate(hold);
   constexpr int first = 2000;
   std::uint64_t spilled = 0;
-  // One thread, so one source: its first records spill once the pool is
-  // full (nothing is stored), the later ones are stored first.
   std::thread([&] {
-    for (int i = 0; i < first; ++i) {
-      auto r = run.acquire();
-      ASSERT_TRUE(r);
-      r->message_id = i;
-      r->payload = "spilled";
-      ASSERT_EQ(r.commit(), auditpipe::Status::ok);
-    }
-    spilled = run.stats().spilled;
-    ASSERT_GE(spilled, 1800u) << "the pool holds 64";
-    // The pool's records (the first ones, as no slot came back) go now;
-    // the spilled ones stay held.
-    Probe().exec("UPDATE replay_gate SET lo = " + std::to_string(first - spilled));
-    // Their slots back first: a record finding the pool full spills too.
-    ASSERT_TRUE(eventually([&] { return run.stats().pool_in_use == 0; }, 30s));
-    for (int b = 0; b < 40; ++b) {
-      for (int i = 0; i < 8; ++i) {
-        auto r = run.acquire();
-        ASSERT_TRUE(r);
-        r->message_id = 1'000'000 + b * 8 + i;
-        r->payload = "fresh";
-        ASSERT_EQ(r.commit(), auditpipe::Status::ok);
-      }
-      // Stored (not flush(): that waits for the spilled records too).
-      const std::string stored = "SELECT COUNT(*) FROM audit_log WHERE message_id >= 1000000";
-      ASSERT_TRUE(eventually([&] { return Probe().scalar(stored) == (b + 1) * 8; }, 30s));
-    }
+    spilled = gate.spill(run, first);
+    gate.log_fresh(run, 40, 8);
   }).join();
-  if (::testing::Test::HasFatalFailure()) return;
+  if (::testing::Test::HasFailure()) return;
   ASSERT_EQ(run.stats().spilled, spilled) << "fresh records spilled: the test proves nothing";
   // Seals refused from here on; the replay let through.
   for (const std::string& sql : hold.hold_seals) Probe().exec(sql);
-  Probe().exec("DELETE FROM replay_gate");
-  const std::string replayed_rows =
-      "SELECT COUNT(*) FROM audit_log WHERE message_id >= " + std::to_string(first - spilled) +
-      " AND message_id < " + std::to_string(first);
+  gate.release();
+  const std::string replayed_rows = gate.spilled_rows(first);
   ASSERT_TRUE(eventually([&] { return Probe().scalar(replayed_rows) > 0; }, 60s));
   const VerifyRun held = run_verify(plain_url, "audit_log", "--key-file " + key);
   EXPECT_EQ(held.status, 3) << held.out;

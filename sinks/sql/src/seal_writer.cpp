@@ -54,6 +54,14 @@ constexpr int older_seals_max = 1024;
 /// keys sealed out of order below those seals.
 constexpr int older_runs_seals = older_seals_max / 2;
 
+/// Rows a start found covered by none of the seals it read, while older
+/// ones were left unread: the seals this far below those read (an indexed
+/// range of seal_no, a pattern on each) are looked through for their keys
+/// first. A spill replay's seals of older seqs, stored after the live
+/// records' seals, put those more than older_seals_max deep: the next
+/// start warned of them, and sealed rows that were sealed late.
+constexpr std::int64_t deeper_seals = 16384;
+
 /// Sources of a crashed run without a seal among those read at start, or
 /// with their newest seals too deep among them: up to this many are looked
 /// up with a pattern search each, more in one pass
@@ -604,6 +612,7 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
   };
   bool whole_chain = false;
   int read = 0;
+  std::int64_t oldest_read = 0;  ///< the oldest seal read, if not the whole chain
   for (;;) {
     for (std::size_t i = 0; i < page.size(); ++i) {
       const auto& row = page[i];
@@ -641,7 +650,10 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
       whole_chain = true;
       break;
     }
-    if (read >= older_seals_max) break;
+    if (read >= older_seals_max) {
+      oldest_read = std::stoll(*page.back()[0]);
+      break;
+    }
     page = c.query_rows(page_query, {*page.back()[0]});
   }
   if (capped) {
@@ -680,9 +692,17 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
       return;
     }
     // (Counted first: more than a start seals late are not read at all.)
+    const std::vector<seal::SeqRun> covered = span.covered;
     auto [runs, count] = unsealed > late_rows_max
                              ? std::pair<std::vector<seal::SeqRun>, std::int64_t>{{}, unsealed}
-                             : uncovered(c, sid, span.lo, std::move(span.covered));
+                             : uncovered(c, sid, span.lo, covered);
+    if (count > 0 && !whole_chain && unsealed <= late_rows_max) {
+      std::vector<seal::SeqRun> deeper = sealed_below(c, sid, oldest_read);
+      if (!deeper.empty()) {
+        deeper.insert(deeper.end(), covered.begin(), covered.end());
+        std::tie(runs, count) = uncovered(c, sid, span.lo, std::move(deeper));
+      }
+    }
     if (count == 0) return;
     if (found + count > late_rows_max) {
       diagnostics()->warn(
@@ -927,6 +947,28 @@ std::vector<seal::SeqRun> SealWriter::sealed_since(SqlConnection& c, std::int64_
   return keys;
 }
 
+std::vector<seal::SeqRun> SealWriter::sealed_below(SqlConnection& c, std::int64_t source_id,
+                                                   std::int64_t below) const {
+  const std::string seals = dialect_.quote(seal::seals_table(table_.name));
+  std::vector<std::string> params = naming_params(source_id);
+  params.insert(params.begin(), {std::to_string(below), std::to_string(below - deeper_seals)});
+  std::vector<seal::SeqRun> keys;
+  for (const auto& row : c.query_rows("SELECT ranges FROM " + seals +
+                                          " WHERE seal_no < ? AND seal_no >= ? AND " + names_source,
+                                      params)) {
+    if (!row[0]) continue;
+    try {
+      for (const auto& [part_sid, items] : seal::split_sources(*row[0])) {
+        if (part_sid != source_id) continue;
+        for (const seal::SeqRun& r : seal::parse_runs(items)) keys.push_back(r);
+      }
+    } catch (const error&) {
+      // verify's to report
+    }
+  }
+  return keys;
+}
+
 void SealWriter::add_kept_finds(SqlConnection& c,
                                 std::map<std::int64_t, std::vector<seal::SeqRun>>& candidates,
                                 std::map<std::int64_t, std::int64_t>& after,
@@ -996,8 +1038,9 @@ void SealWriter::add_kept_finds(SqlConnection& c,
     }
     for (UnsealedFinds::Find& f : of_source) merged_finds.push_back(std::move(f));
     diagnostics()->warn(
-        "auditpipe: {} {}: {} rows of source_id {} from seq {} on were found covered by no seal "
-        "by an earlier start (after seal {}) that stopped before it sealed them late; unless a "
+        "auditpipe: {} {}: {} rows of source_id {} from seq {} on were noted covered by no seal "
+        "(after seal {}) by an earlier run that stopped before they were sealed (a start that "
+        "found them, or a writer replaying the spill directory); unless a "
         "seal covers them within {} ms, they are sealed then, by a seal marked late, which "
         "auditpipe verify names until it is accepted (--accept-late)",
         table_.name, table_location_, count, sid, runs.front().lo, find.after_no,
