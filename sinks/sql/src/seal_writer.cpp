@@ -60,7 +60,11 @@ constexpr int older_runs_seals = older_seals_max / 2;
 /// first. A spill replay's seals of older seqs, stored after the live
 /// records' seals, put those more than older_seals_max deep: the next
 /// start warned of them, and sealed rows that were sealed late.
+/// Fewer where seals list many keys (the byte offsets of a load from
+/// files): about deeper_seals_bytes of their ranges, as the seals read
+/// averaged.
 constexpr std::int64_t deeper_seals = 16384;
+constexpr std::int64_t deeper_seals_bytes = 64 << 20;
 
 /// Sources of a crashed run without a seal among those read at start, or
 /// with their newest seals too deep among them: up to this many are looked
@@ -612,11 +616,13 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
   };
   bool whole_chain = false;
   int read = 0;
-  std::int64_t oldest_read = 0;  ///< the oldest seal read, if not the whole chain
+  std::int64_t oldest_read = 0;   ///< the oldest seal read, if not the whole chain
+  std::int64_t ranges_bytes = 0;  ///< of the seals read
   for (;;) {
     for (std::size_t i = 0; i < page.size(); ++i) {
       const auto& row = page[i];
       if (!row[1]) continue;
+      ranges_bytes += static_cast<std::int64_t>(row[1]->size());
       const int depth = read + static_cast<int>(i) + 1;
       // A late seal was stored long after its rows (a start after a
       // crash), and its keys sit between those of seals far older: it
@@ -697,7 +703,10 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
                              ? std::pair<std::vector<seal::SeqRun>, std::int64_t>{{}, unsealed}
                              : uncovered(c, sid, span.lo, covered);
     if (count > 0 && !whole_chain && unsealed <= late_rows_max) {
-      std::vector<seal::SeqRun> deeper = sealed_below(c, sid, oldest_read);
+      const std::int64_t per_seal = std::max<std::int64_t>(1, ranges_bytes / std::max(read, 1));
+      const std::int64_t depth =
+          std::clamp<std::int64_t>(deeper_seals_bytes / per_seal, older_seals_max, deeper_seals);
+      std::vector<seal::SeqRun> deeper = sealed_below(c, sid, oldest_read, depth);
       if (!deeper.empty()) {
         deeper.insert(deeper.end(), covered.begin(), covered.end());
         std::tie(runs, count) = uncovered(c, sid, span.lo, std::move(deeper));
@@ -948,10 +957,10 @@ std::vector<seal::SeqRun> SealWriter::sealed_since(SqlConnection& c, std::int64_
 }
 
 std::vector<seal::SeqRun> SealWriter::sealed_below(SqlConnection& c, std::int64_t source_id,
-                                                   std::int64_t below) const {
+                                                   std::int64_t below, std::int64_t depth) const {
   const std::string seals = dialect_.quote(seal::seals_table(table_.name));
   std::vector<std::string> params = naming_params(source_id);
-  params.insert(params.begin(), {std::to_string(below), std::to_string(below - deeper_seals)});
+  params.insert(params.begin(), {std::to_string(below), std::to_string(below - depth)});
   std::vector<seal::SeqRun> keys;
   for (const auto& row : c.query_rows("SELECT ranges FROM " + seals +
                                           " WHERE seal_no < ? AND seal_no >= ? AND " + names_source,

@@ -252,10 +252,9 @@ class SealWriter {
   /// auditpipe::error) is skipped.
   void each_seal(SqlConnection& c, const std::string& seals,
                  const std::function<bool(const std::string&)>& visit) const;
-  /// The keys of `source_id` that the deeper_seals seals below seal_no
-  /// `below` hold.
+  /// The keys of `source_id` that the `depth` seals below seal_no `below` hold.
   std::vector<seal::SeqRun> sealed_below(SqlConnection& c, std::int64_t source_id,
-                                         std::int64_t below) const;
+                                         std::int64_t below, std::int64_t depth) const;
   /// The keys of `source_id` that seals stored after seal `after` hold.
   std::vector<seal::SeqRun> sealed_since(SqlConnection& c, std::int64_t source_id,
                                          std::int64_t after) const;
