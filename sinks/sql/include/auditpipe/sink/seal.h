@@ -217,6 +217,7 @@ AUDITPIPE_EXPORT std::vector<std::pair<std::int64_t, std::string_view>> split_so
 struct SeqRun {
   std::int64_t lo;  ///< first seq
   std::int64_t hi;  ///< last seq
+  /// Equal when both ends are.
   bool operator==(const SeqRun&) const = default;
 };
 
