@@ -183,6 +183,10 @@ std::string utc_text(std::int64_t us) {
   return buf;
 }
 
+/// The chain's newest seals a crash's unsealed rows may lie among (as far
+/// as a start reads, to seal them late).
+constexpr std::size_t recent_seals = 1024;
+
 /// Sorts `runs` and joins those that overlap or touch.
 void merge_runs(std::vector<seal::SeqRun>& runs) {
   std::sort(runs.begin(), runs.end(),
@@ -218,10 +222,20 @@ std::vector<std::vector<std::optional<std::string>>> read_finds(Database& db,
   // The catalogue shows only tables the account may read: one it does not
   // show may still be there.
   const bool listed = db.read_schema(name).has_value();
+  // Inside verify's snapshot: a failed statement must not end it
+  // (PostgreSQL aborts the whole transaction on one).
+  db.execute("SAVEPOINT auditpipe_verify_finds");
   try {
-    return db.query("SELECT source_id, after_no, runs, mac FROM " + db.quote(name) +
-                    " ORDER BY after_no");
+    auto finds = db.query("SELECT source_id, after_no, runs, mac FROM " + db.quote(name) +
+                          " ORDER BY after_no");
+    db.execute("RELEASE SAVEPOINT auditpipe_verify_finds");
+    return finds;
   } catch (const std::exception& e) {
+    try {
+      db.execute("ROLLBACK TO SAVEPOINT auditpipe_verify_finds");
+    } catch (const std::exception&) {
+      // the error below says what matters
+    }
     if (!listed) {
       const std::string why = e.what();
       // Missing, in each database's words. (MariaDB refuses a table the
@@ -273,7 +287,8 @@ VerifyCommand::VerifyCommand(CLI::App& app) {
       ->check(count);
   command_
       ->add_option("--unsealed-window", unsealed_window_,
-                   "rows no seal covers among the keys of their source's last N seals, "
+                   "rows no seal covers among the keys of their source's last N seals (of "
+                   "the chain's newest 1,024), "
                    "above its newest sealed row or of a source no seal names are 'not yet "
                    "sealed' (a crash), not 'inserted' (default 16); 0, for writers stopped "
                    "cleanly: every row no seal covers is 'inserted'")
@@ -349,6 +364,16 @@ int VerifyCommand::run() {
       // read-only account can verify.
       db->execute("SET enable_bitmapscan = off");
       db->execute("SET enable_sort = off");
+    }
+    // One snapshot for the seals, the notes and the rows: a replayed batch
+    // noted, stored, sealed and its note removed between reading the seals
+    // and reading the notes read as inserted rows (exit 1) on a live table.
+    if (dialect == "postgresql") {
+      db->execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+    } else if (dialect == "mysql") {
+      db->execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY");
+    } else {
+      db->execute("BEGIN");
     }
     std::optional<Schema> schema = db->read_schema(table_);
     if (!schema) {
@@ -531,12 +556,17 @@ int VerifyCommand::run() {
         for (const Part& part : it->second) of_source.push_back(part.seal);
         std::sort(of_source.begin(), of_source.end());
         of_source.erase(std::unique(of_source.begin(), of_source.end()), of_source.end());
-        // Seals from this index on are within the source's window.
+        // Seals from this index on are within the source's window, and
+        // among the chain's newest recent_seals: a start looks no further
+        // for rows to seal late, so rows no seal covers below what older
+        // seals cover stay inserted.
         std::size_t recent_from = SIZE_MAX;
         if (unsealed_window_ > 0) {
           recent_from = of_source.size() > unsealed_window_
                             ? of_source[of_source.size() - unsealed_window_]
                             : 0;
+          recent_from =
+              std::max(recent_from, seals.size() > recent_seals ? seals.size() - recent_seals : 0);
         }
         for (const Range& r : runs) {
           if (r.seal >= recent_from) continue;
@@ -592,7 +622,7 @@ int VerifyCommand::run() {
           // Above a source's newest sealed key, or of a source no seal
           // names: a crash's unsealed rows, unless --unsealed-window 0 says
           // the writers stopped cleanly (they seal everything they store).
-          if (kept != nullptr && runs_hold(*kept, seq)) {
+          if (kept != nullptr && unsealed_window_ > 0 && runs_hold(*kept, seq)) {
             ++kept_unsealed;
           } else if (unsealed_window_ > 0 && (!newest || seq > *newest)) {
             if (unsealed++ == 0) first_unsealed = seq;

@@ -106,7 +106,7 @@ class MysqlHostile : public ::testing::TestWithParam<std::string> {
   void SetUp() override {
     MysqlProbe probe;
     probe.exec("DROP TABLE IF EXISTS audit_wide");
-    probe.exec("DROP TABLE IF EXISTS audit_log");
+    probe.exec("DROP TABLE IF EXISTS audit_log, audit_log_seals, audit_log_unsealed");
     probe.exec("DROP TABLE IF EXISTS audit_log_seals");
     probe.exec("DROP TABLE IF EXISTS audit_log_unsealed");
   }
@@ -224,7 +224,7 @@ INSTANTIATE_TEST_SUITE_P(Paths, MysqlHostile, ::testing::Values("bulk", "text", 
 TEST(MysqlConfiguration, ARevokedInsertPrivilegeIsHealthDownUntilTheGrantIsBack) {
   MysqlAdmin admin;
   MysqlProbe probe;
-  probe.exec("DROP TABLE IF EXISTS audit_log");
+  probe.exec("DROP TABLE IF EXISTS audit_log, audit_log_seals, audit_log_unsealed");
   probe.exec("DROP TABLE IF EXISTS audit_log_seals");
   probe.exec("DROP TABLE IF EXISTS audit_log_unsealed");
   {  // The table, created as the test user.
@@ -320,7 +320,7 @@ TEST(MysqlSecret, NoPasswordInConnectErrors) {
 TEST(MysqlConfiguration, AUserWhoMayNotInsertIsRefusedAtStartOnEveryPath) {
   MysqlAdmin admin;
   MysqlProbe probe;
-  probe.exec("DROP TABLE IF EXISTS audit_log");
+  probe.exec("DROP TABLE IF EXISTS audit_log, audit_log_seals, audit_log_unsealed");
   probe.exec("DROP TABLE IF EXISTS audit_log_seals");
   probe.exec("DROP TABLE IF EXISTS audit_log_unsealed");
   {
@@ -375,7 +375,7 @@ TEST(MysqlConfiguration, AUserWhoMayNotInsertIsRefusedAtStartOnEveryPath) {
 TEST(MysqlConfiguration, HealthSaysWhatTheConnectsMeetNow) {
   MysqlAdmin admin;
   MysqlProbe probe;
-  probe.exec("DROP TABLE IF EXISTS audit_log");
+  probe.exec("DROP TABLE IF EXISTS audit_log, audit_log_seals, audit_log_unsealed");
   {
     auditpipe::Logger<AuditRow> setup(auditpipe::mysql::open(mysql_url_with("")));
     setup.close();

@@ -107,6 +107,7 @@ TEST(PostgresqlFault, ReplayedRowsWaitingForTheirSealAreNotYetSealedNotInserted)
       "the test' USING ERRCODE = '40001'; END IF; RETURN NEW; END $$ LANGUAGE plpgsql",
       "CREATE TRIGGER hold_rows BEFORE INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION "
       "hold_rows()"};
+  hold.release_rows = "DROP TRIGGER IF EXISTS hold_rows ON audit_log";
   hold.hold_seals = {
       "CREATE OR REPLACE FUNCTION hold_seals() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION "
       "'seals held by the test'; END $$ LANGUAGE plpgsql",

@@ -1042,6 +1042,17 @@ void SealWriter::add_kept_finds(SqlConnection& c,
       }
     }
     if (count == 0) {
+      // Unless another process may be about to store those rows: a writer
+      // replaying its spill directory notes a batch's keys before its
+      // statement, after the seal it knows as newest. Left to a later start.
+      std::int64_t newest = 0;
+      {
+        detail::MutexLock lock(mutex_);
+        newest = newest_no_;
+      }
+      std::erase_if(of_source, [newest](const UnsealedFinds::Find& f) {
+        return f.after_no + static_cast<std::int64_t>(max_pending) >= newest;
+      });
       forget_finds(c, of_source);
       continue;
     }
@@ -1353,63 +1364,130 @@ SealWriter::BatchSeal SealWriter::digest(const Batch& batch) const {
   return out;
 }
 
-void SealWriter::keep_replayed(SqlConnection& c, const Batch& batch) {
-  std::int64_t after = 0;
-  {
-    detail::MutexLock lock(mutex_);
-    if (!finds_kept_) return;
-    after = newest_no_;
-  }
+namespace {
+
+/// A batch's keys, per source as sorted runs.
+std::map<std::int64_t, std::vector<seal::SeqRun>> runs_by_source(const Batch& batch) {
   std::vector<std::pair<std::int64_t, std::int64_t>> keys;
   keys.reserve(batch.records.size());
   for (const RecordRef& r : batch.records) keys.emplace_back(r.source_id, r.seq);
   std::sort(keys.begin(), keys.end());
-  std::vector<UnsealedFinds::Find> finds;
+  std::map<std::int64_t, std::vector<seal::SeqRun>> out;
   for (const auto& [sid, seq] : keys) {
-    if (finds.empty() || finds.back().source_id != sid) finds.push_back({sid, after, {}, {}});
-    std::vector<seal::SeqRun>& runs = finds.back().runs;
+    std::vector<seal::SeqRun>& runs = out[sid];
     if (!runs.empty() && seq <= runs.back().hi + 1) {
       runs.back().hi = std::max(runs.back().hi, seq);
     } else {
       runs.push_back({seq, seq});
     }
   }
-  {
-    // A batch tried again (its statement failed, or its seal was not
-    // stored) is noted already, until a replayed batch's seal is stored:
-    // noted once, not once per try while a server refuses it for hours.
-    detail::MutexLock lock(mutex_);
-    std::erase_if(finds, [this](const UnsealedFinds::Find& f) {
-      return std::any_of(replay_finds_.begin(), replay_finds_.end(),
-                         [&f](const UnsealedFinds::Find& kept) {
-                           return kept.source_id == f.source_id && kept.runs == f.runs;
-                         });
-    });
-  }
-  if (finds.empty()) return;
-  finds_.keep(c, finds);
-  detail::MutexLock lock(mutex_);
-  for (UnsealedFinds::Find& find : finds) replay_finds_.push_back(std::move(find));
+  return out;
 }
 
-void SealWriter::forget_replayed(SqlConnection& c) noexcept {
-  std::vector<UnsealedFinds::Find> finds;
+/// `from` less the keys of `remove` (both sorted, disjoint runs).
+std::vector<seal::SeqRun> without(const std::vector<seal::SeqRun>& from,
+                                  const std::vector<seal::SeqRun>& remove) {
+  std::vector<seal::SeqRun> out;
+  std::size_t k = 0;
+  for (seal::SeqRun run : from) {
+    while (k < remove.size() && remove[k].hi < run.lo) ++k;
+    for (std::size_t m = k; m < remove.size() && remove[m].lo <= run.hi; ++m) {
+      if (remove[m].lo > run.lo) out.push_back({run.lo, remove[m].lo - 1});
+      run.lo = std::max(run.lo, remove[m].hi + 1);
+      if (run.lo > run.hi) break;
+    }
+    if (run.lo <= run.hi) out.push_back(run);
+  }
+  return out;
+}
+
+}  // namespace
+
+void SealWriter::keep_replayed(SqlConnection& c, const Batch& batch) noexcept {
+  std::int64_t after = 0;
   {
     detail::MutexLock lock(mutex_);
-    finds.swap(replay_finds_);
+    if (!finds_kept_) return;
+    after = newest_no_;
+  }
+  std::vector<UnsealedFinds::Find> finds;
+  for (auto& [sid, runs] : runs_by_source(batch)) {
+    finds.push_back({sid, after, std::move(runs), {}});
+  }
+  {
+    // A batch tried again (its statement failed, or its seal was not
+    // stored) is noted already: noted once, not once per try while a
+    // server refuses it for hours.
+    detail::MutexLock lock(mutex_);
+    for (const ReplayNote& note : replay_notes_) {
+      std::erase_if(finds, [&note](const UnsealedFinds::Find& f) {
+        return note.find.source_id == f.source_id && note.find.runs == f.runs;
+      });
+    }
   }
   if (finds.empty()) return;
   try {
-    for (std::size_t i = 0; i < finds.size(); ++i) {
-      finds_.forget(c, finds[i]);
-      finds[i].mac.clear();  // forgotten
-    }
+    finds_.keep(c, finds);
   } catch (const std::exception& e) {
-    diagnostics()->debug("auditpipe: {}: could not remove a replayed batch's keys: {}",
-                         finds_.name(), e.what());
-    std::erase_if(finds, [](const UnsealedFinds::Find& f) { return f.mac.empty(); });
+    // Stored all the same: a replay held up by its note (a full disk, a
+    // table without the grant) would hold up every batch behind it. A
+    // crash before its seal then leaves rows verify calls inserted until
+    // the next start seals them late.
+    bool first = false;
+    {
+      detail::MutexLock lock(mutex_);
+      first = !note_failure_told_;
+      note_failure_told_ = true;
+    }
+    if (first) {
+      diagnostics()->warn(
+          "auditpipe: {} {}: could not note a replayed batch's keys in {} before storing it "
+          "({}); replayed batches are stored without (a crash before their seal leaves rows "
+          "auditpipe verify reports as inserted until the next start seals them late)",
+          table_.name, table_location_, finds_.name(), e.what());
+    }
+    return;
+  }
+  detail::MutexLock lock(mutex_);
+  for (UnsealedFinds::Find& find : finds) {
+    std::vector<seal::SeqRun> unsettled = find.runs;
+    replay_notes_.push_back({std::move(find), std::move(unsettled)});
+  }
+}
+
+void SealWriter::settle_replayed(SqlConnection& c, const Batch& batch) noexcept {
+  std::vector<UnsealedFinds::Find> done;
+  {
     detail::MutexLock lock(mutex_);
-    for (UnsealedFinds::Find& find : finds) replay_finds_.push_back(std::move(find));
+    if (replay_notes_.empty()) return;
+  }
+  const auto settled = runs_by_source(batch);
+  {
+    detail::MutexLock lock(mutex_);
+    for (ReplayNote& note : replay_notes_) {
+      const auto it = settled.find(note.find.source_id);
+      if (it != settled.end()) note.unsettled = without(note.unsettled, it->second);
+    }
+    for (auto it = replay_notes_.begin(); it != replay_notes_.end();) {
+      if (!it->unsettled.empty()) {
+        ++it;
+        continue;
+      }
+      done.push_back(std::move(it->find));
+      it = replay_notes_.erase(it);
+    }
+  }
+  for (const UnsealedFinds::Find& find : done) {
+    try {
+      finds_.forget(c, find);
+    } catch (const std::exception& e) {
+      // Left there, verify names it ("kept by a writer", exit 3) until a
+      // start removes it.
+      diagnostics()->warn(
+          "auditpipe: {} {}: could not remove a replayed batch's note from {} (its rows are "
+          "sealed; the writer's account needs DELETE there): {}",
+          table_.name, table_location_, finds_.name(), e.what());
+    }
   }
 }
 

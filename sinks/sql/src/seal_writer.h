@@ -29,7 +29,7 @@
 // Who may call: SqlSink only.
 //
 // Thread safety: seal() and backlog() from every writer thread at once,
-// prepare() from the pool's openers, keep_replayed() and forget_replayed()
+// prepare() from the pool's openers, keep_replayed() and settle_replayed()
 // from the replaying writer, stats() from anywhere,
 // start_storer() once after open, stop_storer() and close() after the last
 // write.
@@ -121,19 +121,20 @@ class SealWriter {
   /// auditpipe::error if libcrypto fails.
   BatchSeal digest(const Batch& batch) const;
 
-  /// Before `c` stores a batch replayed from the spill directory: keeps its
-  /// keys in `<table>_unsealed` (one statement), so that a crash before
-  /// its seal is stored leaves its rows "not yet sealed" to verify and to
-  /// the next start, which seals them late: they lie below keys of their
-  /// sources sealed since, where verify would otherwise take them for
-  /// inserted rows. Nothing where that table is not kept. Throws
-  /// auditpipe::error if the statement failed.
-  void keep_replayed(SqlConnection& c, const Batch& batch) AUDITPIPE_EXCLUDES(mutex_);
-  /// After a replayed batch's seal was stored: removes what keep_replayed()
-  /// kept, also for earlier tries (whose rows are now sealed, not stored,
-  /// or kept again by a later try). A failure is a debug line: they stay
-  /// for the next success, or the next start.
-  void forget_replayed(SqlConnection& c) noexcept AUDITPIPE_EXCLUDES(mutex_);
+  /// Before `c` stores a batch replayed from the spill directory: notes
+  /// its keys in `<table>_unsealed`, so that a crash before their seal is
+  /// stored leaves its rows "not yet sealed" to verify and to the next
+  /// start, which seals them late: they lie below keys of their sources
+  /// sealed since, where verify would otherwise take them for inserted
+  /// rows. A batch tried again is noted once. Nothing where that table is
+  /// not kept; if the note cannot be written, warns (once) and the batch
+  /// is stored without.
+  void keep_replayed(SqlConnection& c, const Batch& batch) noexcept AUDITPIPE_EXCLUDES(mutex_);
+  /// A replayed batch's keys are settled: its seal is stored, or (one
+  /// record) the sink refused it. Removes the notes whose keys all are
+  /// (a batch split to isolate a refused record is noted whole, then in
+  /// parts); a failure is a warning, and a start removes them later.
+  void settle_replayed(SqlConnection& c, const Batch& batch) noexcept AUDITPIPE_EXCLUDES(mutex_);
 
   /// Queues the seal of a batch `c` just stored. Without a storer thread,
   /// also stores the seals pending, on `c`. Returns its place in the
@@ -321,8 +322,14 @@ class SealWriter {
   /// The finds in finds_ that late_candidates_ hold, removed once sealed.
   std::vector<UnsealedFinds::Find> late_finds_ AUDITPIPE_GUARDED_BY(mutex_);
   bool finds_kept_ AUDITPIPE_GUARDED_BY(mutex_) = false;
-  /// keep_replayed()'s finds, until forget_replayed().
-  std::vector<UnsealedFinds::Find> replay_finds_ AUDITPIPE_GUARDED_BY(mutex_);
+  /// keep_replayed()'s notes, each with its keys not yet settled, until
+  /// settle_replayed() settles them all.
+  struct ReplayNote {
+    UnsealedFinds::Find find;
+    std::vector<seal::SeqRun> unsettled;
+  };
+  std::vector<ReplayNote> replay_notes_ AUDITPIPE_GUARDED_BY(mutex_);
+  bool note_failure_told_ AUDITPIPE_GUARDED_BY(mutex_) = false;
   std::chrono::steady_clock::time_point late_due_ AUDITPIPE_GUARDED_BY(mutex_);
   bool closed_ AUDITPIPE_GUARDED_BY(mutex_) = false;
   std::string last_error_ AUDITPIPE_GUARDED_BY(mutex_);

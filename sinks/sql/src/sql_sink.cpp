@@ -333,15 +333,7 @@ WriteResult SqlSink::write_on(SqlConnection& c, const Batch& batch, ConnectionPo
     }
   }
   if (!sealer_) return result_of(write_batch(c, batch), lease);
-  if (batch.replayed) {
-    try {
-      sealer_->keep_replayed(c, batch);
-    } catch (const std::exception& e) {
-      return WriteResult::transient_error(
-          "auditpipe: " + std::string(table_->name) + ": cannot note a replayed batch's keys in " +
-          seal::unsealed_table(table_->name) + " before storing it: " + e.what());
-    }
-  }
+  if (batch.replayed) sealer_->keep_replayed(c, batch);
   // The batch is digested on another thread while its statement runs, so
   // that sealing adds no time to the writer's turn around the database.
   // The thread is joined before the batch's records can go (also when
@@ -383,10 +375,15 @@ WriteResult SqlSink::write_on(SqlConnection& c, const Batch& batch, ConnectionPo
       // a crash never leaves stored rows that no start will seal. A
       // replayed batch's keys stay noted until its seal is stored.
       if (durable_pool_ || batch.replayed) unsealed = sealer_->stored_by(c, ticket);
-      if (batch.replayed && !unsealed) sealer_->forget_replayed(c);
+      if (batch.replayed && !unsealed) sealer_->settle_replayed(c, batch);
     }
   } catch (const std::exception& e) {
     diagnostics()->warn("auditpipe: sealing a batch of {} failed: {}", table_->name, e.what());
+  }
+  if (batch.replayed && failure && failure->kind == WriteFailure::Kind::data &&
+      batch.records.size() == 1) {
+    // Refused, so never stored: its note need not wait for it.
+    sealer_->settle_replayed(c, batch);
   }
   if (unsealed) {
     // Written again: its rows are skipped by their keys, and sealed again
