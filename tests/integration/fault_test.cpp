@@ -383,6 +383,23 @@ Options spilling_options(const TempDir& dir) {
   return o;
 }
 
+// spilling_options() with two writers (writer 1 stores live records while
+// writer 0's replay is held up: ReplayGate), quick retries and flushes.
+Options replaying_options(const TempDir& dir) {
+  Options o = spilling_options(dir);
+  o.writers = 2;
+  o.retry_backoff_max = 50ms;
+  o.flush_interval = 10ms;
+  return o;
+}
+
+// `auditpipe verify` of audit_log with `key` exits 0.
+void expect_verified(const std::string& key) {
+  const testing_support::VerifyRun v =
+      testing_support::run_verify(mysql_url_with(""), "audit_log", "--key-file " + key);
+  EXPECT_EQ(v.status, 0) << v.out;
+}
+
 // `records` rows committed while the sink takes nothing: everything past
 // the pool spills, and close() spills the rest, so all of them are on disk.
 void spill_records(const Options& o, int records) {
@@ -487,10 +504,7 @@ TEST(Fault, ReplayedRowsWaitingForTheirSealAreNotYetSealedNotInserted) {
 TEST(Fault, AReplayWhoseKeysCannotBeNotedIsStoredAllTheSame) {
   TempDir dir;
   const std::string key = fresh_sealed_table(dir, "unnoted replay keys");
-  Options o = spilling_options(dir);
-  o.writers = 2;
-  o.retry_backoff_max = 50ms;
-  o.flush_interval = 10ms;
+  const Options o = replaying_options(dir);
   constexpr int first = 500;
   testing_support::CapturedWarnings said;
   {
@@ -510,9 +524,7 @@ TEST(Fault, AReplayWhoseKeysCannotBeNotedIsStoredAllTheSame) {
   EXPECT_NE(said.text().find("could not note a replayed batch's keys in audit_log_unsealed"),
             std::string::npos)
       << said.text();
-  const testing_support::VerifyRun v =
-      testing_support::run_verify(mysql_url_with(""), "audit_log", "--key-file " + key);
-  EXPECT_EQ(v.status, 0) << v.out;
+  expect_verified(key);
 }
 
 // A replayed record the database refuses is never stored: the notes that
@@ -522,10 +534,7 @@ TEST(Fault, AReplayWhoseKeysCannotBeNotedIsStoredAllTheSame) {
 TEST(Fault, AReplayedRecordTheDatabaseRefusesLeavesNoNoteBehind) {
   TempDir dir;
   const std::string key = fresh_sealed_table(dir, "refused replay keys");
-  Options o = spilling_options(dir);
-  o.writers = 2;
-  o.retry_backoff_max = 50ms;
-  o.flush_interval = 10ms;
+  const Options o = replaying_options(dir);
   constexpr int first = 500;
   {
     auditpipe::Logger<AuditRow> run(
@@ -543,9 +552,7 @@ TEST(Fault, AReplayedRecordTheDatabaseRefusesLeavesNoNoteBehind) {
   }
   EXPECT_EQ(check_table().rows, first - 1);
   EXPECT_EQ(MysqlProbe().scalar("SELECT COUNT(*) FROM audit_log_unsealed"), 0);
-  const testing_support::VerifyRun v =
-      testing_support::run_verify(mysql_url_with(""), "audit_log", "--key-file " + key);
-  EXPECT_EQ(v.status, 0) << v.out;
+  expect_verified(key);
 }
 
 // A spill replay stores its seals of older seqs after the seals of the
@@ -557,12 +564,9 @@ TEST(Fault, AStartAfterALongReplayFindsTheSealsOfTheRecordsLoggedMeanwhile) {
   TempDir dir;
   const std::string key = fresh_sealed_table(dir, "long replay keys");
   const std::string url = mysql_url_with("seal=hmac&seal_key_file=" + key);
-  Options o = spilling_options(dir);
-  o.writers = 2;
+  Options o = replaying_options(dir);
   o.batch_size = 2;  // a seal per 2 replayed records: 1,200 seals above the fresh ones'
   o.write_latency_target = std::chrono::milliseconds(0);
-  o.retry_backoff_max = 50ms;
-  o.flush_interval = 10ms;
   constexpr int first = 2500;
   {
     auditpipe::Logger<AuditRow> run(auditpipe::mysql::open(url), o);
@@ -582,9 +586,7 @@ TEST(Fault, AStartAfterALongReplayFindsTheSealsOfTheRecordsLoggedMeanwhile) {
   { auditpipe::Logger<AuditRow> restart(auditpipe::mysql::open(url)); }
   EXPECT_EQ(said.text().find("covered by no seal"), std::string::npos) << said.text();
   EXPECT_EQ(MysqlProbe().scalar("SELECT COUNT(*) FROM audit_log_seals"), seals);
-  const testing_support::VerifyRun v =
-      testing_support::run_verify(mysql_url_with(""), "audit_log", "--key-file " + key);
-  EXPECT_EQ(v.status, 0) << v.out;
+  expect_verified(key);
 }
 
 // Sealing with a durable pool: the application killed while its writers
@@ -1217,9 +1219,7 @@ TEST(Fault, AnotherProcessesSealsLeaveACrashedRunsUnsealedRowsNotYetSealed) {
       << held.out;
   MysqlProbe().exec("DROP TRIGGER hold_first_seal");
   EXPECT_TRUE(a.close().drained);
-  const testing_support::VerifyRun after =
-      testing_support::run_verify(mysql_url_with(""), "audit_log", "--key-file " + key);
-  EXPECT_EQ(after.status, 0) << after.out;
+  expect_verified(key);
 }
 
 // Sealing with four writers and four producers: the seals' own thread
