@@ -26,6 +26,7 @@
 #include "auditpipe/sink/seal_read_back.h"
 #include "captured_warnings.h"
 #include "child_exit.h"
+#include "collecting_sink.h"
 #include "multithreaded_fork.h"
 #include "temp_dir.h"
 #include "verify_run.h"
@@ -581,6 +582,56 @@ TEST(SqliteSink, SealsOfTheEarlierV3FormStillVerify) {
 // (exit 3) until it is accepted, and never reports the rows as inserted.
 // (The crash is made here, with seal=hash, by removing one seal from the
 // middle of the newest and re-chaining the two above it.)
+// Records spilled while nothing could be stored, replayed into a sealed
+// file by the next logger: on SQLite's one connection a replayed batch's
+// keys are noted, its rows stored, its seal stored and the note removed in
+// turn; the file verifies clean with no note left.
+TEST(SqliteSink, SpilledRecordsReplayedIntoASealedFileVerifyCleanWithNoNoteLeft) {
+  if (std::string(AUDITPIPE_CLI) == "false") GTEST_SKIP() << "built without the tool";
+  TempDir dir;
+  const std::string path = dir.file("replayed.db");
+  const std::string url = "sqlite://" + path + "?seal=hash";
+  auditpipe::Options o;
+  o.capacity = 64;
+  o.batch_size = 32;
+  o.spill_path = dir.path() / "spill";
+  o.overflow = auditpipe::Overflow::spill;
+  constexpr int records = 500;
+  // The tables first, and a count of the notes made.
+  { auditpipe::Logger<AuditRow> create(auditpipe::sqlite::open(url)); }
+  exec(path,
+       "CREATE TABLE notes_made (n INTEGER); CREATE TRIGGER count_notes AFTER INSERT ON "
+       "audit_log_unsealed BEGIN INSERT INTO notes_made VALUES (1); END");
+  {
+    auto down = std::make_shared<testing_support::CollectingSink>();
+    down->hold();
+    auditpipe::Logger<AuditRow> logger(down, o);
+    for (int i = 0; i < records; ++i) {
+      auto r = logger.acquire();
+      ASSERT_TRUE(r);
+      r->message_id = i;
+      ASSERT_EQ(r.commit(), auditpipe::Status::ok);
+    }
+    down->fail_next(1'000'000);  // nothing reaches the test sink
+    down->release();
+    ASSERT_EQ(logger.close(std::chrono::milliseconds(10)).stats.spilled,
+              static_cast<std::uint64_t>(records));
+  }
+  {
+    auditpipe::Logger<AuditRow> logger(auditpipe::sqlite::open(url), o);
+    EXPECT_TRUE(logger.flush(std::chrono::seconds(60)));
+    const auto report = logger.close();
+    EXPECT_TRUE(report.drained);
+    EXPECT_EQ(report.stats.replayed, static_cast<std::uint64_t>(records));
+  }
+  auto db = auditpipe::Database::connect("sqlite://" + path);
+  EXPECT_EQ(db->query("SELECT COUNT(DISTINCT message_id) FROM audit_log")[0][0], "500");
+  EXPECT_EQ(db->query("SELECT COUNT(*) FROM audit_log_unsealed")[0][0], "0");
+  EXPECT_NE(db->query("SELECT COUNT(*) FROM notes_made")[0][0], "0") << "no note was made";
+  const auto v = testing_support::run_verify(url, "audit_log", "--unsealed-window 0");
+  EXPECT_EQ(v.status, 0) << v.out;
+}
+
 TEST(SqliteSink, ARestartSealsLateTheRowsAStoppedRunLeftUnsealedBelowSealedOnes) {
   if (std::string(AUDITPIPE_CLI) == "false") GTEST_SKIP() << "built without the tool";
   TempDir dir;
