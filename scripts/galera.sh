@@ -253,12 +253,15 @@ synced_or_relaunched() {
   for attempt in 1 2 3; do
     rc=0
     stopped_returns=$([ $attempt -lt 3 ] && echo 1 || echo 0)
-    # The node just launched counts even if it is not seen running yet: in
-    # the moment between fork and exec its command line is the shell's, and
-    # a count of 2 then waited 180 s for a cluster of 3 to shrink (CI).
-    local size
-    size=$(count_running)
-    running "$n" || size=$((size + 1))
+    # The node just launched counts whether or not it is seen running yet:
+    # in the moment between fork and exec its command line is the shell's.
+    # (Counted with the others and then looked at again, it could be missed
+    # by the count and seen by the second look: 180 s waiting for a cluster
+    # of 2 that had 3, in CI.)
+    local size=1 m
+    for m in "${nodes[@]}"; do
+      [ "$m" != "$n" ] && running "$m" && size=$((size + 1))
+    done
     wait_synced "$n" "$size" || rc=$?
     stopped_returns=0
     [ $rc -eq 0 ] && return 0
