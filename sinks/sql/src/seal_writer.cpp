@@ -939,32 +939,16 @@ void SealWriter::each_seal(SqlConnection& c, const std::string& seals,
   }
 }
 
-std::vector<seal::SeqRun> SealWriter::sealed_since(SqlConnection& c, std::int64_t source_id,
-                                                   std::int64_t after) const {
+std::vector<seal::SeqRun> SealWriter::keys_sealed(SqlConnection& c, std::int64_t source_id,
+                                                  const std::string& seal_nos,
+                                                  std::vector<std::string> params,
+                                                  bool skip_malformed) const {
   const std::string seals = dialect_.quote(seal::seals_table(table_.name));
-  std::vector<std::string> params = naming_params(source_id);
-  params.insert(params.begin(), std::to_string(after));
+  const std::vector<std::string> naming = naming_params(source_id);
+  params.insert(params.end(), naming.begin(), naming.end());
   std::vector<seal::SeqRun> keys;
   for (const auto& row : c.query_rows(
-           "SELECT ranges FROM " + seals + " WHERE seal_no > ? AND " + names_source, params)) {
-    if (!row[0]) continue;
-    for (const auto& [part_sid, items] : seal::split_sources(*row[0])) {
-      if (part_sid != source_id) continue;
-      for (const seal::SeqRun& r : seal::parse_runs(items)) keys.push_back(r);
-    }
-  }
-  return keys;
-}
-
-std::vector<seal::SeqRun> SealWriter::sealed_below(SqlConnection& c, std::int64_t source_id,
-                                                   std::int64_t below, std::int64_t depth) const {
-  const std::string seals = dialect_.quote(seal::seals_table(table_.name));
-  std::vector<std::string> params = naming_params(source_id);
-  params.insert(params.begin(), {std::to_string(below), std::to_string(below - depth)});
-  std::vector<seal::SeqRun> keys;
-  for (const auto& row : c.query_rows("SELECT ranges FROM " + seals +
-                                          " WHERE seal_no < ? AND seal_no >= ? AND " + names_source,
-                                      params)) {
+           "SELECT ranges FROM " + seals + " WHERE " + seal_nos + " AND " + names_source, params)) {
     if (!row[0]) continue;
     try {
       for (const auto& [part_sid, items] : seal::split_sources(*row[0])) {
@@ -972,10 +956,22 @@ std::vector<seal::SeqRun> SealWriter::sealed_below(SqlConnection& c, std::int64_
         for (const seal::SeqRun& r : seal::parse_runs(items)) keys.push_back(r);
       }
     } catch (const error&) {
+      if (!skip_malformed) throw;
       // verify's to report
     }
   }
   return keys;
+}
+
+std::vector<seal::SeqRun> SealWriter::sealed_since(SqlConnection& c, std::int64_t source_id,
+                                                   std::int64_t after) const {
+  return keys_sealed(c, source_id, "seal_no > ?", {std::to_string(after)}, false);
+}
+
+std::vector<seal::SeqRun> SealWriter::sealed_below(SqlConnection& c, std::int64_t source_id,
+                                                   std::int64_t below, std::int64_t depth) const {
+  return keys_sealed(c, source_id, "seal_no < ? AND seal_no >= ?",
+                     {std::to_string(below), std::to_string(below - depth)}, true);
 }
 
 void SealWriter::add_kept_finds(SqlConnection& c,

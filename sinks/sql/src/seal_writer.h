@@ -253,6 +253,12 @@ class SealWriter {
   /// auditpipe::error) is skipped.
   void each_seal(SqlConnection& c, const std::string& seals,
                  const std::function<bool(const std::string&)>& visit) const;
+  /// The keys of `source_id` that the seals whose seal_no meets `seal_nos`
+  /// (a condition, its values in `params`) hold; a seal whose ranges do
+  /// not parse is skipped if `skip_malformed`, else throws auditpipe::error.
+  std::vector<seal::SeqRun> keys_sealed(SqlConnection& c, std::int64_t source_id,
+                                        const std::string& seal_nos,
+                                        std::vector<std::string> params, bool skip_malformed) const;
   /// The keys of `source_id` that the `depth` seals below seal_no `below` hold.
   std::vector<seal::SeqRun> sealed_below(SqlConnection& c, std::int64_t source_id,
                                          std::int64_t below, std::int64_t depth) const;
