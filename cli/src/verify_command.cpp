@@ -14,6 +14,7 @@
 #include <ctime>
 #include <fstream>
 #include <future>
+#include <limits>
 #include <map>
 #include <optional>
 #include <vector>
@@ -108,6 +109,20 @@ void add_runs(std::string_view items, std::size_t seal, std::int64_t base,
     out.push_back({run.lo, run.hi, seal, run.lo - 1, base});
     base += run.hi - run.lo + 1;
   }
+}
+
+/// The seal_no after `no`. A seal_no is the table's to read, so an edited
+/// one may be the largest there is, which has none after it: the next seal
+/// then reads as out of order (adding 1 overflowed).
+std::int64_t seal_after(std::int64_t no) {
+  return no == std::numeric_limits<std::int64_t>::max() ? no : no + 1;
+}
+
+/// Seal numbers `first` to `last` for a message: "5-7"; "-4 to 1" where
+/// the first is negative (edited), which "-4-1" would garble.
+std::string seal_nos(std::int64_t first, std::int64_t last) {
+  if (first == last) return std::to_string(first);
+  return std::to_string(first) + (first < 0 ? " to " : "-") + std::to_string(last);
 }
 
 /// A seal's ranges for a message: the first 80 characters.
@@ -423,7 +438,7 @@ int VerifyCommand::run() {
         }
       };
       s.no = number(r[0], "seal_no");
-      if (!bad.empty()) s.no = seals.empty() ? 1 : seals.back().no + 1;
+      if (!bad.empty()) s.no = seals.empty() ? 1 : seal_after(seals.back().no);
       s.ranges = r[1].value_or("");
       s.late = seal::is_late(s.ranges);
       s.row_count = number(r[2], "row_count");
@@ -739,7 +754,7 @@ int VerifyCommand::run() {
     // The window's first seal links to the last one trusted (as stored):
     // seals deleted at the window's start break that link.
     std::string prev = from == 0 ? seal::genesis_digest(table_) : seals[from - 1].digest;
-    std::int64_t expected_no = from == 0 ? 1 : seals[from - 1].no + 1;
+    std::int64_t expected_no = from == 0 ? 1 : seal_after(seals[from - 1].no);
     // Seals whose digest fails with every row as its fingerprints say: held
     // back, since all of them failing means the key (or the mode) is wrong.
     std::vector<std::string> unexplained;
@@ -762,8 +777,7 @@ int VerifyCommand::run() {
       }
       if (s.no != expected_no) {
         if (s.no > expected_no) {
-          findings.tampered("seals removed: seal_no " + std::to_string(expected_no) +
-                            (s.no - 1 > expected_no ? "-" + std::to_string(s.no - 1) : "") +
+          findings.tampered("seals removed: seal_no " + seal_nos(expected_no, s.no - 1) +
                             " missing before seal " + std::to_string(s.no));
         } else {
           findings.tampered("seals reordered: seal " + std::to_string(s.no) + " out of order");
@@ -776,7 +790,7 @@ int VerifyCommand::run() {
       }
       if (s.malformed || s.unreadable) {  // reported above
         prev = s.digest;
-        expected_no = s.no + 1;
+        expected_no = seal_after(s.no);
         continue;
       }
       const std::string rows_hex =
@@ -875,7 +889,7 @@ int VerifyCommand::run() {
         }
       }
       prev = s.digest;
-      expected_no = s.no + 1;
+      expected_no = seal_after(s.no);
     }
 
     // Every seal checked failing its digest with every row as its

@@ -283,6 +283,17 @@ PY
     q "DELETE FROM ${table}_seals WHERE seal_no = 2"
     run_verify --key-file key --unsealed-window 0
     expect_found 1 "seals removed: seal_no 2 missing before seal 3" "chain broken at seal 3" "inserted: row" ;;
+  renumbered)
+    # Seal numbers edited to the ends of BIGINT: named in words (a negative
+    # first number read "seal_no -3-1"), and nothing after the largest
+    # (adding 1 to it overflowed).
+    last=$(q "SELECT MAX(seal_no) FROM ${table}_seals")
+    q "UPDATE ${table}_seals SET seal_no = -4 WHERE seal_no = 1"
+    q "UPDATE ${table}_seals SET seal_no = 9223372036854775807 WHERE seal_no = $last"
+    run_verify --key-file key
+    expect_found 1 "seals reordered: seal -4 out of order" \
+      "seals removed: seal_no -3 to 1 missing before seal 2" \
+      "seals removed: seal_no $last-9223372036854775806 missing before seal 9223372036854775807" ;;
   forged_seal)
     # Seals an attacker without the key can make: plain SHA-256 (seal=hash).
     jsonl 1200 0 > a.jsonl
