@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -417,6 +418,47 @@ TEST_F(MysqlDeadline, AStartWhileTheServerIsDownStillRefusesASealedTableAtFirstC
   const auto report = logger.close(200ms);
   EXPECT_EQ(report.stats.written, 0u);
   EXPECT_EQ(report.on_disk, 10u);
+}
+
+// The same with seal= and another key than the table's seals were made
+// with: the first contact refused it, but the next try wrote the records
+// with seals of that key, and every later start with the right key was
+// refused for the seal it had made. Every try now refuses it.
+TEST_F(MysqlDeadline, AStartWhileTheServerIsDownWithAnotherSealKeyWritesNothingOnAnyTry) {
+  {
+    Logger sealed(auditpipe::mysql::open(server_->url("seal=hash")));
+    ASSERT_NO_FATAL_FAILURE(log_during_outage(sealed, 1));
+    EXPECT_TRUE(sealed.close().drained);
+  }
+  ASSERT_TRUE(server_->run("stop"));
+  testing_support::TempDir dir;
+  const std::string key = (dir.path() / "other.key").string();
+  {
+    std::ofstream k(key);
+    k << "a key the table's seals were not made with";
+  }
+  std::filesystem::permissions(key, std::filesystem::perms::owner_read);
+  Logger logger(
+      auditpipe::mysql::open(server_->url("connect_timeout=2&seal=hmac&seal_key_file=" + key)),
+      outage_options(dir));
+  ASSERT_NO_FATAL_FAILURE(log_during_outage(logger, 10));
+  ASSERT_TRUE(server_->run("start"));
+  // Refused at the first contact, and again at a later try.
+  EXPECT_TRUE(testing_support::eventually(
+      [&] {
+        const auto s = logger.stats();
+        return s.retries >= 2 && s.health == auditpipe::Health::down &&
+               s.health_reason.find("does not verify with this logger's seal=hmac key") !=
+                   std::string::npos;
+      },
+      30s))
+      << logger.stats().health_reason;
+  EXPECT_EQ(rows(server_->url()), 1);
+  const auto report = logger.close(200ms);
+  EXPECT_EQ(report.stats.written, 0u);
+  EXPECT_EQ(report.on_disk, 10u);
+  // The table's own key (seal=hash) still opens it.
+  EXPECT_NO_THROW(Logger(auditpipe::mysql::open(server_->url("seal=hash"))).close());
 }
 
 TEST(MysqlUnreachable, AWrongPasswordStillFailsTheStartAsAConfigurationError) {

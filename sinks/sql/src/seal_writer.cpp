@@ -296,6 +296,10 @@ void SealWriter::prepare(SqlConnection& c, bool create_table) {
                 "sealed_at, row_hashes): " +
                 e.what());
   }
+  // Before this start is ready: a refusal holds for every later try too (a
+  // start while the server was down met it at the first contact, and the
+  // next try went on to seal with the wrong key or mode).
+  check_newest_seal(c, seals, columns);
   {
     detail::MutexLock lock(mutex_);
     if (ready_) return;
@@ -308,7 +312,6 @@ void SealWriter::prepare(SqlConnection& c, bool create_table) {
       newest_digest_ = *newest[0][1];
     }
   }
-  check_newest_seal(c, seals, columns);
   const bool kept = finds_.open(c, create_table, table_location_);
   {
     detail::MutexLock lock(mutex_);
