@@ -1,11 +1,13 @@
 // SealWriter (sinks/sql/src/seal_writer.h) from inside, on a real SQLite
 // file, through a connection that loses the answer to a seal's insert
 // after the insert was stored (what a server crash between its commit and
-// its reply leaves the writer knowing), or that counts the seal inserts.
+// its reply leaves the writer knowing), or that counts the seal inserts;
+// and the digest threads it keeps for the writers (digest_thread.h).
 #include "seal_writer.h"
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,6 +18,7 @@
 #include "auditpipe/sqlite/sqlite_sink.h"
 #include "auditpipe/status.h"
 #include "captured_warnings.h"
+#include "digest_thread.h"
 #include "sqlite_connection.h"
 #include "sqlite_dialect.h"
 #include "temp_dir.h"
@@ -203,6 +206,65 @@ TEST(SealWriter, AGroupWhoseAnswerWasLostIsStoredOnce) {
   EXPECT_TRUE(f.chained());
   EXPECT_EQ(said.text().find("another process"), std::string::npos) << said.text();
   f.writer->close(f.real.get());
+}
+
+// This process's threads now (/proc/self/task).
+std::size_t threads_now() {
+  std::size_t n = 0;
+  for ([[maybe_unused]] const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    ++n;
+  }
+  return n;
+}
+
+// A batch digested on a kept thread gives the seal digest() gives on the
+// writer's own; the thread is kept for the next batch (one per writer
+// digesting at once, not one per batch), and stop_storer() (the sink's
+// close()) ends the kept ones.
+TEST(SealWriter, ADigestThreadIsKeptFromBatchToBatchAndEndsAtClose) {
+  SealsFile f;
+  const auto& d = auditpipe::descriptor_of<AuditRow>();
+  std::vector<AuditRow> rows(300);
+  std::vector<auditpipe::RecordRef> refs;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    rows[i].message_id = static_cast<std::int64_t>(i);
+    rows[i].sender = "sender " + std::to_string(i);
+    refs.push_back({7, static_cast<std::int64_t>(i), reinterpret_cast<const std::byte*>(&rows[i])});
+  }
+  const auditpipe::Batch batch{d, refs};
+  const auditpipe::SealWriter::BatchSeal expected = f.writer->digest(batch);
+  ASSERT_EQ(expected.row_count, 300);
+  const std::size_t before = threads_now();
+  for (int i = 0; i < 3; ++i) {
+    std::unique_ptr<auditpipe::DigestThread> t = f.writer->take_digest_thread();
+    ASSERT_NE(t, nullptr);
+    t->begin(batch);
+    const auditpipe::SealWriter::BatchSeal got = t->finish();
+    EXPECT_EQ(got.ranges, expected.ranges);
+    EXPECT_EQ(got.row_count, expected.row_count);
+    EXPECT_EQ(got.rows_digest, expected.rows_digest);
+    EXPECT_EQ(got.row_hashes, expected.row_hashes);
+    f.writer->give_back(std::move(t));
+    EXPECT_EQ(threads_now(), before + 1) << "batch " << i;
+  }
+  // Two writers digesting at once get a thread each; a batch begun and
+  // then only waited for (its statement threw) leaves its thread reusable.
+  std::unique_ptr<auditpipe::DigestThread> a = f.writer->take_digest_thread();
+  std::unique_ptr<auditpipe::DigestThread> b = f.writer->take_digest_thread();
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(threads_now(), before + 2);
+  a->begin(batch);
+  b->begin(batch);
+  a->wait();
+  EXPECT_EQ(b->finish().rows_digest, expected.rows_digest);
+  a->begin(batch);
+  EXPECT_EQ(a->finish().row_hashes, expected.row_hashes);
+  f.writer->give_back(std::move(a));
+  f.writer->give_back(std::move(b));
+  EXPECT_EQ(threads_now(), before + 2);
+  f.writer->stop_storer();
+  EXPECT_EQ(threads_now(), before);
 }
 
 }  // namespace

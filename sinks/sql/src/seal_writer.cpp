@@ -28,6 +28,7 @@
 #include "auditpipe/sink/sql_sink.h"
 #include "auditpipe/status.h"
 #include "auditpipe/table.h"
+#include "digest_thread.h"
 
 namespace auditpipe {
 
@@ -1552,6 +1553,37 @@ void SealWriter::stop_storer() noexcept {
   }
   storer_cv_.notify_all();
   if (storer_.joinable()) storer_.join();
+  std::vector<std::unique_ptr<DigestThread>> idle;
+  {
+    detail::MutexLock lock(digest_mutex_);
+    idle.swap(idle_digest_threads_);
+  }
+  // ended here, outside the lock
+}
+
+std::unique_ptr<DigestThread> SealWriter::take_digest_thread() noexcept {
+  {
+    detail::MutexLock lock(digest_mutex_);
+    if (!idle_digest_threads_.empty()) {
+      std::unique_ptr<DigestThread> kept = std::move(idle_digest_threads_.back());
+      idle_digest_threads_.pop_back();
+      return kept;
+    }
+  }
+  try {
+    return std::make_unique<DigestThread>(*this);
+  } catch (const std::exception&) {
+    return nullptr;  // no thread (or memory) to be had
+  }
+}
+
+void SealWriter::give_back(std::unique_ptr<DigestThread> thread) noexcept {
+  detail::MutexLock lock(digest_mutex_);
+  try {
+    idle_digest_threads_.push_back(std::move(thread));
+  } catch (const std::bad_alloc&) {
+    // ended as it goes out of scope
+  }
 }
 
 void SealWriter::run_storer() {

@@ -26,13 +26,13 @@
 // A batch replayed from the spill directory has its keys kept in
 // `<table>_unsealed` from before its statement until its seal is stored.
 //
-// Who may call: SqlSink only.
+// Who may call: SqlSink only (and the DigestThreads it lends SqlSink).
 //
-// Thread safety: seal() and backlog() from every writer thread at once,
-// prepare() from the pool's openers, keep_replayed() and settle_replayed()
-// from the replaying writer, stats() from anywhere,
-// start_storer() once after open, stop_storer() and close() after the last
-// write.
+// Thread safety: seal(), backlog(), take_digest_thread() and give_back()
+// from every writer thread at once, prepare() from the pool's openers,
+// keep_replayed() and settle_replayed() from the replaying writer, stats()
+// from anywhere, start_storer() once after open, stop_storer() and close()
+// after the last write.
 #pragma once
 
 #include <chrono>
@@ -40,6 +40,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <span>
@@ -58,6 +59,7 @@
 namespace auditpipe {
 
 class SqlConnection;
+class DigestThread;
 
 class SealWriter {
  public:
@@ -136,6 +138,13 @@ class SealWriter {
   /// parts); a failure is a warning, and a start removes them later.
   void settle_replayed(SqlConnection& c, const Batch& batch) noexcept AUDITPIPE_EXCLUDES(mutex_);
 
+  /// A thread to digest a batch on while its statement runs (DigestThread:
+  /// digest() there), one kept idle since an earlier batch if any; null if
+  /// none can be started (then digest() on the writer's own).
+  std::unique_ptr<DigestThread> take_digest_thread() noexcept AUDITPIPE_EXCLUDES(digest_mutex_);
+  /// Keeps `thread` (its digest finished or waited for) for a later batch.
+  void give_back(std::unique_ptr<DigestThread> thread) noexcept AUDITPIPE_EXCLUDES(digest_mutex_);
+
   /// Queues the seal of a batch `c` just stored. Without a storer thread,
   /// also stores the seals pending, on `c`. Returns its place in the
   /// queue, for stored_by().
@@ -154,8 +163,9 @@ class SealWriter {
   /// From here on a thread of its own stores the seals pending, on the
   /// connections `lend` gives it, and seal() only queues them.
   void start_storer(Lender lend) AUDITPIPE_EXCLUDES(mutex_);
-  /// Ends the storer thread, after the statement it runs, if any. Idempotent.
-  void stop_storer() noexcept AUDITPIPE_EXCLUDES(mutex_);
+  /// Ends the storer thread, after the statement it runs, if any, and the
+  /// digest threads kept idle. Idempotent.
+  void stop_storer() noexcept AUDITPIPE_EXCLUDES(mutex_, digest_mutex_);
 
   /// Stores what is pending on `idle` (if given), and says what was sealed.
   void close(SqlConnection* idle) noexcept AUDITPIPE_EXCLUDES(mutex_);
@@ -349,6 +359,12 @@ class SealWriter {
   bool storer_running_ AUDITPIPE_GUARDED_BY(mutex_) = false;
   bool stop_storer_ AUDITPIPE_GUARDED_BY(mutex_) = false;
   std::thread storer_;  ///< started and joined by the sink's thread
+
+  /// Digest threads between batches: as many as writers digested at once.
+  /// Last, so that they end before what digest() reads.
+  detail::Mutex digest_mutex_;
+  std::vector<std::unique_ptr<DigestThread>> idle_digest_threads_
+      AUDITPIPE_GUARDED_BY(digest_mutex_);
 };
 
 }  // namespace auditpipe

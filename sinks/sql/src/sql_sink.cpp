@@ -11,12 +11,12 @@
 #include <fstream>
 #include <functional>
 #include <system_error>
-#include <thread>
 
 #include <spdlog/spdlog.h>
 
 #include "auditpipe/diagnostics.h"
 #include "auditpipe/status.h"
+#include "digest_thread.h"
 #include "seal_writer.h"
 #include "table_check.h"
 
@@ -336,38 +336,23 @@ WriteResult SqlSink::write_on(SqlConnection& c, const Batch& batch, ConnectionPo
   if (batch.replayed) sealer_->keep_replayed(c, batch);
   // The batch is digested on another thread while its statement runs, so
   // that sealing adds no time to the writer's turn around the database.
-  // The thread is joined before the batch's records can go (also when
-  // write_batch throws). A plain thread: a std::future of a library type
-  // would be a template instance every consumer's binary exports.
+  // The digest is waited for before the batch's records can go (also when
+  // write_batch throws).
   SealWriter::BatchSeal digested;
-  std::exception_ptr digest_failed;
-  std::thread digester;
-  try {
-    digester = std::thread([&] {
-      try {
-        digested = sealer_->digest(batch);
-      } catch (...) {
-        digest_failed = std::current_exception();
-      }
-    });
-  } catch (const std::system_error&) {
-    // no thread to be had: digested below, on this one
-  }
-  struct Join {
-    std::thread& t;
-    ~Join() {
-      if (t.joinable()) t.join();
+  struct Digesting {
+    SealWriter& sealer;
+    std::unique_ptr<DigestThread> thread;
+    ~Digesting() {
+      if (!thread) return;
+      thread->wait();
+      sealer.give_back(std::move(thread));
     }
-  } join{digester};
+  } digesting{*sealer_, sealer_->take_digest_thread()};
+  if (digesting.thread) digesting.thread->begin(batch);
   std::optional<WriteFailure> failure = write_batch(c, batch);
   std::optional<std::string> unsealed;
   try {
-    if (digester.joinable()) {
-      digester.join();
-      if (digest_failed) std::rethrow_exception(digest_failed);
-    } else {
-      digested = sealer_->digest(batch);
-    }
+    digested = digesting.thread ? digesting.thread->finish() : sealer_->digest(batch);
     if (!failure) {
       const std::uint64_t ticket = sealer_->seal(c, std::move(digested));
       // A durable pool keeps the records until this returns ok, and writes
