@@ -202,6 +202,21 @@ std::string utc_text(std::int64_t us) {
 /// as a start reads, to seal them late).
 constexpr std::size_t recent_seals = 1024;
 
+/// Whether a source's sealed keys (its seals' `runs`, sorted by lo) are at
+/// least half of the keys from its first to its last: a producer's seqs
+/// (0, 1, 2, ...), not `auditpipe ingest`'s byte offsets.
+bool dense_keys(const std::vector<Range>& runs) {
+  if (runs.empty()) return false;
+  long double sealed = 0;
+  std::int64_t first = runs.front().lo, last = runs.front().hi;
+  for (const Range& r : runs) {
+    sealed += static_cast<long double>(r.hi) - static_cast<long double>(r.lo) + 1;
+    first = std::min(first, r.lo);
+    last = std::max(last, r.hi);
+  }
+  return 2 * sealed >= static_cast<long double>(last) - static_cast<long double>(first) + 1;
+}
+
 /// Sorts `runs` and joins those that overlap or touch.
 void merge_runs(std::vector<seal::SeqRun>& runs) {
   std::sort(runs.begin(), runs.end(),
@@ -303,7 +318,7 @@ VerifyCommand::VerifyCommand(CLI::App& app) {
   command_
       ->add_option("--unsealed-window", unsealed_window_,
                    "rows no seal covers among the keys of their source's last N seals (of "
-                   "the chain's newest 1,024), "
+                   "the chain's newest 1,024 if its seqs are sparse), "
                    "above its newest sealed row or of a source no seal names are 'not yet "
                    "sealed' (a crash), not 'inserted' (default 16); 0, for writers stopped "
                    "cleanly: every row no seal covers is 'inserted'")
@@ -571,17 +586,27 @@ int VerifyCommand::run() {
         for (const Part& part : it->second) of_source.push_back(part.seal);
         std::sort(of_source.begin(), of_source.end());
         of_source.erase(std::unique(of_source.begin(), of_source.end()), of_source.end());
-        // Seals from this index on are within the source's window, and
-        // among the chain's newest recent_seals: a start looks no further
-        // for rows to seal late, so rows no seal covers below what older
-        // seals cover stay inserted.
+        // Seals from this index on are within the source's window. Where
+        // the source's seqs are sparse (auditpipe ingest's byte offsets),
+        // also only among the chain's newest recent_seals: between its keys
+        // lie free keys a forged row could take, and a start looks no
+        // further for rows to seal late (a load run again seals them).
+        // Where they are dense (the producer path's: at least half the keys
+        // between its first and last sealed one are sealed), the only free
+        // keys are a crashed run's holes, which no later run fills, and a
+        // forged row there is no more hidden than one above the newest
+        // sealed key, which is "not yet sealed" at any age: bounded, a
+        // crashed process's holes read as inserted (exit 1) once another
+        // process sealing the table had stored 1,024 seals.
         std::size_t recent_from = SIZE_MAX;
         if (unsealed_window_ > 0) {
           recent_from = of_source.size() > unsealed_window_
                             ? of_source[of_source.size() - unsealed_window_]
                             : 0;
-          recent_from =
-              std::max(recent_from, seals.size() > recent_seals ? seals.size() - recent_seals : 0);
+          if (!dense_keys(runs)) {
+            recent_from = std::max(recent_from,
+                                   seals.size() > recent_seals ? seals.size() - recent_seals : 0);
+          }
         }
         for (const Range& r : runs) {
           if (r.seal >= recent_from) continue;
