@@ -208,6 +208,24 @@ TEST(SealWriter, AGroupWhoseAnswerWasLostIsStoredOnce) {
   f.writer->close(f.real.get());
 }
 
+// The info line of the chain's newest seal comes at each thousandth seal
+// and at close: once when the two are the same seal (it came twice).
+TEST(SealWriter, TheNewestSealIsToldOnceWhenTheThousandthIsTheLast) {
+  SealsFile f;
+  testing_support::CapturedWarnings told(spdlog::level::info);
+  std::uint64_t ticket = 0;
+  for (int i = 0; i < 1000; ++i) ticket = f.writer->seal(*f.real, SealsFile::batch(i));
+  EXPECT_EQ(f.writer->stored_by(*f.real, ticket), std::nullopt);
+  f.writer->close(f.real.get());
+  const std::string text = told.text();
+  const std::string line = "sealed through seal 1000 ";
+  std::size_t count = 0;
+  for (std::size_t at = text.find(line); at != std::string::npos; at = text.find(line, at + 1)) {
+    ++count;
+  }
+  EXPECT_EQ(count, 1u) << text;
+}
+
 // This process's threads now (/proc/self/task).
 std::size_t threads_now() {
   std::size_t n = 0;

@@ -422,8 +422,9 @@ void SealWriter::check_newest_seal(SqlConnection& c, const std::string& seals,
       (settings_.mode == seal::Mode::hmac ? "seal=hmac key (" + seal::key_file_of(settings_) + ")"
                                           : std::string("seal=hash (no key)")) +
       ", though its rows are as it sealed them: the table is sealed with another key "
-      "or mode, and seals made with this one would fail verification for good. Open it "
-      "with the seal= and key it is sealed with (a new key needs a new table)");
+      "or mode, or that seal was edited since (auditpipe verify with the table's key "
+      "tells which), and seals made with this one would fail verification for good. Open "
+      "it with the seal= and key it is sealed with (a new key needs a new table)");
 }
 
 std::vector<ColumnSpec> SealWriter::check_columns(SqlConnection& c) {
@@ -1742,6 +1743,7 @@ void SealWriter::note_stored(std::int64_t first, std::int64_t last, const std::s
     newest_no_ = last;
     newest_digest_ = digest;
     stored_ += static_cast<std::uint64_t>(last - first + 1);
+    if (publish_tells(first, last)) told_no_ = last;
   }
   publish(first, last, digest);
 }
@@ -1818,8 +1820,12 @@ std::string SealWriter::anchor_tmp() const {
   return settings_.anchor_file + ".tmp." + std::to_string(::getpid());
 }
 
+bool SealWriter::publish_tells(std::int64_t first, std::int64_t no) {
+  return no / 1000 != (first - 1) / 1000;
+}
+
 void SealWriter::publish(std::int64_t first, std::int64_t no, const std::string& digest) {
-  if (no / 1000 != (first - 1) / 1000) {
+  if (publish_tells(first, no)) {
     diagnostics()->info("auditpipe: {} sealed through seal {} digest {}", table_.name, no, digest);
   }
   if (settings_.anchor_file.empty()) return;
@@ -1854,7 +1860,7 @@ void SealWriter::close(SqlConnection* idle) noexcept {
         "at close); the next start looks for them again",
         table_.name);
   }
-  if (stored_ > 0) {
+  if (stored_ > 0 && told_no_ != newest_no_) {  // not said twice
     diagnostics()->info("auditpipe: {} sealed through seal {} digest {}", table_.name, newest_no_,
                         newest_digest_);
   }

@@ -299,6 +299,8 @@ class SealWriter {
   /// The anchor file and the periodic info line (at each thousandth seal),
   /// after seals `first` to `no` were stored, `digest` seal `no`'s.
   void publish(std::int64_t first, std::int64_t no, const std::string& digest);
+  /// Whether publish() of seals `first` to `no` writes the info line.
+  static bool publish_tells(std::int64_t first, std::int64_t no);
 
   const SqlDialect& dialect_;
   const seal::SealSettings settings_;
@@ -348,6 +350,8 @@ class SealWriter {
   bool note_failure_told_ AUDITPIPE_GUARDED_BY(mutex_) = false;
   std::chrono::steady_clock::time_point late_due_ AUDITPIPE_GUARDED_BY(mutex_);
   bool closed_ AUDITPIPE_GUARDED_BY(mutex_) = false;
+  /// The seal the last "sealed through" line named.
+  std::int64_t told_no_ AUDITPIPE_GUARDED_BY(mutex_) = 0;
   std::string last_error_ AUDITPIPE_GUARDED_BY(mutex_);
 
   Lender lend_;  ///< set before the storer starts, then read by it alone
