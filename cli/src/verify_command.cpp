@@ -202,19 +202,23 @@ std::string utc_text(std::int64_t us) {
 /// as a start reads, to seal them late).
 constexpr std::size_t recent_seals = 1024;
 
-/// Whether a source's sealed keys (its seals' `runs`, sorted by lo) are at
-/// least half of the keys from its first to its last: a producer's seqs
-/// (0, 1, 2, ...), not `auditpipe ingest`'s byte offsets.
+/// Whether a source's sealed keys (its seals' `runs`, sorted by lo; a batch
+/// sealed twice counted once) are at least 9 in 10 of the keys from its
+/// first to its last: a producer's seqs (0, 1, 2, ...), not `auditpipe
+/// ingest`'s byte offsets (half of them at most, for lines of one byte).
 bool dense_keys(const std::vector<Range>& runs) {
   if (runs.empty()) return false;
+  // In long double, which holds any seq exactly: keys span all of int64.
+  const long double first = static_cast<long double>(runs.front().lo);
   long double sealed = 0;
-  std::int64_t first = runs.front().lo, last = runs.front().hi;
+  long double counted_to = first - 1;  // the highest key counted
   for (const Range& r : runs) {
-    sealed += static_cast<long double>(r.hi) - static_cast<long double>(r.lo) + 1;
-    first = std::min(first, r.lo);
-    last = std::max(last, r.hi);
+    const long double lo = std::max(static_cast<long double>(r.lo), counted_to + 1);
+    const long double hi = static_cast<long double>(r.hi);
+    if (hi >= lo) sealed += hi - lo + 1;
+    counted_to = std::max(counted_to, hi);
   }
-  return 2 * sealed >= static_cast<long double>(last) - static_cast<long double>(first) + 1;
+  return 10 * sealed >= 9 * (counted_to - first + 1);
 }
 
 /// Sorts `runs` and joins those that overlap or touch.
@@ -570,6 +574,7 @@ int VerifyCommand::run() {
       std::vector<Range> runs;
       std::vector<Range>* ranges = nullptr;
       std::optional<std::int64_t> newest;  // the newest seq sealed for this source, but the tail's
+      std::optional<std::int64_t> dense_floor;  // uncovered rows below it are inserted
       if (auto it = by_source.find(sid); it != by_source.end()) {
         for (const Part& part : it->second) add_runs(part.items, part.seal, part.base, runs);
         std::sort(runs.begin(), runs.end(),
@@ -591,13 +596,13 @@ int VerifyCommand::run() {
         // also only among the chain's newest recent_seals: between its keys
         // lie free keys a forged row could take, and a start looks no
         // further for rows to seal late (a load run again seals them).
-        // Where they are dense (the producer path's: at least half the keys
-        // between its first and last sealed one are sealed), the only free
-        // keys are a crashed run's holes, which no later run fills, and a
-        // forged row there is no more hidden than one above the newest
-        // sealed key, which is "not yet sealed" at any age: bounded, a
-        // crashed process's holes read as inserted (exit 1) once another
-        // process sealing the table had stored 1,024 seals.
+        // Where they are dense (dense_keys(): the producer path's), the
+        // free keys from 0 up are a crashed run's holes (or refused
+        // records' keys), which no later run fills, and a forged row there
+        // is no more hidden than one above the newest sealed key, which is
+        // "not yet sealed" at any age: bounded, a crashed process's holes
+        // read as inserted (exit 1) once another process sealing the table
+        // had stored 1,024 seals.
         std::size_t recent_from = SIZE_MAX;
         if (unsealed_window_ > 0) {
           recent_from = of_source.size() > unsealed_window_
@@ -606,6 +611,10 @@ int VerifyCommand::run() {
           if (!dense_keys(runs)) {
             recent_from = std::max(recent_from,
                                    seals.size() > recent_seals ? seals.size() - recent_seals : 0);
+          } else {
+            // A producer's seqs count from 0: below that (or below its first
+            // sealed key, if that is lower) no run left a hole.
+            dense_floor = std::min<std::int64_t>(0, runs.front().lo);
           }
         }
         for (const Range& r : runs) {
@@ -664,7 +673,8 @@ int VerifyCommand::run() {
           // the writers stopped cleanly (they seal everything they store).
           if (kept != nullptr && unsealed_window_ > 0 && runs_hold(*kept, seq)) {
             ++kept_unsealed;
-          } else if (unsealed_window_ > 0 && (!newest || seq > *newest)) {
+          } else if (unsealed_window_ > 0 && (!newest || seq > *newest) &&
+                     !(dense_floor && seq < *dense_floor)) {
             if (unsealed++ == 0) first_unsealed = seq;
             last_unsealed = seq;
           } else {

@@ -946,8 +946,8 @@ TEST(Fault, TwoLookedUpSourcesSharingSealsAreEachCountedByTheirOwnKeys) {
   const std::string url = mysql_url_with("seal=hmac&seal_key_file=" + key);
   log_and_close(url, 1, 1, 400, 60'000'000);
   {
-    // Every batch exactly 8 consecutive commits (no adaptive size, no
-    // timed flush before flush() below): each holds records of both.
+    // Batches of at most 8 (no adaptive size), written when flushed (no
+    // timed flush).
     Options o;
     o.writers = 1;
     o.batch_size = 8;
@@ -965,11 +965,18 @@ TEST(Fault, TwoLookedUpSourcesSharingSealsAreEachCountedByTheirOwnKeys) {
     std::latch logged(2);
     std::promise<void> finished;
     std::shared_future<void> until = finished.get_future().share();
-    // 40 each in lockstep; then b 20 more, so that b's seals cover the
-    // seqs a would have used next (seqs count from 0 in each source).
+    // 40 each in lockstep, a's thread flushing each pair into a batch of
+    // its own; then b 20 more, so that b's seals cover the seqs a would
+    // have used next (seqs count from 0 in each source). (Without the
+    // flushes, a writer kept off its core took 8 records of one producer's
+    // part of the queue at a time, and sometimes no seal named both.)
     const auto pair = [&](std::int64_t first, int alone) {
       for (int i = 0; i < 40; ++i) {
         log(first + i);
+        step.arrive_and_wait();
+        if (alone == 0) {
+          EXPECT_TRUE(run.flush(30s));
+        }
         step.arrive_and_wait();
       }
       for (int i = 40; i < 40 + alone; ++i) log(first + i);
@@ -1220,6 +1227,19 @@ TEST(Fault, AnotherProcessesSealsLeaveACrashedRunsUnsealedRowsNotYetSealed) {
   EXPECT_EQ(held.out.find("inserted"), std::string::npos) << held.out;
   EXPECT_NE(held.out.find("not yet sealed: source_id " + sid + ": "), std::string::npos)
       << held.out;
+  // A row forged below the producer's first seq is no crash's: inserted.
+  MysqlProbe().exec(
+      "INSERT INTO audit_log (at, message_id, status, channel, latency_ms, delivered, sender, "
+      "receiver, payload, source_id, seq) SELECT at, message_id, status, channel, latency_ms, "
+      "delivered, sender, receiver, payload, source_id, -1 FROM audit_log WHERE source_id = " +
+      sid + " AND seq = 15");
+  const testing_support::VerifyRun forged =
+      testing_support::run_verify(mysql_url_with(""), "audit_log", "--key-file " + key);
+  EXPECT_EQ(forged.status, 1) << forged.out;
+  EXPECT_NE(forged.out.find("inserted: row (source_id " + sid + ", seq -1) is covered by no seal"),
+            std::string::npos)
+      << forged.out;
+  MysqlProbe().exec("DELETE FROM audit_log WHERE source_id = " + sid + " AND seq = -1");
   MysqlProbe().exec("DROP TRIGGER hold_first_seal");
   EXPECT_TRUE(a.close().drained);
   expect_verified(key);

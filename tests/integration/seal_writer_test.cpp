@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "audit_row.h"
@@ -19,6 +20,7 @@
 #include "auditpipe/status.h"
 #include "captured_warnings.h"
 #include "digest_thread.h"
+#include "eventually.h"
 #include "sqlite_connection.h"
 #include "sqlite_dialect.h"
 #include "temp_dir.h"
@@ -226,13 +228,19 @@ TEST(SealWriter, TheNewestSealIsToldOnceWhenTheThousandthIsTheLast) {
   EXPECT_EQ(count, 1u) << text;
 }
 
-// This process's threads now (/proc/self/task).
+// This process's threads now (/proc/self/task). A thread joined may still
+// be listed for a moment (join returns before the kernel removes it), so
+// counts are awaited (threads_become()).
 std::size_t threads_now() {
   std::size_t n = 0;
   for ([[maybe_unused]] const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
     ++n;
   }
   return n;
+}
+
+bool threads_become(std::size_t n) {
+  return testing_support::eventually([n] { return threads_now() == n; });
 }
 
 // A batch digested on a kept thread gives the seal digest() gives on the
@@ -252,7 +260,12 @@ TEST(SealWriter, ADigestThreadIsKeptFromBatchToBatchAndEndsAtClose) {
   const auditpipe::Batch batch{d, refs};
   const auditpipe::SealWriter::BatchSeal expected = f.writer->digest(batch);
   ASSERT_EQ(expected.row_count, 300);
-  const std::size_t before = threads_now();
+  // Threads an earlier test ended are gone first.
+  std::size_t before = threads_now();
+  testing_support::eventually([&] {
+    const std::size_t now = threads_now();
+    return std::exchange(before, now) == now;
+  });
   for (int i = 0; i < 3; ++i) {
     std::unique_ptr<auditpipe::DigestThread> t = f.writer->take_digest_thread();
     ASSERT_NE(t, nullptr);
@@ -263,7 +276,7 @@ TEST(SealWriter, ADigestThreadIsKeptFromBatchToBatchAndEndsAtClose) {
     EXPECT_EQ(got.rows_digest, expected.rows_digest);
     EXPECT_EQ(got.row_hashes, expected.row_hashes);
     f.writer->give_back(std::move(t));
-    EXPECT_EQ(threads_now(), before + 1) << "batch " << i;
+    EXPECT_TRUE(threads_become(before + 1)) << "batch " << i << ": " << threads_now();
   }
   // Two writers digesting at once get a thread each; a batch begun and
   // then only waited for (its statement threw) leaves its thread reusable.
@@ -271,7 +284,7 @@ TEST(SealWriter, ADigestThreadIsKeptFromBatchToBatchAndEndsAtClose) {
   std::unique_ptr<auditpipe::DigestThread> b = f.writer->take_digest_thread();
   ASSERT_NE(a, nullptr);
   ASSERT_NE(b, nullptr);
-  EXPECT_EQ(threads_now(), before + 2);
+  EXPECT_TRUE(threads_become(before + 2)) << threads_now();
   a->begin(batch);
   b->begin(batch);
   a->wait();
@@ -280,9 +293,9 @@ TEST(SealWriter, ADigestThreadIsKeptFromBatchToBatchAndEndsAtClose) {
   EXPECT_EQ(a->finish().row_hashes, expected.row_hashes);
   f.writer->give_back(std::move(a));
   f.writer->give_back(std::move(b));
-  EXPECT_EQ(threads_now(), before + 2);
+  EXPECT_TRUE(threads_become(before + 2)) << threads_now();
   f.writer->stop_storer();
-  EXPECT_EQ(threads_now(), before);
+  EXPECT_TRUE(threads_become(before)) << threads_now();
 }
 
 }  // namespace
