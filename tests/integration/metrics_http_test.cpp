@@ -151,6 +151,47 @@ TEST(MetricsHttp, AnIdleConnectionDoesNotBlockAScrape) {
   EXPECT_TRUE(half.closed_within(4s)) << "a half-sent request kept its connection";
 }
 
+// cpp-httplib's read_timeout bounds each read alone: clients sending a
+// header line every half second held their workers for as long as they
+// went on, and as many of them as there are workers kept every scrape
+// waiting. A connection that completes no request within the longer of
+// idle_timeout and read_timeout is closed, however it dribbles.
+TEST(MetricsHttp, ClientsDribblingARequestAreClosedAndTheScrapeIsServed) {
+  MetricsServerOptions o = any_port();
+  o.threads = 2;
+  o.idle_timeout = 2s;
+  o.read_timeout = 1s;
+  MetricsServer server({{[] { return auditpipe::Stats{}; }, {}}}, o);
+  const int port = static_cast<int>(server.port());
+  RawHttp a(port), b(port);
+  ASSERT_TRUE(a.connected() && b.connected());
+  ASSERT_TRUE(a.send("GET /metrics HTTP/1.1\r\n") && b.send("GET /metrics HTTP/1.1\r\n"));
+  std::atomic<bool> done{false};
+  std::thread dribble([&] {
+    for (int i = 0; i < 60 && !done; ++i) {  // 30 s at most
+      std::this_thread::sleep_for(500ms);
+      const std::string line = "X-Slow-" + std::to_string(i) + ": 1\r\n";
+      a.send(line);
+      b.send(line);
+    }
+  });
+  std::this_thread::sleep_for(300ms);  // both taken by the two workers
+
+  const auto start = std::chrono::steady_clock::now();
+  httplib::Client client("127.0.0.1", server.port());
+  client.set_connection_timeout(10, 0);
+  client.set_read_timeout(10, 0);
+  const auto res = client.Get("/metrics");
+  const auto took = std::chrono::steady_clock::now() - start;
+  done = true;
+  dribble.join();
+  ASSERT_TRUE(res) << httplib::to_string(res.error()) << ": the dribbling clients blocked it";
+  EXPECT_EQ(res->status, 200);
+  EXPECT_LT(took, 6s) << "the limit is 2 s";
+  EXPECT_TRUE(a.closed_within(1s)) << "a dribbling client kept its connection";
+  EXPECT_TRUE(b.closed_within(1s)) << "a dribbling client kept its connection";
+}
+
 TEST(MetricsHttp, OtherPathsAre404AndOtherMethods405) {
   MetricsServer server({{[] { return auditpipe::Stats{}; }, {}}}, any_port());
   httplib::Client client("127.0.0.1", server.port());

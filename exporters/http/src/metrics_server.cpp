@@ -11,13 +11,18 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <map>
 #include <mutex>
 #include <set>
+#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -75,16 +80,12 @@ std::string peer_key(const std::string& address, int port) {
   return address + " " + std::to_string(port);
 }
 
-// Ends the wait of every idle connection this server accepted: shut down
-// for reading, a worker waiting for the next request on it sees the end at
-// once. cpp-httplib offers no handle on its accepted sockets, and its
-// stop() leaves each kept-alive connection open until idle_timeout; this
-// process's sockets whose local end is the server's port are those
-// connections (the port is this server's alone: no SO_REUSEPORT). Those
-// of `busy` are left alone: a request is being answered on them, which
-// cpp-httplib would not write to a socket shut down for reading; it closes
-// them after the response, the server being stopped.
-void shut_down_idle_connections(std::uint16_t port, const std::set<std::string>& busy) {
+// Calls `visit(fd, peer)` for each connection this server accepted: this
+// process's sockets whose local end is the server's port (the port is this
+// server's alone: no SO_REUSEPORT). cpp-httplib offers no handle on its
+// accepted sockets.
+template <class Visit>
+void each_connection(std::uint16_t port, Visit visit) {
   DIR* fds = ::opendir("/proc/self/fd");
   if (!fds) return;
   const int own = ::dirfd(fds);
@@ -114,10 +115,22 @@ void shut_down_idle_connections(std::uint16_t port, const std::set<std::string>&
     } else {
       continue;
     }
-    if (local_port != port || busy.count(peer_key(address, peer_port))) continue;
-    ::shutdown(s, SHUT_RD);
+    if (local_port == port) visit(s, peer_key(address, peer_port));
   }
   ::closedir(fds);
+}
+
+// Ends the wait of every idle connection this server accepted: shut down
+// for reading, a worker waiting for the next request on it sees the end at
+// once (cpp-httplib's stop() leaves each kept-alive connection open until
+// idle_timeout). Those of `busy` are left alone: a request is being
+// answered on them, which cpp-httplib would not write to a socket shut
+// down for reading; it closes them after the response, the server being
+// stopped.
+void shut_down_idle_connections(std::uint16_t port, const std::set<std::string>& busy) {
+  each_connection(port, [&](int fd, const std::string& peer) {
+    if (busy.count(peer) == 0) ::shutdown(fd, SHUT_RD);
+  });
 }
 
 void method_not_allowed(httplib::Response& res) {
@@ -144,7 +157,48 @@ struct MetricsServer::Impl {
   // routing until the response is written (cpp-httplib's logger).
   std::mutex busy_mutex;
   std::set<std::string> busy;  // guarded by busy_mutex
-  std::mutex join_mutex;       // one stop() joins; another waits for it
+  // By connection: when it must have completed a request (its opening, as
+  // the reaper first saw it, or its last response, plus the longer of
+  // idle_timeout and read_timeout). cpp-httplib's read_timeout bounds
+  // each read alone: a client sending a header line every few seconds
+  // held its worker for as long as it liked, and `threads` of them kept
+  // every scrape waiting. The reaper shuts down connections past it.
+  std::map<std::string, std::chrono::steady_clock::time_point> due;  // guarded by busy_mutex
+  std::chrono::steady_clock::duration request_limit{};
+  std::thread reaper;
+  std::mutex reaper_mutex;
+  std::condition_variable reaper_cv;
+  bool reaper_stop = false;  // guarded by reaper_mutex
+
+  void reap_until_stopped() {
+    std::unique_lock lock(reaper_mutex);
+    while (!reaper_cv.wait_for(lock, std::chrono::milliseconds(250), [&] { return reaper_stop; })) {
+      lock.unlock();
+      reap();
+      lock.lock();
+    }
+  }
+  void reap() {
+    const auto now = std::chrono::steady_clock::now();
+    std::lock_guard lock(busy_mutex);
+    std::map<std::string, std::chrono::steady_clock::time_point> open;
+    each_connection(port, [&](int fd, const std::string& peer) {
+      const auto it = due.find(peer);
+      const auto until = it != due.end() ? it->second : now + request_limit;
+      open.emplace(peer, until);
+      if (now >= until && busy.count(peer) == 0) ::shutdown(fd, SHUT_RD);
+    });
+    due = std::move(open);  // closed connections forgotten
+  }
+  void stop_reaper() {
+    {
+      std::lock_guard lock(reaper_mutex);
+      reaper_stop = true;
+    }
+    reaper_cv.notify_all();
+    if (reaper.joinable()) reaper.join();
+  }
+  std::mutex join_mutex;  // one stop() joins; another waits for it
 
   // The page's sources; a scrape renders a copy, so add() never waits for
   // a scrape's callbacks.
@@ -232,7 +286,9 @@ MetricsServer::MetricsServer(std::vector<MetricsSource> sources,
   });
   server.set_logger([&m](const httplib::Request& req, const httplib::Response&) {
     std::lock_guard lock(m.busy_mutex);
-    m.busy.erase(peer_key(req.remote_addr, req.remote_port));
+    const std::string peer = peer_key(req.remote_addr, req.remote_port);
+    m.busy.erase(peer);
+    m.due[peer] = std::chrono::steady_clock::now() + m.request_limit;
   });
   const auto not_allowed = [](const httplib::Request&, httplib::Response& res) {
     method_not_allowed(res);
@@ -278,6 +334,8 @@ MetricsServer::MetricsServer(std::vector<MetricsSource> sources,
     refuse(message);
   }
   m.port = static_cast<std::uint16_t>(bound);
+  m.request_limit =
+      std::max<std::chrono::steady_clock::duration>(options.idle_timeout, options.read_timeout);
   m.listener = std::thread([&m] {
     m.server.listen_after_bind();
     m.listener_done = true;
@@ -286,6 +344,12 @@ MetricsServer::MetricsServer(std::vector<MetricsSource> sources,
   // acts on a running server only): return once it runs.
   while (!server.is_running() && !m.listener_done) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  try {
+    m.reaper = std::thread([&m] { m.reap_until_stopped(); });
+  } catch (const std::system_error& e) {
+    stop();
+    refuse(std::string("cannot start a thread: ") + e.what());
   }
 }
 
@@ -321,6 +385,7 @@ void MetricsServer::stop() {
   // joins later.
   if (on_worker_thread) return;
   std::lock_guard lock(m.join_mutex);
+  m.stop_reaper();
   if (m.listener.joinable()) m.listener.join();
 }
 

@@ -19,8 +19,9 @@
 // on /metrics, 404 for other paths. Connections are kept alive between
 // scrapes. Scrapes are served concurrently by a fixed number of worker
 // threads (MetricsServerOptions::threads); a connection holds a worker
-// while it is open, so an idle or slow client is closed after idle_timeout
-// or read_timeout, and until then takes one worker only. Built on Debian's
+// while it is open, so one that completes no request within the longer of
+// idle_timeout and read_timeout (of its opening or its last response) is
+// closed, however slowly it sends, and until then takes one worker only. Built on Debian's
 // cpp-httplib (libcpp-httplib-dev), which this header does not include.
 //
 // Thread safety: add() and stop() may be called from any thread, also while
