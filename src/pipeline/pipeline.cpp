@@ -65,7 +65,16 @@ Options resolve(const TableDescriptor& table, const Sink* sink, Options o) {
   }
   if (o.write_latency_target->count() < 0) fail("write_latency_target must not be negative");
   if (table.columns.empty()) fail("the table has no columns");
-  if (o.capacity == 0) fail("capacity must be at least 1");
+  if (o.capacity == 0 || o.capacity > RecordPool::max_capacity) {
+    fail("capacity must be from 1 to " + std::to_string(RecordPool::max_capacity) + ", not " +
+         std::to_string(o.capacity));
+  }
+  if (o.overflow != Overflow::block && o.overflow != Overflow::drop &&
+      o.overflow != Overflow::fail && o.overflow != Overflow::spill) {
+    // A value cast from a number, which every switch on it would miss.
+    fail("overflow is " + std::to_string(static_cast<int>(o.overflow)) +
+         ", not one of block, drop, fail, spill");
+  }
   if (o.batch_size > o.capacity) {
     fail("batch_size (" + std::to_string(o.batch_size) + ") must not exceed capacity (" +
          std::to_string(o.capacity) + "): a batch is taken from the pool's records");

@@ -521,6 +521,29 @@ TEST(Logger, InvalidOptionsAreRefusedWithAReason) {
       EXPECT_NE(std::string(e.what()).find("source_id_base"), std::string::npos) << e.what();
     }
   }
+  // An overflow policy cast from a number no policy has (every switch on
+  // it missed it), and a capacity past the pool's: refused as options,
+  // each saying what is allowed.
+  const auto refusal = [](const Options& bad) {
+    try {
+      auditpipe::Logger<AuditRow> logger(std::make_shared<CollectingSink>(), bad);
+    } catch (const auditpipe::error& e) {
+      return std::string(e.what());
+    }
+    return std::string("started");
+  };
+  Options unknown_policy;
+  unknown_policy.overflow = static_cast<auditpipe::Overflow>(42);
+  EXPECT_NE(refusal(unknown_policy)
+                .find("invalid options: overflow is 42, not one of block, drop, fail, spill"),
+            std::string::npos)
+      << refusal(unknown_policy);
+  Options huge;
+  huge.capacity = std::size_t{1} << 33;
+  huge.batch_size = 100;
+  EXPECT_NE(refusal(huge).find("invalid options: capacity must be from 1 to 4294967294"),
+            std::string::npos)
+      << refusal(huge);
 }
 
 TEST(Logger, ASinkThatCannotOpenFailsConstruction) {
