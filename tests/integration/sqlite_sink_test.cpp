@@ -27,6 +27,7 @@
 #include "captured_warnings.h"
 #include "child_exit.h"
 #include "collecting_sink.h"
+#include "eventually.h"
 #include "multithreaded_fork.h"
 #include "temp_dir.h"
 #include "verify_run.h"
@@ -383,6 +384,44 @@ TEST(SqliteSink, AFileThatCannotBeWrittenIsRefusedAtOpen) {
   EXPECT_NE(e.find("ro.db"), std::string::npos) << e;
   EXPECT_EQ(e.find("<opened>"), std::string::npos) << e;
   chmod(dir.path().c_str(), 0700);
+}
+
+// The file renamed away under a running logger (a cleanup script, a
+// mistaken rotation): its rows went into the file it had open and were
+// counted written; removed, they were freed with it. Now the writes wait,
+// health down saying why, until the file is back under its name.
+TEST(SqliteSink, AFileRenamedAwayUnderTheLoggerHoldsTheWritesUntilItIsBack) {
+  TempDir dir;
+  const std::string path = dir.file("moved.db");
+  const std::string away = dir.file("away.db");
+  auditpipe::Options o;
+  o.retry_backoff_max = std::chrono::milliseconds(100);
+  auditpipe::Logger<AuditRow> logger(auditpipe::sqlite::open("sqlite://" + path), o);
+  const auto log = [&](int from, int n) {
+    for (int i = from; i < from + n; ++i) {
+      auto r = logger.acquire();
+      ASSERT_TRUE(r);
+      r->message_id = i;
+      ASSERT_EQ(r.commit(), Status::ok);
+    }
+  };
+  log(0, 10);
+  ASSERT_TRUE(logger.flush(std::chrono::seconds(30)));
+  std::filesystem::rename(path, away);
+  log(10, 10);
+  const bool held = testing_support::eventually([&] {
+    const auto s = logger.stats();
+    return s.health == auditpipe::Health::down &&
+           s.health_reason.find("was removed or renamed since the logger opened it") !=
+               std::string::npos;
+  });
+  EXPECT_TRUE(held) << logger.stats().health_reason;
+  EXPECT_EQ(logger.stats().written, 10u);
+  std::filesystem::rename(away, path);
+  EXPECT_TRUE(logger.flush(std::chrono::seconds(30)));
+  EXPECT_TRUE(logger.close().drained);
+  Db db(path);
+  EXPECT_EQ(db.scalar("SELECT COUNT(*) FROM audit_log"), 20);
 }
 
 // An existing column whose affinity would convert the record's values is

@@ -13,10 +13,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "auditpipe/sink/sql_sink.h"
@@ -70,6 +72,14 @@ class SqliteConnection final : public SqlConnection {
   sqlite_api::sqlite3* handle = nullptr;  // the session's, set once it is open
   std::string path;                       // the file, for messages
   sqlite_api::sqlite3_stmt* insert = nullptr;
+
+  // Why `path` no longer names the file this connection has open (it was
+  // removed, renamed or replaced since the open), or nothing. The rows of
+  // a file removed under a logger went into it, to be freed with it, and
+  // the logger said they were written.
+  std::optional<std::string> file_moved() const;
+  // The file's identity at open (st_dev, st_ino), if it was a file.
+  std::optional<std::pair<std::uint64_t, std::uint64_t>> opened_file;
 
   // The busy timeout, kept by this connection's own busy handler
   // (wait_while_busy in the .cpp): SQLite's sleeps through an interrupt, so
