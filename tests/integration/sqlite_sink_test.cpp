@@ -424,6 +424,29 @@ TEST(SqliteSink, AFileRenamedAwayUnderTheLoggerHoldsTheWritesUntilItIsBack) {
   EXPECT_EQ(db.scalar("SELECT COUNT(*) FROM audit_log"), 20);
 }
 
+// A relative path names the file in the working directory at open; a
+// daemon that changes directory later still writes to it (the check above
+// looks at the path made absolute at open).
+TEST(SqliteSink, ARelativePathStillNamesItsFileAfterTheProcessChangesDirectory) {
+  TempDir dir;
+  const auto was = std::filesystem::current_path();
+  std::filesystem::current_path(dir.path());
+  auditpipe::Logger<AuditRow> logger(auditpipe::sqlite::open("sqlite://relative.db"));
+  std::filesystem::current_path("/");
+  for (int i = 0; i < 10; ++i) {
+    auto r = logger.acquire();
+    ASSERT_TRUE(r);
+    r->message_id = i;
+    ASSERT_EQ(r.commit(), Status::ok);
+  }
+  EXPECT_TRUE(logger.flush(std::chrono::seconds(10)));
+  EXPECT_EQ(logger.stats().health, auditpipe::Health::ok) << logger.stats().health_reason;
+  EXPECT_TRUE(logger.close().drained);
+  std::filesystem::current_path(was);
+  Db db(dir.file("relative.db"));
+  EXPECT_EQ(db.scalar("SELECT COUNT(*) FROM audit_log"), 10);
+}
+
 // An existing column whose affinity would convert the record's values is
 // refused at open, naming table, column, found and accepted types.
 TEST(SqliteSink, AnExistingColumnOfTheWrongTypeIsRefusedAtOpen) {

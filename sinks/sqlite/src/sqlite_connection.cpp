@@ -252,7 +252,9 @@ std::unique_ptr<SqliteConnection> open_connection(const SqliteConfig& config, Th
   // batch would then fail. Refused here, at construction, instead.
   c->path = config.path;
   struct stat opened {};
-  if (::stat(config.path.c_str(), &opened) == 0) {
+  std::error_code no_cwd;
+  c->absolute_path = std::filesystem::absolute(config.path, no_cwd).string();
+  if (!no_cwd && ::stat(c->absolute_path.c_str(), &opened) == 0) {
     c->opened_file.emplace(static_cast<std::uint64_t>(opened.st_dev),
                            static_cast<std::uint64_t>(opened.st_ino));
   }
@@ -368,7 +370,7 @@ void SqliteConnection::execute_ddl(const std::string& sql) {
 std::optional<std::string> SqliteConnection::file_moved() const {
   if (!opened_file) return std::nullopt;  // not a file at open (none to compare)
   struct stat now {};
-  if (::stat(path.c_str(), &now) != 0) {
+  if (::stat(absolute_path.c_str(), &now) != 0) {
     return "it is gone: " + std::string(std::strerror(errno));
   }
   if (static_cast<std::uint64_t>(now.st_dev) != opened_file->first ||

@@ -78,8 +78,11 @@ class SqliteConnection final : public SqlConnection {
   // a file removed under a logger went into it, to be freed with it, and
   // the logger said they were written.
   std::optional<std::string> file_moved() const;
-  // The file's identity at open (st_dev, st_ino), if it was a file.
+  // The file's identity at open (st_dev, st_ino), if it was a file, and
+  // its path made absolute then: a process that changes its working
+  // directory later still names the same file.
   std::optional<std::pair<std::uint64_t, std::uint64_t>> opened_file;
+  std::string absolute_path;
 
   // The busy timeout, kept by this connection's own busy handler
   // (wait_while_busy in the .cpp): SQLite's sleeps through an interrupt, so
