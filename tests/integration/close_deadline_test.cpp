@@ -246,6 +246,12 @@ class MysqlDeadline : public ::testing::Test {
     return probe.scalar("SELECT " + what + " FROM " + table_name);
   }
 
+  // A table sealed with seal=hash holding one row; then the server stops.
+  static void seal_one_row_then_stop_the_server();
+  // The table still holds only that row, and `logger` kept its 10
+  // records in its spill directory.
+  static void expect_the_one_row_alone(Logger& logger);
+
   static ThrowawayServer* server_;
 };
 ThrowawayServer* MysqlDeadline::server_ = nullptr;
@@ -390,18 +396,29 @@ TEST_F(MysqlDeadline, StartsWhileTheServerIsDownAndWritesEverythingOnceItIsUp) {
       "COUNT(DISTINCT source_id, seq)", "MariaDB");
 }
 
-// The refusals of open() that look at the table's rows ran only when the
-// server answered at open: a logger that started while it was down, given
-// a sealed table and no seal=, wrote unsealed rows into it at first contact.
-// Now that contact refuses the table: health down, saying why, nothing
-// written, the records kept.
-TEST_F(MysqlDeadline, AStartWhileTheServerIsDownStillRefusesASealedTableAtFirstContact) {
+void MysqlDeadline::seal_one_row_then_stop_the_server() {
   {
     Logger sealed(auditpipe::mysql::open(server_->url("seal=hash")));
     ASSERT_NO_FATAL_FAILURE(log_during_outage(sealed, 1));
     EXPECT_TRUE(sealed.close().drained);
   }
   ASSERT_TRUE(server_->run("stop"));
+}
+
+void MysqlDeadline::expect_the_one_row_alone(Logger& logger) {
+  EXPECT_EQ(rows(server_->url()), 1);
+  const auto report = logger.close(200ms);
+  EXPECT_EQ(report.stats.written, 0u);
+  EXPECT_EQ(report.on_disk, 10u);
+}
+
+// The refusals of open() that look at the table's rows ran only when the
+// server answered at open: a logger that started while it was down, given
+// a sealed table and no seal=, wrote unsealed rows into it at first contact.
+// Now that contact refuses the table: health down, saying why, nothing
+// written, the records kept.
+TEST_F(MysqlDeadline, AStartWhileTheServerIsDownStillRefusesASealedTableAtFirstContact) {
+  ASSERT_NO_FATAL_FAILURE(seal_one_row_then_stop_the_server());
   testing_support::TempDir dir;
   Logger logger(auditpipe::mysql::open(server_->url("connect_timeout=2")), outage_options(dir));
   ASSERT_NO_FATAL_FAILURE(log_during_outage(logger, 10));
@@ -414,10 +431,7 @@ TEST_F(MysqlDeadline, AStartWhileTheServerIsDownStillRefusesASealedTableAtFirstC
       },
       20s))
       << logger.stats().health_reason;
-  EXPECT_EQ(rows(server_->url()), 1);
-  const auto report = logger.close(200ms);
-  EXPECT_EQ(report.stats.written, 0u);
-  EXPECT_EQ(report.on_disk, 10u);
+  expect_the_one_row_alone(logger);
 }
 
 // The same with seal= and another key than the table's seals were made
@@ -425,12 +439,7 @@ TEST_F(MysqlDeadline, AStartWhileTheServerIsDownStillRefusesASealedTableAtFirstC
 // with seals of that key, and every later start with the right key was
 // refused for the seal it had made. Every try now refuses it.
 TEST_F(MysqlDeadline, AStartWhileTheServerIsDownWithAnotherSealKeyWritesNothingOnAnyTry) {
-  {
-    Logger sealed(auditpipe::mysql::open(server_->url("seal=hash")));
-    ASSERT_NO_FATAL_FAILURE(log_during_outage(sealed, 1));
-    EXPECT_TRUE(sealed.close().drained);
-  }
-  ASSERT_TRUE(server_->run("stop"));
+  ASSERT_NO_FATAL_FAILURE(seal_one_row_then_stop_the_server());
   testing_support::TempDir dir;
   const std::string key = (dir.path() / "other.key").string();
   {
@@ -453,10 +462,7 @@ TEST_F(MysqlDeadline, AStartWhileTheServerIsDownWithAnotherSealKeyWritesNothingO
       },
       30s))
       << logger.stats().health_reason;
-  EXPECT_EQ(rows(server_->url()), 1);
-  const auto report = logger.close(200ms);
-  EXPECT_EQ(report.stats.written, 0u);
-  EXPECT_EQ(report.on_disk, 10u);
+  expect_the_one_row_alone(logger);
   // The table's own key (seal=hash) still opens it.
   EXPECT_NO_THROW(Logger(auditpipe::mysql::open(server_->url("seal=hash"))).close());
 }
