@@ -5,7 +5,6 @@
 #include "auditpipe/http/metrics_server.h"
 
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -27,6 +26,7 @@
 #include <utility>
 
 #include "auditpipe/status.h"
+#include "server_connections.h"
 
 namespace auditpipe::http {
 
@@ -75,64 +75,6 @@ bool has_body(const httplib::Request& req) {
   return req.has_header("Content-Length") || req.has_header("Transfer-Encoding");
 }
 
-// A connection's client end, "address port", as cpp-httplib's Request has it.
-std::string peer_key(const std::string& address, int port) {
-  return address + " " + std::to_string(port);
-}
-
-// Calls `visit(fd, peer)` for each connection this server accepted: this
-// process's sockets whose local end is the server's port (the port is this
-// server's alone: no SO_REUSEPORT). cpp-httplib offers no handle on its
-// accepted sockets.
-template <class Visit>
-void each_connection(std::uint16_t port, Visit visit) {
-  DIR* fds = ::opendir("/proc/self/fd");
-  if (!fds) return;
-  const int own = ::dirfd(fds);
-  while (const dirent* entry = ::readdir(fds)) {
-    char* end = nullptr;
-    const long fd = std::strtol(entry->d_name, &end, 10);
-    if (*end != '\0' || fd == own) continue;
-    sockaddr_storage local{}, peer{};
-    socklen_t local_len = sizeof local, peer_len = sizeof peer;
-    const int s = static_cast<int>(fd);
-    if (::getsockname(s, reinterpret_cast<sockaddr*>(&local), &local_len) != 0) continue;
-    if (::getpeername(s, reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0) continue;
-    char address[INET6_ADDRSTRLEN] = {};
-    std::uint16_t local_port = 0, peer_port = 0;
-    if (local.ss_family == AF_INET) {
-      const auto* l = reinterpret_cast<const sockaddr_in*>(&local);
-      const auto* p = reinterpret_cast<const sockaddr_in*>(&peer);
-      local_port = ntohs(l->sin_port);
-      peer_port = ntohs(p->sin_port);
-      ::inet_ntop(AF_INET, &p->sin_addr, address, sizeof address);
-    } else if (local.ss_family == AF_INET6) {
-      const auto* l = reinterpret_cast<const sockaddr_in6*>(&local);
-      const auto* p = reinterpret_cast<const sockaddr_in6*>(&peer);
-      local_port = ntohs(l->sin6_port);
-      peer_port = ntohs(p->sin6_port);
-      ::inet_ntop(AF_INET6, &p->sin6_addr, address, sizeof address);
-    } else {
-      continue;
-    }
-    if (local_port == port) visit(s, peer_key(address, peer_port));
-  }
-  ::closedir(fds);
-}
-
-// Ends the wait of every idle connection this server accepted: shut down
-// for reading, a worker waiting for the next request on it sees the end at
-// once (cpp-httplib's stop() leaves each kept-alive connection open until
-// idle_timeout). Those of `busy` are left alone: a request is being
-// answered on them, which cpp-httplib would not write to a socket shut
-// down for reading; it closes them after the response, the server being
-// stopped.
-void shut_down_idle_connections(std::uint16_t port, const std::set<std::string>& busy) {
-  each_connection(port, [&](int fd, const std::string& peer) {
-    if (busy.count(peer) == 0) ::shutdown(fd, SHUT_RD);
-  });
-}
-
 void method_not_allowed(httplib::Response& res) {
   res.status = 405;
   res.set_header("Allow", "GET, HEAD");
@@ -145,6 +87,7 @@ struct MetricsServer::Impl {
   MetricsServerOptions options;
   std::uint16_t port = 0;
   bool ipv6 = false;
+  Listening listening;  // port, family and address, once bound
   httplib::Server server;
   std::thread listener;
   // A fork() child has this server's memory, not its threads; its socket is
@@ -154,7 +97,8 @@ struct MetricsServer::Impl {
   std::atomic<bool> connections_shut_down{false};
 
   // The connections a request is being answered on (peer_key), from
-  // routing until the response is written (cpp-httplib's logger).
+  // routing (a request without a body) or its handler (one with a body,
+  // read by then) until the response is written (cpp-httplib's logger).
   std::mutex busy_mutex;
   std::set<std::string> busy;  // guarded by busy_mutex
   // By connection: when it must have completed a request (its opening, as
@@ -180,22 +124,35 @@ struct MetricsServer::Impl {
   }
   void reap() {
     const auto now = std::chrono::steady_clock::now();
-    std::lock_guard lock(busy_mutex);
-    std::map<std::string, std::chrono::steady_clock::time_point> open;
-    each_connection(port, [&](int fd, const std::string& peer) {
-      const auto it = due.find(peer);
-      const auto until = it != due.end() ? it->second : now + request_limit;
-      open.emplace(peer, until);
-      if (now >= until && busy.count(peer) == 0) ::shutdown(fd, SHUT_RD);
-    });
-    due = std::move(open);  // closed connections forgotten
+    const std::vector<Connection> found = connections_of(listening);  // without the lock
+    std::vector<const Connection*> overdue;
+    {
+      std::lock_guard lock(busy_mutex);
+      std::map<std::string, std::chrono::steady_clock::time_point> open;
+      for (const Connection& c : found) {
+        const auto it = due.find(c.peer);
+        const auto until = it != due.end() ? it->second : now + request_limit;
+        open.emplace(c.peer, until);
+        if (now >= until && busy.count(c.peer) == 0) overdue.push_back(&c);
+      }
+      due = std::move(open);  // closed connections forgotten
+    }
+    for (const Connection* c : overdue) shut_down_reading(*c, listening);
   }
-  void stop_reaper() {
+  void mark_busy(const httplib::Request& req) {
+    std::lock_guard lock(busy_mutex);
+    busy.insert(peer_key(req.remote_addr, req.remote_port));
+  }
+  // Tells the reaper to stop; stop_reaper() also waits for it.
+  void ask_reaper_to_stop() {
     {
       std::lock_guard lock(reaper_mutex);
       reaper_stop = true;
     }
     reaper_cv.notify_all();
+  }
+  void stop_reaper() {
+    ask_reaper_to_stop();
     if (reaper.joinable()) reaper.join();
   }
   std::mutex join_mutex;  // one stop() joins; another waits for it
@@ -267,17 +224,17 @@ MetricsServer::MetricsServer(std::vector<MetricsSource> sources,
   // Nothing posted is read; a body is only drained before the 405.
   server.set_payload_max_length(64 * 1024);
 
-  server.Get(metrics_path, [&m](const httplib::Request&, httplib::Response& res) {
+  server.Get(metrics_path, [&m](const httplib::Request& req, httplib::Response& res) {
+    m.mark_busy(req);  // (a GET with a body was read under the reaper's limit)
     res.set_content(m.page(), content_type);
   });
   // Other methods on /metrics: 405. One without a body before routing;
   // with a body, after cpp-httplib has read it, so that a kept-alive
   // connection does not take the body for the next request.
   server.set_pre_routing_handler([&m](const httplib::Request& req, httplib::Response& res) {
-    {
-      std::lock_guard lock(m.busy_mutex);
-      m.busy.insert(peer_key(req.remote_addr, req.remote_port));
-    }
+    // A body is read after this: until then, the reaper's limit holds (a
+    // chunked body sent a chunk at a time held a worker for as long).
+    if (!has_body(req)) m.mark_busy(req);
     if (req.path == metrics_path && req.method != "GET" && req.method != "HEAD" && !has_body(req)) {
       method_not_allowed(res);
       return httplib::Server::HandlerResponse::Handled;
@@ -290,7 +247,8 @@ MetricsServer::MetricsServer(std::vector<MetricsSource> sources,
     m.busy.erase(peer);
     m.due[peer] = std::chrono::steady_clock::now() + m.request_limit;
   });
-  const auto not_allowed = [](const httplib::Request&, httplib::Response& res) {
+  const auto not_allowed = [&m](const httplib::Request& req, httplib::Response& res) {
+    m.mark_busy(req);
     method_not_allowed(res);
   };
   server.Post(metrics_path, not_allowed);
@@ -334,6 +292,7 @@ MetricsServer::MetricsServer(std::vector<MetricsSource> sources,
     refuse(message);
   }
   m.port = static_cast<std::uint16_t>(bound);
+  m.listening = {m.port, m.ipv6, options.address};
   m.request_limit =
       std::max<std::chrono::steady_clock::duration>(options.idle_timeout, options.read_timeout);
   m.listener = std::thread([&m] {
@@ -378,9 +337,19 @@ void MetricsServer::stop() {
   if (::getpid() != m.owner) return;  // the parent's server (Impl::owner)
   m.server.stop();
   if (!m.connections_shut_down.exchange(true)) {
+    // Each idle connection's wait ends at once: shut down for reading, a
+    // worker waiting for the next request on it sees the end
+    // (cpp-httplib's stop() leaves kept-alive connections open until
+    // idle_timeout). Those a request is being answered on are left alone
+    // (cpp-httplib would not write to a socket shut down for reading); it
+    // closes them after the response, the server being stopped.
+    const std::vector<Connection> open = connections_of(m.listening);
     std::lock_guard lock(m.busy_mutex);
-    shut_down_idle_connections(m.port, m.busy);
+    for (const Connection& c : open) {
+      if (m.busy.count(c.peer) == 0) shut_down_reading(c, m.listening);
+    }
   }
+  m.ask_reaper_to_stop();
   // On a worker, joining would wait for this very thread; the destructor
   // joins later.
   if (on_worker_thread) return;
