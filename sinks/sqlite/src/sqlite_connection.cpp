@@ -6,7 +6,6 @@
 #include <soci/sqlite3/soci-sqlite3.h>
 #include <sqlite3.h>
 
-#include <sys/stat.h>
 #include <unistd.h>
 #include <algorithm>
 #include <cctype>
@@ -251,13 +250,6 @@ std::unique_ptr<SqliteConnection> open_connection(const SqliteConfig& config, Th
   // SQLite opens a file it may not write read-only without a word; every
   // batch would then fail. Refused here, at construction, instead.
   c->path = config.path;
-  struct stat opened {};
-  std::error_code no_cwd;
-  c->absolute_path = std::filesystem::absolute(config.path, no_cwd).string();
-  if (!no_cwd && ::stat(c->absolute_path.c_str(), &opened) == 0) {
-    c->opened_file.emplace(static_cast<std::uint64_t>(opened.st_dev),
-                           static_cast<std::uint64_t>(opened.st_ino));
-  }
   if (config.read_only) return c;
   if (sqlite3_db_readonly(handle, "main") == 1) {
     throw error("auditpipe: SQLite database '" + config.path +
@@ -367,17 +359,10 @@ void SqliteConnection::execute_ddl(const std::string& sql) {
   session << sql;
 }
 
-std::optional<std::string> SqliteConnection::file_moved() const {
-  if (!opened_file) return std::nullopt;  // not a file at open (none to compare)
-  struct stat now {};
-  if (::stat(absolute_path.c_str(), &now) != 0) {
-    return "it is gone: " + std::string(std::strerror(errno));
-  }
-  if (static_cast<std::uint64_t>(now.st_dev) != opened_file->first ||
-      static_cast<std::uint64_t>(now.st_ino) != opened_file->second) {
-    return "another file has its name now";
-  }
-  return std::nullopt;
+bool SqliteConnection::file_moved() const {
+  int moved = 0;
+  return sqlite3_file_control(handle, "main", SQLITE_FCNTL_HAS_MOVED, &moved) == SQLITE_OK &&
+         moved != 0;
 }
 
 void SqliteConnection::cancel_io() noexcept {

@@ -13,12 +13,10 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 #include "auditpipe/sink/sql_sink.h"
@@ -73,16 +71,12 @@ class SqliteConnection final : public SqlConnection {
   std::string path;                       // the file, for messages
   sqlite_api::sqlite3_stmt* insert = nullptr;
 
-  // Why `path` no longer names the file this connection has open (it was
-  // removed, renamed or replaced since the open), or nothing. The rows of
-  // a file removed under a logger went into it, to be freed with it, and
-  // the logger said they were written.
-  std::optional<std::string> file_moved() const;
-  // The file's identity at open (st_dev, st_ino), if it was a file, and
-  // its path made absolute then: a process that changes its working
-  // directory later still names the same file.
-  std::optional<std::pair<std::uint64_t, std::uint64_t>> opened_file;
-  std::string absolute_path;
+  // Whether `path` no longer names the file this connection has open (it
+  // was removed, renamed or replaced since the open), as SQLite sees it
+  // (SQLITE_FCNTL_HAS_MOVED: the path it resolved at open, the inode it
+  // opened). The rows of a file removed under a logger went into it, to be
+  // freed with it, and the logger said they were written.
+  bool file_moved() const;
 
   // The busy timeout, kept by this connection's own busy handler
   // (wait_while_busy in the .cpp): SQLite's sleeps through an interrupt, so

@@ -86,17 +86,17 @@ class SqliteSink final : public SqlSink {
 
   std::optional<WriteFailure> write_batch(SqlConnection& connection, const Batch& batch) override {
     auto& c = static_cast<SqliteConnection&>(connection);
-    // A stat() per batch: a file removed under the logger took every row
-    // written after with it, and the logger said they were written. Until
-    // the file is back (or the logger starts again, on the file the path
-    // names then), health is down and the records wait.
-    if (std::optional<std::string> moved = c.file_moved()) {
+    // A stat() per batch (SQLite's): a file removed under the logger took
+    // every row written after with it, and the logger said they were
+    // written. Until the file is back (or the logger starts again, on the
+    // file the path names then), health is down and the records wait.
+    if (c.file_moved()) {
       return WriteFailure{WriteFailure::Kind::configuration,
                           "SQLite database '" + c.path +
-                              "' was removed or renamed since the logger opened it (" + *moved +
-                              "): rows written now would go to a file no one can open by that "
-                              "name. Put it back, or close the logger and start it again (it "
-                              "then opens the file the path names)"};
+                              "' was removed or renamed since the logger opened it: rows "
+                              "written now would go to a file no one can open by that name. Put "
+                              "it back, or close the logger and start it again (it then opens "
+                              "the file the path names)"};
     }
     int rc = sqlite3_exec(c.handle, "BEGIN", nullptr, nullptr, nullptr);
     const Column* nan_column = nullptr;
