@@ -120,3 +120,68 @@ TEST(PostgresqlFault, ReplayedRowsWaitingForTheirSealAreNotYetSealedNotInserted)
 }
 
 }  // namespace
+
+// A start reads the newest seal's rows back to check its key against the
+// table's. A connection that dies during that read is an outage: the
+// start fails (and a later one checks again), where it used to pass the
+// check and seal rows with another key, breaking the chain for good. The
+// test's row-level policy ends the session that reads the rows back (its
+// query is the read-back's) until the policy is dropped.
+TEST(PostgresqlFault, AStartWhoseReadBackOfTheNewestSealDiesDoesNotSealWithAnotherKey) {
+  TempDir dir;
+  const std::string key = fresh_sealed_table(dir, "the key the table is sealed with");
+  {
+    auditpipe::Logger<testing_support::AuditRow> logger(
+        auditpipe::postgresql::open(sealed_url(key)));
+    auto r = logger.acquire();
+    ASSERT_TRUE(r);
+    r->message_id = 1;
+    ASSERT_EQ(r.commit(), auditpipe::Status::ok);
+    ASSERT_TRUE(logger.close(std::chrono::seconds(30)).drained);
+  }
+  const std::string other = (dir.path() / "other.key").string();
+  {
+    std::ofstream k(other);
+    k << "a key the table's seals were not made with";
+  }
+  std::filesystem::permissions(other, std::filesystem::perms::owner_read);
+  PostgresqlProbe probe;
+  probe.exec(
+      "CREATE OR REPLACE FUNCTION end_read_back() RETURNS boolean AS $$ BEGIN IF current_query() "
+      "LIKE '%AND seq <= % ORDER BY seq%' THEN PERFORM "
+      "pg_terminate_backend(pg_backend_pid()); END IF; RETURN true; END $$ LANGUAGE plpgsql");
+  probe.exec("ALTER TABLE audit_log ENABLE ROW LEVEL SECURITY");
+  probe.exec("ALTER TABLE audit_log FORCE ROW LEVEL SECURITY");
+  probe.exec("CREATE POLICY end_read_back ON audit_log USING (end_read_back())");
+  try {
+    auditpipe::Logger<testing_support::AuditRow> logger(
+        auditpipe::postgresql::open(sealed_url(other)));
+    auto r = logger.acquire();
+    if (r) {
+      r->message_id = 2;
+      (void)r.commit();
+    }
+    logger.close(std::chrono::seconds(10));
+    ADD_FAILURE() << "opened with another key while the newest seal could not be read back";
+  } catch (const auditpipe::error& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "was lost while reading back the rows of the newest seal of audit_log"),
+              std::string::npos)
+        << e.what();
+  }
+  probe.exec("DROP POLICY end_read_back ON audit_log");
+  probe.exec("ALTER TABLE audit_log NO FORCE ROW LEVEL SECURITY");
+  probe.exec("ALTER TABLE audit_log DISABLE ROW LEVEL SECURITY");
+  probe.exec("DROP FUNCTION end_read_back()");
+  EXPECT_EQ(probe.scalar("SELECT COUNT(*) FROM audit_log"), 1);
+  // Read back now, the rows show the key is not the table's.
+  try {
+    auditpipe::Logger<testing_support::AuditRow> logger(
+        auditpipe::postgresql::open(sealed_url(other)));
+    ADD_FAILURE() << "opened with another key";
+  } catch (const auditpipe::error& e) {
+    EXPECT_NE(std::string(e.what()).find("does not verify with this logger's seal=hmac key"),
+              std::string::npos)
+        << e.what();
+  }
+}

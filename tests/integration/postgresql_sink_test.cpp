@@ -510,6 +510,71 @@ TEST(PostgresqlSink, ALostPrivilegeIsHealthDownUntilGrantedBack) {
   EXPECT_EQ(probe.scalar("SELECT COUNT(DISTINCT message_id) FROM audit_log"), 20);
 }
 
+// A table under row-level security (FORCE: its owner too): the server
+// refuses COPY FROM into it (0A000), which applies no policies. The
+// default write path writes INSERTs instead, which obey them; an explicit
+// write_path=copy is a configuration failure naming the cause (not an
+// endless retry of a statement that cannot succeed), whose records are
+// kept until the table takes them.
+void put_under_row_level_security() {
+  drop_table();
+  { auditpipe::Logger<AuditRow> create(auditpipe::postgresql::open(postgresql_test_url())); }
+  PostgresqlProbe probe;
+  probe.exec("ALTER TABLE audit_log ENABLE ROW LEVEL SECURITY");
+  probe.exec("ALTER TABLE audit_log FORCE ROW LEVEL SECURITY");
+  probe.exec("CREATE POLICY every_row ON audit_log USING (true) WITH CHECK (true)");
+}
+
+TEST(PostgresqlSink, ATableUnderRowLevelSecurityIsWrittenWithInserts) {
+  put_under_row_level_security();
+  auditpipe::Logger<AuditRow> logger(auditpipe::postgresql::open(postgresql_test_url()));
+  for (int i = 0; i < 100; ++i) {
+    auto r = logger.acquire();
+    ASSERT_TRUE(r);
+    r->message_id = i;
+    ASSERT_EQ(r.commit(), Status::ok);
+  }
+  const auto report = logger.close(std::chrono::seconds(30));
+  EXPECT_TRUE(report.drained);
+  EXPECT_EQ(report.stats.written, 100u);
+  EXPECT_EQ(report.stats.health, auditpipe::Health::ok);
+  PostgresqlProbe probe;
+  EXPECT_EQ(probe.scalar("SELECT COUNT(DISTINCT message_id) FROM audit_log"), 100);
+  EXPECT_EQ(probe.scalar("SELECT COUNT(*) FROM audit_log"), 100);
+}
+
+TEST(PostgresqlSink, CopyIntoATableUnderRowLevelSecurityIsHealthDownUntilItIsLifted) {
+  put_under_row_level_security();
+  auditpipe::Options o;
+  o.flush_interval = std::chrono::milliseconds(20);
+  // A transient failure would be retried after 10, 20, 40, ... ms; a
+  // configuration failure is retried at the slowest backoff.
+  o.retry_backoff_initial = std::chrono::milliseconds(10);
+  o.retry_backoff_max = std::chrono::milliseconds(3000);
+  auditpipe::Logger<AuditRow> logger(auditpipe::postgresql::open(url_with("write_path=copy")), o);
+  for (int i = 0; i < 10; ++i) {
+    auto r = logger.acquire();
+    ASSERT_TRUE(r);
+    r->message_id = i;
+    ASSERT_EQ(r.commit(), Status::ok);
+  }
+  ASSERT_TRUE(eventually([&] { return logger.stats().health == auditpipe::Health::down; }))
+      << logger.stats().health_reason;
+  const auto failing = logger.stats();
+  EXPECT_NE(failing.health_reason.find("row-level security"), std::string::npos)
+      << failing.health_reason;
+  EXPECT_EQ(failing.written, 0u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  EXPECT_LE(logger.stats().retries, 3u) << "retried as a transient failure";
+  PostgresqlProbe probe;
+  probe.exec("ALTER TABLE audit_log NO FORCE ROW LEVEL SECURITY");
+  probe.exec("ALTER TABLE audit_log DISABLE ROW LEVEL SECURITY");
+  EXPECT_TRUE(eventually([&] { return logger.stats().written == 10; }));
+  EXPECT_TRUE(logger.close().drained);
+  EXPECT_EQ(probe.scalar("SELECT COUNT(DISTINCT message_id) FROM audit_log"), 10);
+  EXPECT_EQ(probe.scalar("SELECT COUNT(*) FROM audit_log"), 10);
+}
+
 // Loggers opened at once on a table nobody created yet all start and write.
 TEST(PostgresqlSink, LoggersOpenedAtOnceOnANewTableAllStart) {
   for (int round = 0; round < 3; ++round) {

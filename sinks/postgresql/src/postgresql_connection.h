@@ -97,6 +97,10 @@ class PostgresqlConnection : public SqlConnection {
   // The table's columns and their type OIDs when binary_columns was read
   // (types_query's answer): a binary COPY commits only while it holds.
   std::string binary_types;
+  // The server refused COPY into the table (0A000: row-level security
+  // applies to this user, and COPY FROM cannot apply its policies):
+  // write_path=auto writes INSERTs on this connection instead.
+  bool copy_refused = false;
   // Reused per connection by the write paths.
   std::string copy_data;
   std::string param_data;

@@ -115,6 +115,9 @@ constexpr std::string_view configuration_states[] = {
     "42703",  // undefined_column: a column was dropped or renamed
     "42804",  // datatype_mismatch: a column's type was altered
     "3F000",  // invalid_schema_name: the schema on the search path is gone
+    // feature_not_supported: COPY into a table under row-level security
+    // with write_path=copy (auto writes INSERTs instead).
+    "0A000",
     // The server's answers to a session it ends or refuses: the database
     // dropped or renamed, pg_hba.conf refusing the user, the password
     // changed. (A new connection that fails for these reasons fails in
@@ -221,11 +224,20 @@ class PostgresqlSinkImpl final : public PostgresqlSink {
   std::optional<WriteFailure> write_batch(SqlConnection& connection, const Batch& batch) override {
     auto& c = static_cast<PostgresqlConnection&>(connection);
     std::optional<PostgresqlError> e;
-    if (path_ == WritePath::copy) {
+    if (path_ == WritePath::copy && !c.copy_refused) {
       e = copy_batch(c, batch);
       // Some of these rows are there already (a retry after an ambiguous
       // failure): write the batch so that only those repeats are skipped.
       if (e && e->sqlstate == "23505" && !c.broken()) e = insert_batch(c, batch);
+      if (e && e->sqlstate == "0A000" && !c.broken() &&
+          config_.write_path == WritePath::automatic) {
+        diagnostics()->warn(
+            "auditpipe: {}: the server refuses COPY into {} ({}): this connection writes "
+            "INSERTs instead (write_path=insert says so up front)",
+            c.server(), table_text().table, e->describe());
+        c.copy_refused = true;
+        e = insert_batch(c, batch);
+      }
     } else {
       e = insert_batch(c, batch);
     }

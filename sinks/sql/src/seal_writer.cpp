@@ -395,8 +395,20 @@ void SealWriter::check_newest_seal(SqlConnection& c, const std::string& seals,
     }
     read_back.commit();
   } catch (const std::exception& e) {
-    diagnostics()->debug("auditpipe: {}: the newest seal's rows could not be read back: {}",
-                         table_.name, e.what());
+    // A connection that died here is an outage: this try fails and the
+    // next checks again. Passing it let a start with another key seal its
+    // rows the moment the server came back.
+    if (!c.ping()) {
+      throw error(
+          "auditpipe: seal=: the connection was lost while reading back the rows of "
+          "the newest seal of " +
+          std::string(table_.name) + " " + table_location_ + " (seal " + std::to_string(no) +
+          ") to check this logger's key against it: " + e.what());
+    }
+    diagnostics()->warn(
+        "auditpipe: {} {}: the rows of its newest seal ({}) could not be read back to check "
+        "this logger's key against it: {}; run auditpipe verify",
+        table_.name, table_location_, no, e.what());
     return;
   }
   if (rows != row_count || fingerprints != *f[6]) {
