@@ -39,11 +39,19 @@ std::size_t Spill::keep(std::span<const RecordRef> records, std::size_t chunk) {
   std::size_t kept = 0;
   while (kept < records.size()) {
     const std::size_t n = std::min(chunk, records.size() - kept);
-    if (writer_.append(records.subspan(kept, n)) != SpillWriter::Result::ok) {
-      diagnostics()->error("auditpipe: close could not spill: {}", writer_.last_error());
-      break;
+    if (writer_.append(records.subspan(kept, n)) == SpillWriter::Result::ok) {
+      kept += n;
+      continue;
     }
-    kept += n;
+    // A chunk past the cap (or the room left on the disk) may fit in
+    // halves: every record kept here is one not lost. (A failed append
+    // leaves nothing behind.)
+    if (n > 1) {
+      chunk = n / 2;
+      continue;
+    }
+    diagnostics()->error("auditpipe: close could not spill: {}", writer_.last_error());
+    break;
   }
   counters_.spilled.fetch_add(kept, std::memory_order_relaxed);
   return kept;

@@ -28,11 +28,13 @@ using spill_test::WideRow;
 using testing_support::TempDir;
 
 struct Fixture {
-  explicit Fixture(const fs::path& dir, std::uint64_t segment_bytes = 64 << 20)
+  explicit Fixture(const fs::path& dir, std::uint64_t segment_bytes = 64 << 20,
+                   std::uint64_t max_bytes = Options{}.spill_max_bytes)
       : options([&] {
           Options o;
           o.spill_path = dir;
           o.spill_segment_bytes = segment_bytes;
+          o.spill_max_bytes = max_bytes;
           return o;
         }()),
         finisher(descriptor_of<WideRow>(), true, counters),
@@ -85,6 +87,34 @@ TEST(Spill, RecordsCountsAppendsKeepsAndReplay) {
   for (std::size_t k = 1; k < left.size(); ++k) EXPECT_LE(left[k], left[k - 1]);
   EXPECT_EQ(f.spill.records(), 0u);
   EXPECT_FALSE(f.spill.pending());
+}
+
+// close() keeps what it can: a chunk past the directory's cap (or a
+// full disk) is tried in halves, so the records that fit are kept, not
+// given up with the chunk.
+TEST(Spill, AKeepThatDoesNotFitKeepsAsManyRecordsAsFit) {
+  std::vector<WideRow> rows;
+  for (std::int64_t i = 0; i < 100; ++i) rows.push_back(spill_test::typical_wide_row(i));
+  std::vector<RecordRef> refs;
+  for (std::size_t k = 0; k < rows.size(); ++k)
+    refs.push_back({1, static_cast<std::int64_t>(k), reinterpret_cast<std::byte*>(&rows[k])});
+  std::uint64_t all_bytes = 0;
+  {
+    TempDir dir;
+    Fixture whole(dir.path() / "spill");
+    ASSERT_EQ(whole.spill.keep(refs, 100), 100u);
+    all_bytes = whole.spill.bytes();
+  }
+  TempDir dir;
+  Fixture f(dir.path() / "spill", 64 << 20, all_bytes * 6 / 10);
+  const std::size_t kept = f.spill.keep(refs, 100);
+  EXPECT_GE(kept, 55u);
+  EXPECT_LT(kept, 61u);
+  EXPECT_EQ(f.spill.records(), kept);
+  EXPECT_EQ(f.counters.spilled.load(), kept);
+  const auto seqs = replay_all(f.spill);
+  ASSERT_EQ(seqs.size(), kept);
+  for (std::size_t i = 0; i < kept; ++i) EXPECT_EQ(seqs[i], static_cast<std::int64_t>(i));
 }
 
 TEST(Spill, RecordsFoundAtStartAreCountedAndReplayed) {
