@@ -457,6 +457,15 @@ class Pipeline::Engine {
       s.health_reason += (s.health_reason.empty() ? "" : "; ") +
                          std::string("the latest connect failed: ") + pool->last_connect_error;
     }
+    // A close that ran out of time before any write had failed (a server
+    // that hangs) left these: the last word on the logger is not ok.
+    if (s.unwritten != 0) {
+      s.health = Health::down;
+      s.health_reason =
+          "auditpipe: closed with " + std::to_string(s.unwritten) + " committed records unwritten" +
+          (intake_.durable() ? " (kept in the durable pool for the next start)" : "") +
+          (s.health_reason.empty() ? "" : "; " + s.health_reason);
+    }
     s.seals = sink_->seal_stats();
     s.spill_bytes = spill_ ? spill_->bytes() : 0;
     s.spill_records = on_disk();

@@ -285,6 +285,26 @@ TEST(Logger, CloseGivesUpAtItsDeadlineAndCountsWhatIsLeft) {
   EXPECT_EQ(report.stats.written, 0u);
 }
 
+// A close that ran out of time before any write had failed (the database
+// hangs) still leaves records unwritten: the report's health says so.
+TEST(Logger, ACloseThatLeavesRecordsUnwrittenIsNotHealthOk) {
+  auto sink = std::make_shared<CollectingSink>();
+  sink->hold();  // every write hangs, none fails
+  Options o;
+  o.capacity = 64;
+  o.batch_size = 8;
+  auditpipe::Logger<AuditRow> logger(sink, o);
+  for (int i = 0; i < 20; ++i) ASSERT_EQ(log_one(logger, i), Status::ok);
+  const auto report = logger.close(0ms);
+  sink->release();
+  EXPECT_FALSE(report.drained);
+  ASSERT_GT(report.unwritten, 0u);
+  EXPECT_EQ(report.stats.health, auditpipe::Health::down);
+  EXPECT_NE(report.stats.health_reason.find("unwritten"), std::string::npos)
+      << report.stats.health_reason;
+  EXPECT_EQ(logger.stats().health, auditpipe::Health::down);
+}
+
 TEST(Logger, AnUncommittedHandleGivesItsSlotBack) {
   auto sink = std::make_shared<CollectingSink>();
   Options o;
