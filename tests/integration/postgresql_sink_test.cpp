@@ -287,6 +287,50 @@ TEST(PostgresqlSink, AnExistingTableIsCheckedAtStart) {
   EXPECT_EQ(open_error(postgresql_test_url()), "");
 }
 
+// A unique index on (source_id, seq) that ON CONFLICT (source_id, seq)
+// cannot use as its arbiter is refused at start, named, with why: a
+// partial one let every key of rows outside its WHERE be stored twice; a
+// deferrable one failed every batch holding a key already stored (55000),
+// retried for ever; one also over an expression is not unique on the pair.
+TEST(PostgresqlSink, AUniqueKeyOnTheKeyPairThatOnConflictCannotUseIsRefusedAtStart) {
+  const std::string columns =
+      "at TIMESTAMPTZ, message_id BIGINT, status INTEGER, channel INTEGER, latency_ms DOUBLE "
+      "PRECISION, delivered BOOLEAN, sender TEXT, receiver TEXT, payload TEXT, source_id BIGINT "
+      "NOT NULL, seq BIGINT NOT NULL";
+  struct Case {
+    std::string key, why;
+  };
+  for (const Case& k : {
+           Case{"CREATE UNIQUE INDEX audit_once ON audit_log (source_id, seq) WHERE status > 0",
+                "is partial (WHERE (status > 0))"},
+           Case{"ALTER TABLE audit_log ADD CONSTRAINT audit_once PRIMARY KEY (source_id, seq) "
+                "DEFERRABLE INITIALLY DEFERRED",
+                "is deferrable"},
+           Case{"ALTER TABLE audit_log ADD CONSTRAINT audit_once UNIQUE (source_id, seq) "
+                "DEFERRABLE INITIALLY IMMEDIATE",
+                "is deferrable"},
+           Case{"CREATE UNIQUE INDEX audit_once ON audit_log (source_id, seq, (status + 1))",
+                "is also over an expression"},
+       }) {
+    drop_table();
+    PostgresqlProbe probe;
+    probe.exec("CREATE TABLE audit_log (" + columns + ")");
+    probe.exec(k.key);
+    const std::string e = open_error(postgresql_test_url());
+    EXPECT_NE(e.find("has unique key audit_once on (source_id, seq), but it " + k.why),
+              std::string::npos)
+        << k.key << ": " << e;
+    EXPECT_NE(e.find("ON CONFLICT (source_id, seq) cannot use it"), std::string::npos) << e;
+  }
+  // Beside a plain one, such an index does no harm.
+  drop_table();
+  PostgresqlProbe probe;
+  probe.exec("CREATE TABLE audit_log (" + columns + ", PRIMARY KEY (source_id, seq))");
+  probe.exec("CREATE UNIQUE INDEX audit_partial ON audit_log (source_id, seq) WHERE status > 0");
+  EXPECT_EQ(open_error(postgresql_test_url()), "");
+  drop_table();
+}
+
 // A quoted name is exact in PostgreSQL, and the sink quotes every name: a
 // column that differs from the record's only in case is another column
 // (every insert naming "payload" would fail), and so is a key column. Said

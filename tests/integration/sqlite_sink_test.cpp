@@ -208,6 +208,30 @@ TEST(SqliteSink, AnExistingTableMustHaveTheColumnsAndTheUniqueKey) {
   EXPECT_EQ(open_error("sqlite://" + no_key), "");
 }
 
+// A unique index on (source_id, seq) that ON CONFLICT (source_id, seq)
+// cannot name is refused at start with its name and why (SQLite's own
+// error at the insert's prepare named neither).
+TEST(SqliteSink, AUniqueKeyOnTheKeyPairThatOnConflictCannotUseIsRefusedAtStart) {
+  TempDir dir;
+  int n = 0;
+  for (const auto& [key, why] : std::vector<std::pair<std::string, std::string>>{
+           {"CREATE UNIQUE INDEX audit_once ON audit_log (source_id, seq) WHERE status > 0",
+            "is partial"},
+           {"CREATE UNIQUE INDEX audit_once ON audit_log (source_id, seq, status + 1)",
+            "is also over an expression"}}) {
+    const std::string path = dir.file("key" + std::to_string(n++) + ".db");
+    exec(path,
+         "CREATE TABLE audit_log (at INTEGER, message_id INTEGER, status INTEGER, channel "
+         "INTEGER, latency_ms REAL, delivered INTEGER, sender TEXT, receiver TEXT, payload TEXT, "
+         "source_id INTEGER NOT NULL, seq INTEGER NOT NULL)");
+    exec(path, key);
+    const std::string e = open_error("sqlite://" + path);
+    EXPECT_NE(e.find("has unique key audit_once on (source_id, seq), but it " + why),
+              std::string::npos)
+        << key << ": " << e;
+  }
+}
+
 TEST(SqliteSink, AConstraintViolationRefusesOnlyTheBadRecord) {
   TempDir dir;
   const std::string path = dir.file("check.db");

@@ -135,9 +135,19 @@ const SqlDialect postgresql_dialect{
         "FROM information_schema.columns, LATERAL (SELECT data_type || CASE WHEN data_type LIKE "
         "'timestamp%' THEN '(' || datetime_precision || ')' ELSE '' END AS type) t "
         "WHERE table_schema = current_schema() AND table_name = $1",
-    // ON CONFLICT (source_id, seq) needs a unique index on exactly that pair.
+    // ON CONFLICT (source_id, seq) needs a unique index on exactly that
+    // pair that it can use as its arbiter: not partial (it covers only some
+    // rows: a user's partial index let every key be stored twice), checked
+    // at once (a deferrable one fails every ON CONFLICT, 55000), not over an
+    // expression too, and valid.
     .unique_keys_query =
-        "SELECT i.indexrelid::regclass::text, a.attname::text FROM pg_index i "
+        "SELECT i.indexrelid::regclass::text, a.attname::text, CASE "
+        "WHEN i.indpred IS NOT NULL THEN 'partial (WHERE ' || "
+        "pg_get_expr(i.indpred, i.indrelid) || ')' "
+        "WHEN NOT i.indimmediate THEN 'deferrable' "
+        "WHEN i.indexprs IS NOT NULL THEN 'also over an expression' "
+        "WHEN NOT i.indisvalid THEN 'not valid (a CREATE INDEX CONCURRENTLY that failed)' "
+        "ELSE '' END FROM pg_index i "
         "JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) "
         "WHERE i.indrelid = to_regclass(quote_ident($1)) AND i.indisunique",
     // Table-level INSERT, which COPY and INSERT ... ON CONFLICT DO NOTHING

@@ -8,6 +8,7 @@
 
 #include "auditpipe/detail/shown_name.h"
 #include "auditpipe/status.h"
+#include "unique_keys.h"
 
 namespace auditpipe {
 
@@ -72,23 +73,15 @@ std::optional<Schema> read_table_schema(SqlConnection& c, const SqlDialect& d,
                   " has no (source_id, seq) columns: it is not an auditpipe table, whose "
                   "idempotent insert needs them");
     }
-    std::map<std::string, std::set<std::string>> keys;
+    std::vector<std::vector<std::string>> key_rows;
     try {
-      for (const auto& row : c.catalog_rows(d.unique_keys_query, name))
-        keys[row.at(0)].insert(row.at(1));
+      key_rows = c.catalog_rows(d.unique_keys_query, name);
     } catch (const std::exception& e) {
       throw error("auditpipe: cannot read the unique keys of " + where + ": " + e.what());
     }
-    bool has_key = false;
-    for (const auto& [index, columns] : keys) {
-      has_key = has_key || columns == std::set<std::string>{std::string(source_id_column),
-                                                            std::string(seq_column)};
-    }
-    if (!has_key) {
-      throw error("auditpipe: " + where +
-                  " has no unique key on (source_id, seq); auditpipe needs it so that a "
-                  "retried batch is never written twice");
-    }
+    sql_detail::require_key_pair(
+        sql_detail::unique_keys(key_rows, [](const std::string& column) { return column; }),
+        std::string(source_id_column), std::string(seq_column), where);
   }
   return Schema(name, std::move(specs));
 }

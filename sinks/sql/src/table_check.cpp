@@ -13,6 +13,7 @@
 #include "auditpipe/detail/shown_name.h"
 #include "auditpipe/diagnostics.h"
 #include "auditpipe/status.h"
+#include "unique_keys.h"
 
 namespace auditpipe::sql_detail {
 
@@ -213,19 +214,14 @@ void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const Sq
   // insert names it. Where the insert absorbs a conflict on any unique key,
   // no other may cover a written column, or rows conflicting on it would
   // be skipped without a word.
-  std::map<std::string, std::set<std::string>> unique_keys;  // by name: messages in a fixed order
-  for (const auto& row : catalog(dialect.unique_keys_query))
-    unique_keys[row.at(0)].insert(row.at(1));
+  const auto keys = unique_keys(catalog(dialect.unique_keys_query),
+                                [](const std::string& column) { return column; });
   const bool others_absorbed =
       dialect.idempotent_insert == SqlDialect::IdempotentInsert::on_duplicate_key_update;
-  bool has_key = false;
-  for (const auto& [index, columns] : unique_keys) {
-    if (columns == std::set<std::string>{name_key(seq_column), name_key(source_id_column)}) {
-      has_key = true;
-      continue;
-    }
-    if (!others_absorbed) continue;
-    for (const std::string& column : columns) {
+  const std::string source_id_key = name_key(source_id_column), seq_key = name_key(seq_column);
+  for (const auto& [index, key] : keys) {
+    if (is_key_pair(key, source_id_key, seq_key) || !others_absorbed) continue;
+    for (const std::string& column : key.columns) {
       if (written.count(column)) {
         throw error("auditpipe: " + where + " has unique key " + detail::shown_catalog_name(index) +
                     " over column " + detail::shown_catalog_name(column) +
@@ -234,11 +230,7 @@ void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const Sq
       }
     }
   }
-  if (!has_key) {
-    throw error("auditpipe: " + where +
-                " has no unique key on (source_id, seq); auditpipe needs it so that a retried "
-                "batch is never written twice");
-  }
+  require_key_pair(keys, source_id_key, seq_key, where);
 
   if (!dialect.insert_privilege_query.empty()) {
     const auto rows = catalog(dialect.insert_privilege_query);

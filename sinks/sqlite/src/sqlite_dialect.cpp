@@ -106,7 +106,9 @@ const SqlDialect sqlite_dialect{
         "JOIN pragma_table_list l ON l.name = m.name AND l.schema = 'main' "
         "WHERE m.type = 'table' AND m.name = :table",
     .unique_keys_query =
-        "SELECT i.name, lower(c.name) FROM pragma_index_list(:table) i, "
+        "SELECT i.name, lower(c.name), CASE WHEN i.partial THEN 'partial (it has a WHERE "
+        "clause)' WHEN EXISTS (SELECT 1 FROM pragma_index_info(i.name) x WHERE x.name IS NULL) "
+        "THEN 'also over an expression' ELSE '' END FROM pragma_index_list(:table) i, "
         "pragma_index_info(i.name) c WHERE i.\"unique\" = 1 AND c.name IS NOT NULL",
     .name = "sqlite",
     .schema_query =

@@ -133,8 +133,9 @@ struct AUDITPIPE_EXPORT SqlDialect {
   std::string_view current_schema = "current_schema()";
   /// The dialect's own columns query, or empty for information_schema.columns.
   std::string_view columns_query = "";
-  /// A row (key name, column as columns_query gives it) per column of each unique key or
-  /// unique index of the table. No standard view has them.
+  /// A row (key name, column as columns_query gives it[, why ON CONFLICT cannot use the key:
+  /// partial, deferrable, ...; empty if it can]) per column of each unique key or unique
+  /// index of the table. No standard view has them.
   std::string_view unique_keys_query = "";
   /// One row (whether the connection's user may INSERT into the table: "t"
   /// or "1" if so, the user's name) for an existing table, checked at open
