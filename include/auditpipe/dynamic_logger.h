@@ -62,7 +62,8 @@ class AUDITPIPE_EXPORT DynamicLogger {
         : table_(other.table_),
           engine_(other.engine_),
           bytes_(std::exchange(other.bytes_, nullptr)),
-          status_(other.status_) {}
+          status_(other.status_),
+          wrong_setter_(std::exchange(other.wrong_setter_, false)) {}
     /// Gives back the record held (uncommitted), then takes over other's.
     Record& operator=(Record&& other) noexcept {
       if (this != &other) {
@@ -71,6 +72,7 @@ class AUDITPIPE_EXPORT DynamicLogger {
         engine_ = other.engine_;
         bytes_ = std::exchange(other.bytes_, nullptr);
         status_ = other.status_;
+        wrong_setter_ = std::exchange(other.wrong_setter_, false);
       }
       return *this;
     }
@@ -85,21 +87,27 @@ class AUDITPIPE_EXPORT DynamicLogger {
 
     /// Column `column` (nullable) becomes SQL NULL.
     void set_null(std::size_t column) noexcept {
-      const Column& c = column_at(column);
-      assert(c.nullable && "auditpipe: set_null() of a column that is not nullable");
-      if (c.nullable) bytes_[c.presence_offset] = std::byte{0};
+      const Column* c = column_at(column);
+      if (c == nullptr) return;
+      assert(c->nullable && "auditpipe: set_null() of a column that is not nullable");
+      if (!checked(c->nullable)) return;
+      bytes_[c->presence_offset] = std::byte{0};
     }
     /// A boolean column.
     void set_bool(std::size_t column, bool value) noexcept {
-      const Column& c = column_at(column);
-      assert(c.type == ColumnType::boolean && "auditpipe: set_bool() of a non-boolean column");
-      store(c, value);
+      const Column* c = column_at(column);
+      if (c == nullptr) return;
+      assert(c->type == ColumnType::boolean && "auditpipe: set_bool() of a non-boolean column");
+      if (checked(c->type == ColumnType::boolean)) store(*c, value);
     }
     /// An integer column of any width (bool included: 0 or 1); false if
     /// `value` does not fit the column's type (the column is unchanged).
     bool set_integer(std::size_t column, std::int64_t value) noexcept {
-      const Column& c = column_at(column);
+      const Column* column_ptr = column_at(column);
+      if (column_ptr == nullptr) return false;
+      const Column& c = *column_ptr;
       assert(is_integer(c.type) && "auditpipe: set_integer() of a column that is not an integer");
+      if (!checked(is_integer(c.type))) return false;
       switch (c.type) {
         case ColumnType::boolean:
           if (value != 0 && value != 1) return false;
@@ -126,24 +134,29 @@ class AUDITPIPE_EXPORT DynamicLogger {
     }
     /// A float64 column.
     void set_float64(std::size_t column, double value) noexcept {
-      const Column& c = column_at(column);
-      assert(c.type == ColumnType::float64 && "auditpipe: set_float64() of a non-float64 column");
-      store(c, value);
+      const Column* c = column_at(column);
+      if (c == nullptr) return;
+      assert(c->type == ColumnType::float64 && "auditpipe: set_float64() of a non-float64 column");
+      if (checked(c->type == ColumnType::float64)) store(*c, value);
     }
     /// A timestamp column.
     void set_timestamp(std::size_t column, timestamp value) noexcept {
-      const Column& c = column_at(column);
-      assert(c.type == ColumnType::timestamp &&
+      const Column* c = column_at(column);
+      if (c == nullptr) return;
+      assert(c->type == ColumnType::timestamp &&
              "auditpipe: set_timestamp() of a non-timestamp column");
-      store(c, value);
+      if (checked(c->type == ColumnType::timestamp)) store(*c, value);
     }
     /// A text column: cut at a UTF-8 boundary to the column's capacity, and
     /// to its characters where it has a limit of them (the writer counts the
     /// cut, and repairs invalid UTF-8, as for any record). Returns true if it
     /// was cut.
     bool set_text(std::size_t column, std::string_view value) noexcept {
-      const Column& c = column_at(column);
+      const Column* column_ptr = column_at(column);
+      if (column_ptr == nullptr) return false;
+      const Column& c = *column_ptr;
       assert(c.type == ColumnType::text && "auditpipe: set_text() of a non-text column");
+      if (!checked(c.type == ColumnType::text)) return false;
       // What fixed_string<N>::assign() does, with N the column's capacity.
       std::size_t n = utf8_prefix_length(value, c.max_length);
       if (c.max_chars != 0 && n > c.max_chars)
@@ -164,16 +177,19 @@ class AUDITPIPE_EXPORT DynamicLogger {
     /// record is empty afterwards.
     Status commit() noexcept {
       if (bytes_ == nullptr) return Status::empty_handle;
+      if (wrong_setter_) return give_back_misset();
       return Pipeline::commit(engine_, std::exchange(bytes_, nullptr));
     }
     /// Queues the record under the caller's identity (see the file's
     /// comment); the record is empty afterwards.
     Status commit(std::int64_t source_id, std::int64_t seq) noexcept {
       if (bytes_ == nullptr) return Status::empty_handle;
+      if (wrong_setter_) return give_back_misset();
       return Pipeline::commit(engine_, std::exchange(bytes_, nullptr), source_id, seq);
     }
     /// Gives the record back unwritten.
     void reset() noexcept {
+      wrong_setter_ = false;
       if (bytes_ != nullptr) Pipeline::abandon(engine_, std::exchange(bytes_, nullptr));
     }
 
@@ -183,10 +199,29 @@ class AUDITPIPE_EXPORT DynamicLogger {
            Status status) noexcept
         : table_(table), engine_(engine), bytes_(bytes), status_(status) {}
 
-    const Column& column_at(std::size_t column) const noexcept {
+    // The column a setter names, or nullptr (nothing is written) for an
+    // empty record or an index out of range. A setter given a column of
+    // another type writes nothing either (checked()). Both are programming
+    // errors, which debug builds stop at; in a release build such a record
+    // is given back at commit(), never stored without the value or with a
+    // neighbour's bytes overwritten.
+    const Column* column_at(std::size_t column) noexcept {
       assert(bytes_ != nullptr && "auditpipe: a setter of an empty DynamicLogger::Record");
       assert(column < table_->columns.size() && "auditpipe: column index out of range");
-      return table_->columns[column];
+      if (bytes_ == nullptr) return nullptr;
+      if (column >= table_->columns.size()) {
+        wrong_setter_ = true;
+        return nullptr;
+      }
+      return &table_->columns[column];
+    }
+    bool checked(bool right_setter) noexcept {
+      if (!right_setter) wrong_setter_ = true;
+      return right_setter;
+    }
+    Status give_back_misset() noexcept {
+      reset();
+      return Status::wrong_setter;
     }
     template <class T>
     void store(const Column& c, const T& value) noexcept {
@@ -212,6 +247,7 @@ class AUDITPIPE_EXPORT DynamicLogger {
     Pipeline::Engine* engine_ = nullptr;
     std::byte* bytes_ = nullptr;
     Status status_ = Status::empty_handle;
+    bool wrong_setter_ = false;
   };
 
   /// Keeps a copy of `schema`, opens the sink (creating or checking the

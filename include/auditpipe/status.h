@@ -17,6 +17,10 @@ enum class Status {
   pool_exhausted,  ///< Overflow::fail: the pool was full
   closed,          ///< the logger is closed or closing
   empty_handle,    ///< commit() of a handle that holds no record
+  /// DynamicLogger::Record::commit(): a setter named a column out of range
+  /// or of another type (a programming error); the record was given back
+  /// unwritten, counted as abandoned.
+  wrong_setter,
 };
 
 /// The status's name, for messages.

@@ -62,6 +62,8 @@ std::string_view to_string(Status status) noexcept {
       return "closed";
     case Status::empty_handle:
       return "empty_handle";
+    case Status::wrong_setter:
+      return "wrong_setter";
   }
   return "unknown";
 }
