@@ -28,6 +28,10 @@ inline constexpr std::uint32_t invalid_utf8 = 1u << 1;  ///< repaired by the wri
 /// Assigned from a null `const char*`: stored empty, counted by the writer
 /// (Stats::null_text_fields).
 inline constexpr std::uint32_t from_null = 1u << 2;
+/// Set by the writer once it has counted a cut (Stats::truncated_fields), so
+/// that a record finished again (replayed from a spill segment, recovered
+/// from a durable pool) is not counted twice.
+inline constexpr std::uint32_t cut_counted = 1u << 3;
 }  // namespace text_flags
 
 /// Byte offsets inside every fixed_string<N>, for readers that only have the

@@ -71,7 +71,8 @@ AUDITPIPE_EXPORT std::string_view to_string(Health health) noexcept;
     "Committed records found in a durable pool at start.")                                        \
   X(blocked, "auditpipe_acquires_blocked_total", "Acquires that waited for a free slot.")         \
   /* Text fields, among the records written. */                                                   \
-  X(truncated_fields, "auditpipe_fields_truncated_total", "Text fields cut to fit their column.") \
+  X(truncated_fields, "auditpipe_fields_truncated_total",                                         \
+    "Text fields cut to fit their column (counted once per record, stored or not).")              \
   X(invalid_utf8_fields, "auditpipe_fields_invalid_utf8_total",                                   \
     "Text fields repaired to valid UTF-8 (U+FFFD).")                                              \
   X(null_text_fields, "auditpipe_fields_null_text_total",                                         \

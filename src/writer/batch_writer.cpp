@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <numeric>
 
 #include "auditpipe/diagnostics.h"
 
@@ -25,14 +24,9 @@ std::uint64_t micros_since(clock::time_point t0) {
 struct BatchWriter::PoolOutcome final : Outcome {
   explicit PoolOutcome(BatchWriter& w) : writer(w) {}
   void stored(std::size_t begin, std::size_t count) override {
-    const std::uint64_t truncated = std::accumulate(
-        writer.truncated_.begin() + static_cast<std::ptrdiff_t>(begin),
-        writer.truncated_.begin() + static_cast<std::ptrdiff_t>(begin + count), std::uint64_t{0});
     // Counted before the slots go back: flush() returns once they have, and
     // stats() right after it must already show these records.
-    auto& k = writer.parts_.counters;
-    k.truncated_fields.fetch_add(truncated, std::memory_order_relaxed);
-    k.written.fetch_add(count, std::memory_order_relaxed);
+    writer.parts_.counters.written.fetch_add(count, std::memory_order_relaxed);
     writer.parts_.intake.release(&writer.slots_[begin], count);
   }
   void refused(std::size_t index, const std::string& message) override {
@@ -63,7 +57,6 @@ BatchWriter::BatchWriter(const WriterParts& parts, unsigned index, Spill* replay
       token_(parts.intake.consumer_token()),
       slots_(parts.options.batch_size),
       refs_(parts.options.batch_size),
-      truncated_(parts.options.batch_size),
       sizer_(parts.options.batch_size,
              std::chrono::duration_cast<std::chrono::microseconds>(
                  parts.options.write_latency_target.value_or(std::chrono::milliseconds(0)))),
@@ -163,7 +156,7 @@ bool BatchWriter::write_held(std::size_t held) {
     // visible here without relying on the queue's fences.
     (void)slots_[i]->state.load(std::memory_order_acquire);
     std::byte* record = intake.record(slots_[i]);
-    truncated_[i] = parts_.finisher.finish(record, clock);
+    parts_.finisher.finish(record, clock);
     refs_[i] = RecordRef{slots_[i]->source_id, slots_[i]->seq, record};
   }
   PoolOutcome outcome(*this);

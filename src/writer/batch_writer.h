@@ -107,7 +107,6 @@ class BatchWriter {
   moodycamel::ConsumerToken token_;
   std::vector<SlotHeader*> slots_;
   std::vector<RecordRef> refs_;
-  std::vector<std::uint32_t> truncated_;  // per held record: text fields marked cut
   BatchSizer sizer_;
   std::minstd_rand jitter_;
   std::thread thread_;

@@ -21,7 +21,7 @@ TscClock::Snapshot RecordFinisher::clock() const {
   return timestamp_columns_.empty() ? TscClock::Snapshot{} : TscClock::snapshot();
 }
 
-unsigned RecordFinisher::finish(std::byte* record, const TscClock::Snapshot& clock) const noexcept {
+void RecordFinisher::finish(std::byte* record, const TscClock::Snapshot& clock) const noexcept {
   if (!timestamp_columns_.empty()) resolve_timestamps(record, timestamp_columns_, clock);
   unsigned truncated = 0;
   unsigned from_null = 0;
@@ -31,17 +31,20 @@ unsigned RecordFinisher::finish(std::byte* record, const TscClock::Snapshot& clo
     if (is_null(record, *c)) continue;
     repair_text(record, *c);
     const std::uint32_t flags = read_text_flags(record, *c);
-    truncated += (flags & text_flags::truncated) != 0;
-    if ((flags & text_flags::from_null) != 0) {
-      // Counted once: the mark goes, so a record finished again (replayed
-      // from a spill segment) is not counted twice.
-      ++from_null;
-      const std::uint32_t cleared = flags & ~text_flags::from_null;
-      std::memcpy(record + c->offset + text_layout::flags_offset, &cleared, sizeof cleared);
+    const bool cut =
+        (flags & (text_flags::truncated | text_flags::cut_counted)) == text_flags::truncated;
+    if (cut || (flags & text_flags::from_null) != 0) {
+      // Counted once: a record finished again (replayed from a spill
+      // segment) is not counted twice.
+      truncated += cut;
+      from_null += (flags & text_flags::from_null) != 0;
+      const std::uint32_t marked =
+          (flags & ~text_flags::from_null) | (cut ? text_flags::cut_counted : 0u);
+      std::memcpy(record + c->offset + text_layout::flags_offset, &marked, sizeof marked);
     }
   }
+  if (truncated != 0) counters_.truncated_fields.fetch_add(truncated, std::memory_order_relaxed);
   if (from_null != 0) counters_.null_text_fields.fetch_add(from_null, std::memory_order_relaxed);
-  return truncated;
 }
 
 void RecordFinisher::repair_text(std::byte* record, const Column& c) const noexcept {

@@ -4,9 +4,10 @@
 //   - fast_now() readings (raw TSC cycles) become wall time;
 //   - text fields become valid UTF-8 (invalid sequences -> U+FFFD), and
 //     free of NUL bytes if the sink cannot store them; both are counted.
-// It also tells how many of the record's text fields were cut to fit, so
-// the writer counts truncations when the record is stored without reading
-// every text column again, and counts fields filled from a null C string.
+// It also counts the record's text fields cut to fit and those filled from
+// a null C string, once per record whatever becomes of it (stored, refused
+// by the database, spilled): a mark in each field keeps a second finish
+// from counting it again.
 //
 // Finishing is idempotent: a finished record passes through unchanged, so
 // records replayed from a spill segment go through it again safely.
@@ -37,11 +38,10 @@ class RecordFinisher {
   TscClock::Snapshot clock() const;
   bool has_timestamps() const noexcept { return !timestamp_columns_.empty(); }
 
-  // Finishes `record` in place; returns how many of its text fields are
-  // marked truncated.
-  unsigned finish(std::byte* record, const TscClock::Snapshot& clock) const noexcept;
+  // Finishes `record` in place.
+  void finish(std::byte* record, const TscClock::Snapshot& clock) const noexcept;
   // The same, with a calibration of its own (one record: the spill path).
-  unsigned finish(std::byte* record) const noexcept { return finish(record, clock()); }
+  void finish(std::byte* record) const noexcept { finish(record, clock()); }
 
  private:
   void repair_text(std::byte* record, const Column& c) const noexcept;

@@ -519,6 +519,52 @@ TEST(Logger, CountsTruncatedFields) {
   EXPECT_EQ(report.stats.truncated_fields, 1u);
 }
 
+// A cut is counted once per record whatever becomes of it: stored, refused
+// by the database, or spilled and replayed by the next logger (it counted
+// only records stored from the pool).
+TEST(Logger, CountsTruncatedFieldsOfRefusedAndSpilledRecordsOnce) {
+  auto commit_cut = [](auditpipe::Logger<AuditRow>& logger, std::int64_t id) {
+    auto r = logger.acquire();
+    ASSERT_TRUE(r);
+    r->message_id = id;
+    r->sender = std::string(100, 's');  // 32-byte column
+    ASSERT_EQ(r.commit(), Status::ok);
+  };
+  {
+    auto sink = std::make_shared<CollectingSink>();
+    sink->refuse_if([](const auditpipe::RecordRef& r) {
+      return reinterpret_cast<const AuditRow*>(r.data)->message_id == 1;
+    });
+    auditpipe::Logger<AuditRow> logger(sink);
+    commit_cut(logger, 0);
+    commit_cut(logger, 1);
+    const auto report = logger.close();
+    EXPECT_EQ(report.stats.written, 1u);
+    EXPECT_EQ(report.stats.rejected_by_sink, 1u);
+    EXPECT_EQ(report.stats.truncated_fields, 2u);
+  }
+  testing_support::TempDir dir;
+  Options o;
+  o.spill_path = dir.path() / "spill";
+  o.retry_backoff_initial = 1ms;
+  o.retry_backoff_max = 10ms;
+  {
+    auto down = std::make_shared<CollectingSink>();
+    down->fail_next(1'000'000);
+    auditpipe::Logger<AuditRow> logger(down, o);
+    for (std::int64_t id = 0; id < 3; ++id) commit_cut(logger, id);
+    const auto report = logger.close(100ms);
+    EXPECT_EQ(report.on_disk, 3u);
+    EXPECT_EQ(report.stats.truncated_fields, 3u);
+  }
+  auto up = std::make_shared<CollectingSink>();
+  auditpipe::Logger<AuditRow> logger(up, o);
+  const auto report = logger.close();
+  EXPECT_EQ(report.stats.replayed, 3u);
+  EXPECT_EQ(up->keys().size(), 3u);
+  EXPECT_EQ(report.stats.truncated_fields, 0u);  // counted by the logger that cut them
+}
+
 TEST(Logger, InvalidOptionsAreRefusedWithAReason) {
   Options o;
   o.capacity = 10;
