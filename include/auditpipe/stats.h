@@ -70,7 +70,7 @@ AUDITPIPE_EXPORT std::string_view to_string(Health health) noexcept;
   X(recovered, "auditpipe_records_recovered_total",                                               \
     "Committed records found in a durable pool at start.")                                        \
   X(blocked, "auditpipe_acquires_blocked_total", "Acquires that waited for a free slot.")         \
-  /* Text fields, among the records written. */                                                   \
+  /* Text fields, once per record the writers finish. */                                          \
   X(truncated_fields, "auditpipe_fields_truncated_total",                                         \
     "Text fields cut to fit their column (counted once per record, stored or not).")              \
   X(invalid_utf8_fields, "auditpipe_fields_invalid_utf8_total",                                   \
