@@ -28,7 +28,7 @@ namespace {
 
 }  // namespace
 
-PostgresqlConfig parse_postgresql_url(std::string_view text) {
+PostgresqlConfig parse_postgresql_url(std::string_view text, UrlUse use) {
   const Url url = with_accepted_form(
       text,
       [&] {
@@ -128,6 +128,15 @@ PostgresqlConfig parse_postgresql_url(std::string_view text) {
       static constexpr std::string_view attrs[] = {"any",     "read-write", "read-only",
                                                    "primary", "standby",    "prefer-standby"};
       url_choice(url, key, value, attrs);
+      // These choose a standby (or a read-only session) whenever there is
+      // one: every batch would be refused with 25006, for ever.
+      if (use == UrlUse::write &&
+          (value == "read-only" || value == "standby" || value == "prefer-standby")) {
+        bad(url, "target_session_attrs=" + value +
+                     " asks for a session that cannot write, and a logger only writes: use "
+                     "read-write (the default), primary or any (the read-only values are for "
+                     "readers such as auditpipe verify)");
+      }
       target_session_attrs = value;
     } else if (key == "password_file") {
       set("password", password_from_file(url, value));

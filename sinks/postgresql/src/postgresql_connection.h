@@ -50,8 +50,13 @@ struct PostgresqlConfig {
   WritePath write_path = WritePath::automatic;
 };
 
+// Who the connections are for. A logger only writes, so it refuses the
+// target_session_attrs that pick a standby or a read-only session; a
+// reader (auditpipe verify, auditpipe::Database) may ask for them.
+enum class UrlUse { write, read };
+
 // Throws auditpipe::error naming the problem (password masked).
-PostgresqlConfig parse_postgresql_url(std::string_view url);
+PostgresqlConfig parse_postgresql_url(std::string_view url, UrlUse use);
 
 // An error from the server (or libpq) with its SQLSTATE.
 struct PostgresqlError {

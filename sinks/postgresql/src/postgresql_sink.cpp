@@ -411,7 +411,7 @@ class PostgresqlSinkImpl final : public PostgresqlSink {
 }  // namespace
 
 std::shared_ptr<PostgresqlSink> open(std::string_view url) {
-  return std::make_shared<PostgresqlSinkImpl>(parse_postgresql_url(url));
+  return std::make_shared<PostgresqlSinkImpl>(parse_postgresql_url(url, UrlUse::write));
 }
 
 }  // namespace auditpipe::postgresql
@@ -419,7 +419,8 @@ std::shared_ptr<PostgresqlSink> open(std::string_view url) {
 namespace auditpipe::postgresql {
 
 SqlDatabaseConnection connect_database(std::string_view url) {
-  const PostgresqlConfig config = parse_postgresql_url(url);
+  // Readers too (auditpipe verify): they may ask for a standby.
+  const PostgresqlConfig config = parse_postgresql_url(url, UrlUse::read);
   const Cancellation never;  // the connect's waits; nothing cancels them
   SqlDatabaseConnection db;
   auto connection = std::make_unique<PostgresqlConnection>(config, never);
