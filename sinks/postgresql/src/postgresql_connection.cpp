@@ -175,13 +175,32 @@ PostgresqlConfig parse_postgresql_url(std::string_view text, UrlUse use) {
   return c;
 }
 
+std::string one_line(std::string_view message) {
+  std::string out;
+  out.reserve(message.size());
+  for (std::size_t i = 0; i < message.size(); ++i) {
+    if (message[i] != '\n') {
+      out += message[i] == '\t' ? ' ' : message[i];
+      continue;
+    }
+    std::size_t next = i + 1;
+    while (next < message.size() && (message[next] == '\n' || message[next] == ' ')) ++next;
+    if (next == message.size()) break;  // trailing newlines
+    // An indented line continues the one before; any other is a message of its own.
+    out += message[next] == '\t' ? " " : "; ";
+    while (next < message.size() && message[next] == '\t') ++next;
+    i = next - 1;
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
 PostgresqlError error_of(PGresult* r, PGconn* conn) {
   PostgresqlError e;
   const char* state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
   e.sqlstate = state ? state : "";
-  e.message = r && *PQresultErrorMessage(r) ? PQresultErrorMessage(r) : PQerrorMessage(conn);
-  while (!e.message.empty() && (e.message.back() == '\n' || e.message.back() == ' '))
-    e.message.pop_back();
+  e.message =
+      one_line(r && *PQresultErrorMessage(r) ? PQresultErrorMessage(r) : PQerrorMessage(conn));
   return e;
 }
 
@@ -190,11 +209,6 @@ std::string PostgresqlError::describe() const {
 }
 
 namespace {
-
-std::string trimmed(std::string message) {
-  while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
-  return message;
-}
 
 // One host's connect attempt, and what it says about the server.
 struct Attempt {
@@ -252,7 +266,7 @@ Attempt connect_to(const PostgresqlConfig& config, const PostgresqlConfig::Endpo
   a.failure =
       timed_out
           ? "no answer within connect_timeout=" + std::to_string(config.connect_timeout_s) + "s"
-          : trimmed(PQerrorMessage(conn));
+          : one_line(PQerrorMessage(conn));
   PQfinish(conn);
   a.unreachable = true;
   if (!timed_out && connected) {
@@ -299,8 +313,7 @@ PostgresqlConnection::PostgresqlConnection(const PostgresqlConfig& config,
       PQsetNoticeProcessor(
           conn_,
           [](void*, const char* message) {
-            std::string text(message);
-            while (!text.empty() && text.back() == '\n') text.pop_back();
+            const std::string text = one_line(message);
             if (text.rfind("WARNING", 0) == 0) {
               diagnostics()->warn("auditpipe: PostgreSQL: {}", text);
             } else {

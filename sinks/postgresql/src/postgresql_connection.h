@@ -68,6 +68,12 @@ struct PostgresqlError {
 // The error of a failed result (or of the connection, without one).
 PostgresqlError error_of(PGresult* result, PGconn* conn);
 
+// libpq's message on one line: its continuation lines ("\n\tIs the server
+// running...?", a server's DETAIL and HINT) joined with a space, one message
+// per address of a host joined with "; ". A log line and stats().health_reason
+// (a Prometheus label) are one line each.
+std::string one_line(std::string_view message);
+
 class PostgresqlConnection : public SqlConnection {
  public:
   // Throws auditpipe::error with libpq's message for each host;

@@ -307,7 +307,7 @@ class PostgresqlSinkImpl final : public PostgresqlSink {
     literal += "'";
     sql.replace(sql.find("$TYPES$"), 7, literal);
     if (PQsendQuery(c.native(), sql.c_str()) != 1) {
-      return PostgresqlError{"", PQerrorMessage(c.native())};
+      return PostgresqlError{"", one_line(PQerrorMessage(c.native()))};
     }
     std::optional<PostgresqlError> e;
     while (PGresult* result = PQgetResult(c.native())) {
@@ -336,7 +336,7 @@ class PostgresqlSinkImpl final : public PostgresqlSink {
     std::optional<PostgresqlError> e;
     if (PQputCopyData(c.native(), data.data(), static_cast<int>(data.size())) != 1 ||
         PQputCopyEnd(c.native(), nullptr) != 1) {
-      e = PostgresqlError{"", PQerrorMessage(c.native())};
+      e = PostgresqlError{"", one_line(PQerrorMessage(c.native()))};
     }
     while (PGresult* result = PQgetResult(c.native())) {
       if (!e && PQresultStatus(result) != PGRES_COMMAND_OK) e = error_of(result, c.native());
