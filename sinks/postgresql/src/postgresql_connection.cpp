@@ -91,11 +91,15 @@ PostgresqlConfig parse_postgresql_url(std::string_view text, UrlUse use) {
   set("user", url.user);
   if (url.password) set("password", *url.password);
   std::string connect_timeout = "10", application_name = "auditpipe";
-  // With several hosts (a primary and its standbys), only a read-write
-  // session is of use to a sink: libpq refuses a standby (or a primary
-  // not yet out of recovery) at connect and the next host is tried.
+  // Only a read-write session is of use to a logger, with one host as with
+  // several: libpq refuses a standby (or a primary not yet out of
+  // recovery) at connect and the next host is tried. A reader wants that
+  // with several hosts (a primary and its standbys); with one it takes
+  // the server it was given: `auditpipe verify` on a replica.
+  // c.endpoints holds the hosts of either spelling (before the database,
+  // or ?host=).
   std::string target_session_attrs =
-      c.endpoints.size() + url.hosts.size() > 1 ? "read-write" : "any";
+      use == UrlUse::write || c.endpoints.size() > 1 ? "read-write" : "any";
   for (const auto& [key, value] : url.query) {
     if (key == "write_path") {
       c.write_path = static_cast<WritePath>(url_choice(url, key, value, write_path_names));
