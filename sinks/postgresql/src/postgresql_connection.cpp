@@ -173,6 +173,7 @@ PostgresqlConfig parse_postgresql_url(std::string_view text, UrlUse use) {
       std::getenv("PGSERVICE") == nullptr)
     set("gssencmode", "disable");
   set("connect_timeout", connect_timeout);
+  c.target_session_attrs = target_session_attrs;
   set("target_session_attrs", target_session_attrs);
   set("application_name", application_name);
   set("client_encoding", "UTF8");
@@ -219,14 +220,20 @@ struct Attempt {
   PGconn* conn = nullptr;  // connected, or null
   std::string failure;
   bool unreachable = false;
+  // It answered, but not with the session target_session_attrs asks for
+  // (a standby, for read-write): counted as unreachable too.
+  bool wrong_session = false;
 };
 
+// `any_session`: with target_session_attrs=any instead of the URL's.
 Attempt connect_to(const PostgresqlConfig& config, const PostgresqlConfig::Endpoint& e,
-                   const Cancellation& cancel) {
+                   const Cancellation& cancel, bool any_session = false) {
   std::vector<const char*> keywords{"host", "port"}, values{e.host.c_str(), e.port.c_str()};
   for (std::size_t i = 0; i < config.keywords.size(); ++i) {
     keywords.push_back(config.keywords[i].c_str());
-    values.push_back(config.values[i].c_str());
+    values.push_back(any_session && config.keywords[i] == "target_session_attrs"
+                         ? "any"
+                         : config.values[i].c_str());
   }
   keywords.push_back(nullptr);
   values.push_back(nullptr);
@@ -273,6 +280,27 @@ Attempt connect_to(const PostgresqlConfig& config, const PostgresqlConfig::Endpo
           : one_line(PQerrorMessage(conn));
   PQfinish(conn);
   a.unreachable = true;
+  if (!timed_out && connected && !any_session && config.target_session_attrs != "any") {
+    // libpq gives no SQLSTATE for a session it refused for
+    // target_session_attrs, and its message may be translated: the same
+    // host asked for any session tells. Taken: the server is up, but not
+    // what was asked for (a standby during a failover); refused: whatever
+    // that attempt found (a wrong password, a server gone) stands.
+    Attempt any = connect_to(config, e, cancel, true);
+    if (any.conn != nullptr) {
+      PQfinish(any.conn);
+      a.wrong_session = true;
+      const bool wants_writes =
+          config.target_session_attrs == "read-write" || config.target_session_attrs == "primary";
+      a.failure = (wants_writes ? "read-only now (a standby, or a server in recovery), refused by "
+                                : "not the session asked for, refused by ") +
+                  std::string("target_session_attrs=") + config.target_session_attrs + ": " +
+                  a.failure;
+      return a;
+    }
+    a.unreachable = any.unreachable;
+    return a;
+  }
   if (!timed_out && connected) {
     // The socket connected and then the attempt failed: the server may have
     // answered (a wrong password, an unknown database: a configuration

@@ -9,7 +9,11 @@
 // time, or cannot be resolved is unreachable; one that answered (a wrong
 // password, an unknown database) is a configuration error, except that a
 // server which answered only that it cannot take connections now (starting
-// up, shutting down: what PQping calls PQPING_REJECT) is unreachable too.
+// up, shutting down: what PQping calls PQPING_REJECT) is unreachable too,
+// and so is one libpq refused for target_session_attrs (a standby, a
+// server in recovery, when a read-write session is asked for): during a
+// failover the standby is up but cannot take writes yet, and a logger that
+// may wait must start and wait for its promotion.
 //
 // Thread safety: none, but cancel_io(), from any thread; the pool lends it
 // to one writer at a time.
@@ -45,8 +49,9 @@ struct PostgresqlConfig {
     std::string host, port;
     std::string describe() const { return host + ":" + port; }
   };
-  std::vector<Endpoint> endpoints;  // failover order
-  unsigned connect_timeout_s = 10;  // per host
+  std::vector<Endpoint> endpoints;   // failover order
+  std::string target_session_attrs;  // as handed to libpq (among keywords, values)
+  unsigned connect_timeout_s = 10;   // per host
   WritePath write_path = WritePath::automatic;
 };
 
