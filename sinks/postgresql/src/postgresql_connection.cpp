@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string_view>
 
@@ -325,11 +326,38 @@ Attempt connect_to(const PostgresqlConfig& config, const PostgresqlConfig::Endpo
 
 }  // namespace
 
+std::vector<std::size_t> HostHealth::order() {
+  std::lock_guard lock(mutex_);
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < avoid_until_.size(); ++i) out.push_back(i);
+  const auto now = clock::now();
+  std::stable_partition(out.begin(), out.end(),
+                        [&](std::size_t i) { return avoid_until_[i] <= now; });
+  return out;
+}
+
+void HostHealth::avoid(std::size_t host) {
+  std::lock_guard lock(mutex_);
+  if (host < avoid_until_.size()) avoid_until_[host] = clock::now() + avoid_for;
+}
+
+void HostHealth::good(std::size_t host) {
+  std::lock_guard lock(mutex_);
+  if (host < avoid_until_.size()) avoid_until_[host] = {};
+}
+
 PostgresqlConnection::PostgresqlConnection(const PostgresqlConfig& config,
-                                           const Cancellation& cancel) {
+                                           const Cancellation& cancel, HostHealth* health) {
   std::string failures;
   bool answered = false;
-  for (const PostgresqlConfig::Endpoint& e : config.endpoints) {
+  std::vector<std::size_t> order;
+  if (health != nullptr) {
+    order = health->order();
+  } else {
+    for (std::size_t i = 0; i < config.endpoints.size(); ++i) order.push_back(i);
+  }
+  for (const std::size_t index : order) {
+    const PostgresqlConfig::Endpoint& e = config.endpoints[index];
     if (cancel.cancelled()) {
       throw error("auditpipe: connecting to " + config.sink.redacted_url +
                   " cancelled (close() ran out of time)");
@@ -339,6 +367,8 @@ PostgresqlConnection::PostgresqlConnection(const PostgresqlConfig& config,
       conn_ = a.conn;
       socket_ = PQsocket(conn_);
       endpoint_ = e;
+      endpoint_index_ = index;
+      if (health != nullptr) health->good(index);
       // The server's notices go to the diagnostics logger instead of libpq's
       // default, stderr, so that a tool's output stays its own: warnings as
       // warnings, the rest ("table ... does not exist, skipping") at debug.
@@ -356,6 +386,7 @@ PostgresqlConnection::PostgresqlConnection(const PostgresqlConfig& config,
       return;
     }
     if (!a.unreachable) answered = true;
+    if (a.wrong_session && health != nullptr) health->avoid(index);
     failures += (failures.empty() ? "" : "; ") + e.describe() + ": " + a.failure;
   }
   const std::string message =
