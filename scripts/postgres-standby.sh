@@ -24,9 +24,9 @@
 # answers reads. After a promote the pair is two primaries, the old one
 # behind: destroy and start again for a fresh pair (no pg_rewind here).
 #
-# The URL lists both hosts; the PostgreSQL sink tries them in order. libpq
-# would pick the writable one with target_session_attrs=read-write, which the
-# sink's URL does not take yet.
+# The URL lists both hosts; the PostgreSQL sink tries them in order and,
+# with its default target_session_attrs=read-write, connects to whichever is
+# the writable one (the standby is refused at connect until promoted).
 #
 # Same test user, password and database as scripts/postgres.sh. Environment:
 # AUDITPIPE_PG_STANDBY_DIR (default build/pg-standby),

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # PostgreSQL failover under load (issue 15): cluster_producer writes through
-# the sink's host list (primary, standby; target_session_attrs=read-write by
-# default) with synchronous replication; the primary is killed -9 mid-run
+# the sink's host list (primary, standby; target_session_attrs=read-write,
+# the sink's default) with synchronous replication; the primary is killed -9 mid-run
 # and the standby promoted. The promoted standby must hold exactly the
 # records whose commit() returned ok, once each.
 #

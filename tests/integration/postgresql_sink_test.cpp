@@ -409,6 +409,26 @@ TEST(PostgresqlSink, TriesTheHostsInOrder) {
   EXPECT_EQ(probe.scalar("SELECT COUNT(*) FROM audit_log"), 1);
 }
 
+// libpq's messages span lines ("Connection refused\n\tIs the server
+// running..."): the sink's errors and stats().health_reason are one line
+// each, for log line parsers and Prometheus labels.
+TEST(PostgresqlSink, ConnectErrorsAreOneLine) {
+  const auto u = auditpipe::parse_url(postgresql_test_url());
+  const std::string url = "postgresql://" + u.user + ":" + *u.password +
+                          "@127.0.0.1:1,127.0.0.1:2/" + u.path + "?connect_timeout=2";
+  const std::string message = open_error(url);
+  EXPECT_NE(message.find("Connection refused"), std::string::npos) << message;
+  EXPECT_EQ(message.find_first_of("\n\t"), std::string::npos) << message;
+  auditpipe::Options o;
+  o.start_while_unreachable = true;
+  auditpipe::Logger<AuditRow> logger(auditpipe::postgresql::open(url), o);
+  const auditpipe::Stats s = logger.stats();
+  EXPECT_EQ(s.health, auditpipe::Health::down);
+  EXPECT_NE(s.health_reason.find("Connection refused"), std::string::npos) << s.health_reason;
+  EXPECT_EQ(s.health_reason.find_first_of("\n\t"), std::string::npos) << s.health_reason;
+  logger.close(std::chrono::milliseconds(100));
+}
+
 // libpq's socket spelling, ?host=<socket directory>&port=: the sink
 // connects through the Unix socket scripts/postgres.sh puts in its
 // directory (AUDITPIPE_POSTGRES_DIR); the server sees the connections

@@ -193,8 +193,7 @@ TEST(Open, MysqlTakesHostsSequentialOrLoadbalance) {
 #ifdef AUDITPIPE_TEST_HAVE_POSTGRESQL
 // libpq's target_session_attrs, passed through (a primary and standbys).
 TEST(Open, PostgresqlTakesTargetSessionAttrs) {
-  for (const char* attrs :
-       {"any", "read-write", "read-only", "primary", "standby", "prefer-standby"}) {
+  for (const char* attrs : {"any", "read-write", "primary"}) {
     EXPECT_EQ(open_error(std::string("postgresql://audit:pw@db1,db2/audit?target_session_attrs=") +
                          attrs),
               "")
@@ -203,6 +202,21 @@ TEST(Open, PostgresqlTakesTargetSessionAttrs) {
   const std::string e =
       open_error("postgresql://audit:Sekr1t-Pw@db1,db2/audit?target_session_attrs=writable");
   EXPECT_NE(e.find("target_session_attrs must be any, read-write"), std::string::npos) << e;
+}
+
+// A logger only writes: the values that pick a standby (or a read-only
+// session) could never store a row. (Readers, auditpipe verify, take them:
+// the cluster test pg_session_attrs.)
+TEST(Open, PostgresqlRefusesTargetSessionAttrsThatCannotWrite) {
+  for (const char* attrs : {"read-only", "standby", "prefer-standby"}) {
+    const std::string e = open_error(
+        std::string("postgresql://audit:Sekr1t-Pw@db1,db2/audit?target_session_attrs=") + attrs);
+    EXPECT_NE(e.find(std::string("target_session_attrs=") + attrs +
+                     " asks for a session that cannot write"),
+              std::string::npos)
+        << attrs << " -> " << e;
+    EXPECT_EQ(e.find("Sekr1t-Pw"), std::string::npos) << e;
+  }
 }
 #endif
 

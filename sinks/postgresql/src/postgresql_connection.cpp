@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string_view>
 
@@ -28,7 +29,7 @@ namespace {
 
 }  // namespace
 
-PostgresqlConfig parse_postgresql_url(std::string_view text) {
+PostgresqlConfig parse_postgresql_url(std::string_view text, UrlUse use) {
   const Url url = with_accepted_form(
       text,
       [&] {
@@ -91,11 +92,15 @@ PostgresqlConfig parse_postgresql_url(std::string_view text) {
   set("user", url.user);
   if (url.password) set("password", *url.password);
   std::string connect_timeout = "10", application_name = "auditpipe";
-  // With several hosts (a primary and its standbys), only a read-write
-  // session is of use to a sink: libpq refuses a standby (or a primary
-  // not yet out of recovery) at connect and the next host is tried.
+  // Only a read-write session is of use to a logger, with one host as with
+  // several: libpq refuses a standby (or a primary not yet out of
+  // recovery) at connect and the next host is tried. A reader wants that
+  // with several hosts (a primary and its standbys); with one it takes
+  // the server it was given: `auditpipe verify` on a replica.
+  // c.endpoints holds the hosts of either spelling (before the database,
+  // or ?host=).
   std::string target_session_attrs =
-      c.endpoints.size() + url.hosts.size() > 1 ? "read-write" : "any";
+      use == UrlUse::write || c.endpoints.size() > 1 ? "read-write" : "any";
   for (const auto& [key, value] : url.query) {
     if (key == "write_path") {
       c.write_path = static_cast<WritePath>(url_choice(url, key, value, write_path_names));
@@ -128,6 +133,15 @@ PostgresqlConfig parse_postgresql_url(std::string_view text) {
       static constexpr std::string_view attrs[] = {"any",     "read-write", "read-only",
                                                    "primary", "standby",    "prefer-standby"};
       url_choice(url, key, value, attrs);
+      // These choose a standby (or a read-only session) whenever there is
+      // one: every batch would be refused with 25006, for ever.
+      if (use == UrlUse::write &&
+          (value == "read-only" || value == "standby" || value == "prefer-standby")) {
+        bad(url, "target_session_attrs=" + value +
+                     " asks for a session that cannot write, and a logger only writes: use "
+                     "read-write (the default), primary or any (the read-only values are for "
+                     "readers such as auditpipe verify)");
+      }
       target_session_attrs = value;
     } else if (key == "password_file") {
       set("password", password_from_file(url, value));
@@ -160,19 +174,39 @@ PostgresqlConfig parse_postgresql_url(std::string_view text) {
       std::getenv("PGSERVICE") == nullptr)
     set("gssencmode", "disable");
   set("connect_timeout", connect_timeout);
+  c.target_session_attrs = target_session_attrs;
   set("target_session_attrs", target_session_attrs);
   set("application_name", application_name);
   set("client_encoding", "UTF8");
   return c;
 }
 
+std::string one_line(std::string_view message) {
+  std::string out;
+  out.reserve(message.size());
+  for (std::size_t i = 0; i < message.size(); ++i) {
+    if (message[i] != '\n') {
+      out += message[i] == '\t' ? ' ' : message[i];
+      continue;
+    }
+    std::size_t next = i + 1;
+    while (next < message.size() && (message[next] == '\n' || message[next] == ' ')) ++next;
+    if (next == message.size()) break;  // trailing newlines
+    // An indented line continues the one before; any other is a message of its own.
+    out += message[next] == '\t' ? " " : "; ";
+    while (next < message.size() && message[next] == '\t') ++next;
+    i = next - 1;
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
 PostgresqlError error_of(PGresult* r, PGconn* conn) {
   PostgresqlError e;
   const char* state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
   e.sqlstate = state ? state : "";
-  e.message = r && *PQresultErrorMessage(r) ? PQresultErrorMessage(r) : PQerrorMessage(conn);
-  while (!e.message.empty() && (e.message.back() == '\n' || e.message.back() == ' '))
-    e.message.pop_back();
+  e.message =
+      one_line(r && *PQresultErrorMessage(r) ? PQresultErrorMessage(r) : PQerrorMessage(conn));
   return e;
 }
 
@@ -182,24 +216,25 @@ std::string PostgresqlError::describe() const {
 
 namespace {
 
-std::string trimmed(std::string message) {
-  while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
-  return message;
-}
-
 // One host's connect attempt, and what it says about the server.
 struct Attempt {
   PGconn* conn = nullptr;  // connected, or null
   std::string failure;
   bool unreachable = false;
+  // It answered, but not with the session target_session_attrs asks for
+  // (a standby, for read-write): counted as unreachable too.
+  bool wrong_session = false;
 };
 
+// `any_session`: with target_session_attrs=any instead of the URL's.
 Attempt connect_to(const PostgresqlConfig& config, const PostgresqlConfig::Endpoint& e,
-                   const Cancellation& cancel) {
+                   const Cancellation& cancel, bool any_session = false) {
   std::vector<const char*> keywords{"host", "port"}, values{e.host.c_str(), e.port.c_str()};
   for (std::size_t i = 0; i < config.keywords.size(); ++i) {
     keywords.push_back(config.keywords[i].c_str());
-    values.push_back(config.values[i].c_str());
+    values.push_back(any_session && config.keywords[i] == "target_session_attrs"
+                         ? "any"
+                         : config.values[i].c_str());
   }
   keywords.push_back(nullptr);
   values.push_back(nullptr);
@@ -243,9 +278,30 @@ Attempt connect_to(const PostgresqlConfig& config, const PostgresqlConfig::Endpo
   a.failure =
       timed_out
           ? "no answer within connect_timeout=" + std::to_string(config.connect_timeout_s) + "s"
-          : trimmed(PQerrorMessage(conn));
+          : one_line(PQerrorMessage(conn));
   PQfinish(conn);
   a.unreachable = true;
+  if (!timed_out && connected && !any_session && config.target_session_attrs != "any") {
+    // libpq gives no SQLSTATE for a session it refused for
+    // target_session_attrs, and its message may be translated: the same
+    // host asked for any session tells. Taken: the server is up, but not
+    // what was asked for (a standby during a failover); refused: whatever
+    // that attempt found (a wrong password, a server gone) stands.
+    Attempt any = connect_to(config, e, cancel, true);
+    if (any.conn != nullptr) {
+      PQfinish(any.conn);
+      a.wrong_session = true;
+      const bool wants_writes =
+          config.target_session_attrs == "read-write" || config.target_session_attrs == "primary";
+      a.failure = (wants_writes ? "read-only now (a standby, or a server in recovery), refused by "
+                                : "not the session asked for, refused by ") +
+                  std::string("target_session_attrs=") + config.target_session_attrs + ": " +
+                  a.failure;
+      return a;
+    }
+    a.unreachable = any.unreachable;
+    return a;
+  }
   if (!timed_out && connected) {
     // The socket connected and then the attempt failed: the server may have
     // answered (a wrong password, an unknown database: a configuration
@@ -270,11 +326,38 @@ Attempt connect_to(const PostgresqlConfig& config, const PostgresqlConfig::Endpo
 
 }  // namespace
 
+std::vector<std::size_t> HostHealth::order() {
+  std::lock_guard lock(mutex_);
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < avoid_until_.size(); ++i) out.push_back(i);
+  const auto now = clock::now();
+  std::stable_partition(out.begin(), out.end(),
+                        [&](std::size_t i) { return avoid_until_[i] <= now; });
+  return out;
+}
+
+void HostHealth::avoid(std::size_t host) {
+  std::lock_guard lock(mutex_);
+  if (host < avoid_until_.size()) avoid_until_[host] = clock::now() + avoid_for;
+}
+
+void HostHealth::good(std::size_t host) {
+  std::lock_guard lock(mutex_);
+  if (host < avoid_until_.size()) avoid_until_[host] = {};
+}
+
 PostgresqlConnection::PostgresqlConnection(const PostgresqlConfig& config,
-                                           const Cancellation& cancel) {
+                                           const Cancellation& cancel, HostHealth* health) {
   std::string failures;
   bool answered = false;
-  for (const PostgresqlConfig::Endpoint& e : config.endpoints) {
+  std::vector<std::size_t> order;
+  if (health != nullptr) {
+    order = health->order();
+  } else {
+    for (std::size_t i = 0; i < config.endpoints.size(); ++i) order.push_back(i);
+  }
+  for (const std::size_t index : order) {
+    const PostgresqlConfig::Endpoint& e = config.endpoints[index];
     if (cancel.cancelled()) {
       throw error("auditpipe: connecting to " + config.sink.redacted_url +
                   " cancelled (close() ran out of time)");
@@ -284,14 +367,15 @@ PostgresqlConnection::PostgresqlConnection(const PostgresqlConfig& config,
       conn_ = a.conn;
       socket_ = PQsocket(conn_);
       endpoint_ = e;
+      endpoint_index_ = index;
+      if (health != nullptr) health->good(index);
       // The server's notices go to the diagnostics logger instead of libpq's
       // default, stderr, so that a tool's output stays its own: warnings as
       // warnings, the rest ("table ... does not exist, skipping") at debug.
       PQsetNoticeProcessor(
           conn_,
           [](void*, const char* message) {
-            std::string text(message);
-            while (!text.empty() && text.back() == '\n') text.pop_back();
+            const std::string text = one_line(message);
             if (text.rfind("WARNING", 0) == 0) {
               diagnostics()->warn("auditpipe: PostgreSQL: {}", text);
             } else {
@@ -302,6 +386,7 @@ PostgresqlConnection::PostgresqlConnection(const PostgresqlConfig& config,
       return;
     }
     if (!a.unreachable) answered = true;
+    if (a.wrong_session && health != nullptr) health->avoid(index);
     failures += (failures.empty() ? "" : "; ") + e.describe() + ": " + a.failure;
   }
   const std::string message =

@@ -9,7 +9,11 @@
 // time, or cannot be resolved is unreachable; one that answered (a wrong
 // password, an unknown database) is a configuration error, except that a
 // server which answered only that it cannot take connections now (starting
-// up, shutting down: what PQping calls PQPING_REJECT) is unreachable too.
+// up, shutting down: what PQping calls PQPING_REJECT) is unreachable too,
+// and so is one libpq refused for target_session_attrs (a standby, a
+// server in recovery, when a read-write session is asked for): during a
+// failover the standby is up but cannot take writes yet, and a logger that
+// may wait must start and wait for its promotion.
 //
 // Thread safety: none, but cancel_io(), from any thread; the pool lends it
 // to one writer at a time.
@@ -17,7 +21,10 @@
 
 #include <libpq-fe.h>
 
+#include <chrono>
+#include <cstddef>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -45,13 +52,19 @@ struct PostgresqlConfig {
     std::string host, port;
     std::string describe() const { return host + ":" + port; }
   };
-  std::vector<Endpoint> endpoints;  // failover order
-  unsigned connect_timeout_s = 10;  // per host
+  std::vector<Endpoint> endpoints;   // failover order
+  std::string target_session_attrs;  // as handed to libpq (among keywords, values)
+  unsigned connect_timeout_s = 10;   // per host
   WritePath write_path = WritePath::automatic;
 };
 
+// Who the connections are for. A logger only writes, so it refuses the
+// target_session_attrs that pick a standby or a read-only session; a
+// reader (auditpipe verify, auditpipe::Database) may ask for them.
+enum class UrlUse { write, read };
+
 // Throws auditpipe::error naming the problem (password masked).
-PostgresqlConfig parse_postgresql_url(std::string_view url);
+PostgresqlConfig parse_postgresql_url(std::string_view url, UrlUse use);
 
 // An error from the server (or libpq) with its SQLSTATE.
 struct PostgresqlError {
@@ -63,12 +76,45 @@ struct PostgresqlError {
 // The error of a failed result (or of the connection, without one).
 PostgresqlError error_of(PGresult* result, PGconn* conn);
 
+// libpq's message on one line: its continuation lines ("\n\tIs the server
+// running...?", a server's DETAIL and HINT) joined with a space, one message
+// per address of a host joined with "; ". A log line and stats().health_reason
+// (a Prometheus label) are one line each.
+std::string one_line(std::string_view message);
+
+// Which of the URL's hosts a connect tries first, shared by every connect
+// of one sink (the MySQL sink's HostHealth, for the same reason): a host
+// that refused a write as read-only (25006) or in recovery (57P03), or that
+// libpq refused at connect for target_session_attrs, is tried last for
+// `avoid_for`, so that the next connect moves on to another host instead
+// of returning to it. With target_session_attrs=any and the standby listed
+// first, every reconnect went back to the standby and nothing was written.
+// Thread safe.
+class HostHealth {
+ public:
+  using clock = std::chrono::steady_clock;
+  static constexpr std::chrono::seconds avoid_for{5};
+
+  explicit HostHealth(std::size_t hosts) : avoid_until_(hosts) {}
+  // The endpoint indexes to try: the URL's order, hosts avoided now last.
+  std::vector<std::size_t> order();
+  void avoid(std::size_t host);
+  void good(std::size_t host);
+
+ private:
+  std::mutex mutex_;
+  std::vector<clock::time_point> avoid_until_;
+};
+
 class PostgresqlConnection : public SqlConnection {
  public:
   // Throws auditpipe::error with libpq's message for each host;
   // auditpipe::unreachable if no host answered (see above). Throws
-  // auditpipe::error once `cancel` is cancelled.
-  PostgresqlConnection(const PostgresqlConfig& config, const Cancellation& cancel);
+  // auditpipe::error once `cancel` is cancelled. With `health`, the hosts
+  // are tried in its order, and one refused for target_session_attrs is
+  // avoided there.
+  PostgresqlConnection(const PostgresqlConfig& config, const Cancellation& cancel,
+                       HostHealth* health = nullptr);
   ~PostgresqlConnection() override { PQfinish(conn_); }
   PostgresqlConnection(const PostgresqlConnection&) = delete;
   PostgresqlConnection& operator=(const PostgresqlConnection&) = delete;
@@ -84,6 +130,8 @@ class PostgresqlConnection : public SqlConnection {
   std::vector<std::vector<std::optional<std::string>>> query_rows(
       std::string_view sql, const std::vector<std::string>& parameters) override;
   std::string server() const override { return endpoint_.describe(); }
+  // The index of the endpoint in the URL's list.
+  std::size_t endpoint_index() const noexcept { return endpoint_index_; }
   // Shuts the socket down: a statement waiting for the server fails at
   // once ("server closed the connection"), and the connection is broken().
   void cancel_io() noexcept override;
@@ -113,6 +161,7 @@ class PostgresqlConnection : public SqlConnection {
   PGconn* conn_ = nullptr;
   int socket_ = -1;  // PQsocket() once connected
   PostgresqlConfig::Endpoint endpoint_;
+  std::size_t endpoint_index_ = 0;
 };
 
 }  // namespace auditpipe::postgresql

@@ -137,8 +137,9 @@ WriteFailure::Kind kind_of(PostgresqlConnection& c, const PostgresqlError& e) {
   // 57P03 cannot_connect_now: "the database system is in recovery mode".
   // 25006 read_only_sql_transaction: this server is (now) a standby, e.g.
   // an old primary brought back as one. Either way another host may take
-  // the batch: close, and the next connect tries the list again (the
-  // standby refused there by target_session_attrs=read-write).
+  // the batch: close, and the next connect tries the other hosts first
+  // (write_batch() avoids this one; a standby is refused there by
+  // target_session_attrs=read-write anyway).
   if (starts_with(e.sqlstate, "08") || starts_with(e.sqlstate, "57P") || e.sqlstate == "25006") {
     return WriteFailure::Kind::connection;
   }
@@ -163,7 +164,7 @@ class PostgresqlSinkImpl final : public PostgresqlSink {
 
  private:
   std::unique_ptr<SqlConnection> connect() override {
-    return std::make_unique<PostgresqlConnection>(config_, cancellation());
+    return std::make_unique<PostgresqlConnection>(config_, cancellation(), &health_);
   }
 
   void table_ready(SqlConnection&) override {
@@ -242,6 +243,10 @@ class PostgresqlSinkImpl final : public PostgresqlSink {
       e = insert_batch(c, batch);
     }
     if (!e) return std::nullopt;
+    // This server is (now) a standby or in recovery: the next connects try
+    // the other hosts first, or with target_session_attrs=any they would
+    // land on it again.
+    if (e->sqlstate == "25006" || e->sqlstate == "57P03") health_.avoid(c.endpoint_index());
     return WriteFailure{kind_of(c, *e), e->describe()};
   }
 
@@ -307,7 +312,7 @@ class PostgresqlSinkImpl final : public PostgresqlSink {
     literal += "'";
     sql.replace(sql.find("$TYPES$"), 7, literal);
     if (PQsendQuery(c.native(), sql.c_str()) != 1) {
-      return PostgresqlError{"", PQerrorMessage(c.native())};
+      return PostgresqlError{"", one_line(PQerrorMessage(c.native()))};
     }
     std::optional<PostgresqlError> e;
     while (PGresult* result = PQgetResult(c.native())) {
@@ -336,7 +341,7 @@ class PostgresqlSinkImpl final : public PostgresqlSink {
     std::optional<PostgresqlError> e;
     if (PQputCopyData(c.native(), data.data(), static_cast<int>(data.size())) != 1 ||
         PQputCopyEnd(c.native(), nullptr) != 1) {
-      e = PostgresqlError{"", PQerrorMessage(c.native())};
+      e = PostgresqlError{"", one_line(PQerrorMessage(c.native()))};
     }
     while (PGresult* result = PQgetResult(c.native())) {
       if (!e && PQresultStatus(result) != PGRES_COMMAND_OK) e = error_of(result, c.native());
@@ -402,6 +407,7 @@ class PostgresqlSinkImpl final : public PostgresqlSink {
   }
 
   const PostgresqlConfig config_;
+  HostHealth health_{config_.endpoints.size()};
   std::string copy_sql_;
   std::string binary_copy_sql_;
   std::string types_query_;           ///< the table's columns and types, as one string
@@ -411,7 +417,7 @@ class PostgresqlSinkImpl final : public PostgresqlSink {
 }  // namespace
 
 std::shared_ptr<PostgresqlSink> open(std::string_view url) {
-  return std::make_shared<PostgresqlSinkImpl>(parse_postgresql_url(url));
+  return std::make_shared<PostgresqlSinkImpl>(parse_postgresql_url(url, UrlUse::write));
 }
 
 }  // namespace auditpipe::postgresql
@@ -419,7 +425,8 @@ std::shared_ptr<PostgresqlSink> open(std::string_view url) {
 namespace auditpipe::postgresql {
 
 SqlDatabaseConnection connect_database(std::string_view url) {
-  const PostgresqlConfig config = parse_postgresql_url(url);
+  // Readers too (auditpipe verify): they may ask for a standby.
+  const PostgresqlConfig config = parse_postgresql_url(url, UrlUse::read);
   const Cancellation never;  // the connect's waits; nothing cancels them
   SqlDatabaseConnection db;
   auto connection = std::make_unique<PostgresqlConnection>(config, never);
