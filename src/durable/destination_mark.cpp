@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -67,20 +69,40 @@ void check_destination_mark(const std::filesystem::path& mark, std::string_view 
         "directory or pool file belongs to one database: give each logger its own)",
         what, waiting, before, where);
   }
+  // Not written (a full disk, a read-only directory), it cannot serve the
+  // next start's warning: said once here, and let go.
+  const auto not_recorded = [&](const std::string& why) {
+    diagnostics()->warn(
+        "auditpipe: cannot record in {} which database {} keeps records for ({}): a later "
+        "logger given them for another database will not be warned",
+        mark.string(), what, why);
+  };
   const std::filesystem::path next = mark.string() + ".new";
   {
     std::ofstream out(next, std::ios::trunc);
     out << where;
     if (!out.flush()) {
+      const int error = errno;
       out.close();
       std::error_code ec;
       std::filesystem::remove(next, ec);
+      not_recorded(std::strerror(error));
+      return;
+    }
+    out.close();
+    if (!out) {
+      std::error_code ec;
+      std::filesystem::remove(next, ec);
+      not_recorded("its last bytes could not be written");
       return;
     }
   }
   std::error_code ec;
   std::filesystem::rename(next, mark, ec);
-  if (ec) std::filesystem::remove(next, ec);
+  if (ec) {
+    not_recorded(ec.message());
+    std::filesystem::remove(next, ec);
+  }
 }
 
 }  // namespace auditpipe::internal

@@ -22,8 +22,8 @@ namespace auditpipe::internal {
 
 // Compares `mark`'s destination with `destination` where `waiting` records
 // are kept (`what` names their place for the warning), then records
-// `destination` in it. A mark that cannot be written is let go: it only
-// serves a warning.
+// `destination` in it. A mark that cannot be written is warned of and let
+// go: it only serves a warning.
 void check_destination_mark(const std::filesystem::path& mark, std::string_view destination,
                             std::uint64_t waiting, std::string_view what);
 

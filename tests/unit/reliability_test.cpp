@@ -228,6 +228,22 @@ TEST(Reliability, RecordsKeptForAnotherDatabaseAreWarnedOfWhenAnotherWritesThem)
       << said;
 }
 
+// A mark that cannot be written (here its temporary's name is taken by a
+// directory; a full disk does the same) is warned of: without it a later
+// start could not warn. Before, nothing was said.
+TEST(Reliability, ADestinationThatCannotBeRecordedIsWarnedOf) {
+  TempDir dir;
+  const Options o = keeping_options(dir, false);
+  std::filesystem::create_directories(o.durable_path.string() + ".destination.new/x");
+  testing_support::CapturedWarnings warnings;
+  keep_records_for("test://first", o, 1);
+  EXPECT_NE(warnings.text().find("cannot record in " + o.durable_path.string() +
+                                 ".destination which database durable pool " +
+                                 o.durable_path.string() + " keeps records for"),
+            std::string::npos)
+      << warnings.text();
+}
+
 // The same for a durable pool's records.
 TEST(Reliability, PoolRecordsKeptForAnotherDatabaseAreWarnedOfWhenAnotherWritesThem) {
   TempDir dir;
