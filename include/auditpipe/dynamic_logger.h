@@ -16,12 +16,13 @@
 // once. A caller mixing both kinds must keep its source_ids apart from the
 // pipeline's (Options::source_id_base).
 //
-// Setters check nothing the caller already knows (the column index, the
-// value's C++ type against the column's): an index out of range or a setter
-// of another type is a programming error, caught by an assertion in debug
-// builds. set_integer() returns false, leaving the column unchanged, for a
-// value outside the column's type. Setting a nullable column's value makes
-// it present; set_null() makes it NULL again.
+// An index out of range, a setter of another type than the column's, or
+// set_null() of a column that is not nullable is a programming error: a
+// debug build stops at its assertion; in a release build the setter writes
+// nothing and commit() gives the record back (Status::wrong_setter, counted
+// as abandoned). set_integer() returns false, leaving the column unchanged,
+// for a value outside the column's type. Setting a nullable column's value
+// makes it present; set_null() makes it NULL again.
 //
 // Thread safety: as Logger. A Record belongs to one thread at a time.
 #pragma once
@@ -221,7 +222,8 @@ class AUDITPIPE_EXPORT DynamicLogger {
     }
     Status give_back_misset() noexcept {
       reset();
-      return Status::wrong_setter;
+      status_ = Status::wrong_setter;
+      return status_;
     }
     template <class T>
     void store(const Column& c, const T& value) noexcept {

@@ -42,7 +42,8 @@ struct AUDITPIPE_EXPORT ConnectionPoolStats {
 enum class Health {
   ok,        ///< the last write succeeded and nothing waits in the spill directory
   degraded,  ///< writes are failing and being retried, or spilled records wait for replay
-  down,      ///< writes have failed several times in a row, or cannot succeed as configured
+  down,      ///< writes have failed several times in a row, or cannot succeed as configured,
+             ///< or close() left committed records unwritten
 };
 /// The state's name (ok, degraded, down).
 AUDITPIPE_EXPORT std::string_view to_string(Health health) noexcept;
@@ -120,8 +121,9 @@ struct AUDITPIPE_EXPORT Stats {
   /// Whether the database is taking writes (see Health).
   Health health = Health::ok;
   /// Why health is not ok: the last failed write's message (never a
-  /// password), how long nothing was stored, or that records wait in the
-  /// spill directory; empty while health is ok.
+  /// password), how long nothing was stored, that records wait in the
+  /// spill directory, or how many close() left unwritten; empty while
+  /// health is ok.
   std::string health_reason;
 
   /// Gauges.

@@ -18,8 +18,9 @@ enum class Status {
   closed,          ///< the logger is closed or closing
   empty_handle,    ///< commit() of a handle that holds no record
   /// DynamicLogger::Record::commit(): a setter named a column out of range
-  /// or of another type (a programming error); the record was given back
-  /// unwritten, counted as abandoned.
+  /// or of another type, or set_null() a column that is not nullable (a
+  /// programming error); the record was given back unwritten, counted as
+  /// abandoned.
   wrong_setter,
 };
 

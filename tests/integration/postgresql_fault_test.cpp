@@ -169,6 +169,22 @@ TEST(PostgresqlFault, AStartWhoseReadBackOfTheNewestSealDiesDoesNotSealWithAnoth
               std::string::npos)
         << e.what();
   }
+  // The same with the connection alive (a statement timeout, a lock, a
+  // cancel): the check was not made, so the start fails all the same.
+  probe.exec(
+      "CREATE OR REPLACE FUNCTION end_read_back() RETURNS boolean AS $$ BEGIN IF current_query() "
+      "LIKE '%AND seq <= % ORDER BY seq%' THEN RAISE EXCEPTION 'read back refused by the test'; "
+      "END IF; RETURN true; END $$ LANGUAGE plpgsql");
+  try {
+    auditpipe::Logger<testing_support::AuditRow> logger(
+        auditpipe::postgresql::open(sealed_url(other)));
+    ADD_FAILURE() << "opened with another key while the newest seal could not be read back";
+  } catch (const auditpipe::error& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("could not read back the rows of the newest seal of audit_log"),
+        std::string::npos)
+        << e.what();
+  }
   probe.exec("DROP POLICY end_read_back ON audit_log");
   probe.exec("ALTER TABLE audit_log NO FORCE ROW LEVEL SECURITY");
   probe.exec("ALTER TABLE audit_log DISABLE ROW LEVEL SECURITY");

@@ -322,6 +322,21 @@ TEST(PostgresqlSink, AUniqueKeyOnTheKeyPairThatOnConflictCannotUseIsRefusedAtSta
         << k.key << ": " << e;
     EXPECT_NE(e.find("ON CONFLICT (source_id, seq) cannot use it"), std::string::npos) << e;
   }
+  // An index's INCLUDE columns are not key columns: unique on source_id
+  // alone is no key on the pair (every ON CONFLICT would fail, 42P10), and
+  // a primary key on the pair that INCLUDEs another column is the key.
+  {
+    drop_table();
+    PostgresqlProbe include;
+    include.exec("CREATE TABLE audit_log (" + columns + ")");
+    include.exec("CREATE UNIQUE INDEX audit_once ON audit_log (source_id) INCLUDE (seq)");
+    const std::string e = open_error(postgresql_test_url());
+    EXPECT_NE(e.find("has no unique key on (source_id, seq)"), std::string::npos) << e;
+    drop_table();
+    include.exec("CREATE TABLE audit_log (" + columns +
+                 ", PRIMARY KEY (source_id, seq) INCLUDE (status))");
+    EXPECT_EQ(open_error(postgresql_test_url()), "");
+  }
   // Beside a plain one, such an index does no harm.
   drop_table();
   PostgresqlProbe probe;
@@ -535,6 +550,35 @@ TEST(PostgresqlSink, AUserWhoMayNotInsertIsRefusedAtStart) {
   EXPECT_NE(hidden.find("may not see its columns"), std::string::npos) << hidden;
   EXPECT_NE(hidden.find("audit_log"), std::string::npos) << hidden;
   admin.exec("DROP TABLE audit_log");
+}
+
+// A server that is not in recovery but takes no writes for this user
+// (default_transaction_read_only): a configuration error at start, said as
+// such, even for a logger that may start while the database is
+// unreachable. (It was taken for a standby, unreachable, and such a
+// logger started and waited for a promotion that never comes.)
+TEST(PostgresqlSink, AServerThatTakesNoWritesThoughNotAStandbyIsRefusedAtStart) {
+  PostgresqlProbe admin(PostgresqlProbe::Admin{});
+  admin.exec("DROP ROLE IF EXISTS auditpipe_read_only");
+  admin.exec("CREATE ROLE auditpipe_read_only LOGIN PASSWORD 'ro-pw'");
+  admin.exec("ALTER ROLE auditpipe_read_only SET default_transaction_read_only = on");
+  const auto u = auditpipe::parse_url(postgresql_test_url());
+  const std::string url = "postgresql://auditpipe_read_only:ro-pw@" + u.hosts[0].host + ":" +
+                          std::to_string(*u.hosts[0].port) + "/" + u.path;
+  auditpipe::Options o;
+  o.start_while_unreachable = true;
+  try {
+    auditpipe::Logger<AuditRow> logger(auditpipe::postgresql::open(url), o);
+    ADD_FAILURE() << "started on a server that takes no writes";
+  } catch (const auditpipe::unreachable& e) {
+    ADD_FAILURE() << "taken for unreachable: " << e.what();
+  } catch (const auditpipe::error& e) {
+    EXPECT_NE(std::string(e.what()).find("takes no writes (transaction_read_only is on"),
+              std::string::npos)
+        << e.what();
+    EXPECT_EQ(std::string(e.what()).find("ro-pw"), std::string::npos) << e.what();
+  }
+  admin.exec("DROP ROLE auditpipe_read_only");
 }
 
 // INSERT revoked while the logger runs: a configuration error (health down

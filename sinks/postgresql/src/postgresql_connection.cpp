@@ -226,13 +226,66 @@ struct Attempt {
   bool wrong_session = false;
 };
 
-// `any_session`: with target_session_attrs=any instead of the URL's.
+// A writer's session (target_session_attrs=read-write or primary) is
+// checked here, on a connection libpq made with any: a session libpq
+// refuses comes with no SQLSTATE and a message that may be translated, and
+// telling a standby from a wrong password by a second connect logged in
+// twice. Returns "" if `conn` is what was asked for; otherwise why not, and
+// in `configured` whether the server answered that it takes no writes
+// though it is not in recovery (a setting, not a failover), where every
+// other "no" (in recovery, no answer, gone) is unreachable for a writer.
+std::string writer_session_problem(PGconn* conn, const std::string& wanted,
+                                   const Cancellation& cancel,
+                                   Cancellation::clock::time_point deadline, bool* configured) {
+  *configured = false;
+  if (PQsendQuery(conn,
+                  "SELECT pg_catalog.pg_is_in_recovery(), "
+                  "pg_catalog.current_setting('transaction_read_only')") != 1) {
+    return one_line(PQerrorMessage(conn));
+  }
+  while (PQisBusy(conn) != 0) {
+    short revents = 0;
+    const Cancellation::Wait w = cancel.wait_for(PQsocket(conn), POLLIN, deadline, revents);
+    if (w == Cancellation::Wait::cancelled) return "cancelled (close() ran out of time)";
+    if (w == Cancellation::Wait::timed_out) return "no answer within connect_timeout";
+    if (PQconsumeInput(conn) != 1) return one_line(PQerrorMessage(conn));
+  }
+  std::string problem;
+  bool in_recovery = false, read_only = false;
+  bool answered = false;
+  while (PGresult* r = PQgetResult(conn)) {
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 && PQnfields(r) == 2) {
+      answered = true;
+      in_recovery = std::string_view(PQgetvalue(r, 0, 0)) == "t";
+      read_only = std::string_view(PQgetvalue(r, 0, 1)) == "on";
+    } else if (problem.empty()) {
+      problem = error_of(r, conn).describe();
+    }
+    PQclear(r);
+  }
+  if (!answered) return problem.empty() ? "no answer to the session check" : problem;
+  if (in_recovery) {
+    return "read-only now (a standby, or a server in recovery), refused by "
+           "target_session_attrs=" +
+           wanted;
+  }
+  if (read_only && wanted == "read-write") {
+    *configured = true;
+    return "takes no writes (transaction_read_only is on: default_transaction_read_only, set "
+           "for the server, the database or the user) though it is not in recovery, refused by "
+           "target_session_attrs=read-write";
+  }
+  return "";
+}
+
 Attempt connect_to(const PostgresqlConfig& config, const PostgresqlConfig::Endpoint& e,
-                   const Cancellation& cancel, bool any_session = false) {
+                   const Cancellation& cancel) {
+  const bool check_writer =
+      config.target_session_attrs == "read-write" || config.target_session_attrs == "primary";
   std::vector<const char*> keywords{"host", "port"}, values{e.host.c_str(), e.port.c_str()};
   for (std::size_t i = 0; i < config.keywords.size(); ++i) {
     keywords.push_back(config.keywords[i].c_str());
-    values.push_back(any_session && config.keywords[i] == "target_session_attrs"
+    values.push_back(check_writer && config.keywords[i] == "target_session_attrs"
                          ? "any"
                          : config.values[i].c_str());
   }
@@ -272,7 +325,30 @@ Attempt connect_to(const PostgresqlConfig& config, const PostgresqlConfig::Endpo
   }
   Attempt a;
   if (poll == PGRES_POLLING_OK) {
-    a.conn = conn;
+    if (!check_writer) {
+      a.conn = conn;
+      return a;
+    }
+    bool configured = false;
+    const std::string problem =
+        writer_session_problem(conn, config.target_session_attrs, cancel, deadline, &configured);
+    if (problem.empty()) {
+      a.conn = conn;
+      return a;
+    }
+    PQfinish(conn);
+    if (cancel.cancelled()) {
+      throw error("auditpipe: connecting to " + config.sink.redacted_url +
+                  " cancelled (close() ran out of time)");
+    }
+    a.failure = problem;
+    // A standby is up, but no writer's host until it is promoted: counted
+    // as unreachable (and tried last for a while), so a logger with
+    // somewhere to keep records starts and waits; so is a check that got
+    // no answer. A server not in recovery that takes no writes is
+    // configured so: an error, said as such.
+    a.wrong_session = !configured;
+    a.unreachable = !configured;
     return a;
   }
   a.failure =
@@ -281,27 +357,6 @@ Attempt connect_to(const PostgresqlConfig& config, const PostgresqlConfig::Endpo
           : one_line(PQerrorMessage(conn));
   PQfinish(conn);
   a.unreachable = true;
-  if (!timed_out && connected && !any_session && config.target_session_attrs != "any") {
-    // libpq gives no SQLSTATE for a session it refused for
-    // target_session_attrs, and its message may be translated: the same
-    // host asked for any session tells. Taken: the server is up, but not
-    // what was asked for (a standby during a failover); refused: whatever
-    // that attempt found (a wrong password, a server gone) stands.
-    Attempt any = connect_to(config, e, cancel, true);
-    if (any.conn != nullptr) {
-      PQfinish(any.conn);
-      a.wrong_session = true;
-      const bool wants_writes =
-          config.target_session_attrs == "read-write" || config.target_session_attrs == "primary";
-      a.failure = (wants_writes ? "read-only now (a standby, or a server in recovery), refused by "
-                                : "not the session asked for, refused by ") +
-                  std::string("target_session_attrs=") + config.target_session_attrs + ": " +
-                  a.failure;
-      return a;
-    }
-    a.unreachable = any.unreachable;
-    return a;
-  }
   if (!timed_out && connected) {
     // The socket connected and then the attempt failed: the server may have
     // answered (a wrong password, an unknown database: a configuration
@@ -341,11 +396,6 @@ void HostHealth::avoid(std::size_t host) {
   if (host < avoid_until_.size()) avoid_until_[host] = clock::now() + avoid_for;
 }
 
-void HostHealth::good(std::size_t host) {
-  std::lock_guard lock(mutex_);
-  if (host < avoid_until_.size()) avoid_until_[host] = {};
-}
-
 PostgresqlConnection::PostgresqlConnection(const PostgresqlConfig& config,
                                            const Cancellation& cancel, HostHealth* health) {
   std::string failures;
@@ -368,7 +418,6 @@ PostgresqlConnection::PostgresqlConnection(const PostgresqlConfig& config,
       socket_ = PQsocket(conn_);
       endpoint_ = e;
       endpoint_index_ = index;
-      if (health != nullptr) health->good(index);
       // The server's notices go to the diagnostics logger instead of libpq's
       // default, stderr, so that a tool's output stays its own: warnings as
       // warnings, the rest ("table ... does not exist, skipping") at debug.

@@ -97,9 +97,11 @@ class HostHealth {
 
   explicit HostHealth(std::size_t hosts) : avoid_until_(hosts) {}
   // The endpoint indexes to try: the URL's order, hosts avoided now last.
+  // An avoided host is tried last until its time runs out, even if a
+  // connect got through to it meanwhile: that connect may have begun
+  // before another writer found it read-only.
   std::vector<std::size_t> order();
   void avoid(std::size_t host);
-  void good(std::size_t host);
 
  private:
   std::mutex mutex_;

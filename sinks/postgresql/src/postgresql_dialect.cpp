@@ -148,7 +148,9 @@ const SqlDialect postgresql_dialect{
         "WHEN i.indexprs IS NOT NULL THEN 'also over an expression' "
         "WHEN NOT i.indisvalid THEN 'not valid (a CREATE INDEX CONCURRENTLY that failed)' "
         "ELSE '' END FROM pg_index i "
-        "JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) "
+        // Key columns only: indkey lists an index's INCLUDE columns too.
+        "JOIN pg_attribute a ON a.attrelid = i.indrelid AND "
+        "a.attnum = ANY((i.indkey::int2[])[0:i.indnkeyatts - 1]) "
         "WHERE i.indrelid = to_regclass(quote_ident($1)) AND i.indisunique",
     // Table-level INSERT, which COPY and INSERT ... ON CONFLICT DO NOTHING
     // need; without it every batch would fail with 42501.

@@ -227,11 +227,12 @@ class PostgresqlSinkImpl final : public PostgresqlSink {
     std::optional<PostgresqlError> e;
     if (path_ == WritePath::copy && !c.copy_refused) {
       e = copy_batch(c, batch);
-      // Some of these rows are there already (a retry after an ambiguous
-      // failure): write the batch so that only those repeats are skipped.
-      if (e && e->sqlstate == "23505" && !c.broken()) e = insert_batch(c, batch);
-      if (e && e->sqlstate == "0A000" && !c.broken() &&
-          config_.write_path == WritePath::automatic) {
+      if (e && e->sqlstate == "23505" && !c.broken()) {
+        // Some of these rows are there already (a retry after an ambiguous
+        // failure): write the batch so that only those repeats are skipped.
+        e = insert_batch(c, batch);
+      } else if (e && e->sqlstate == "0A000" && !c.broken() &&
+                 config_.write_path == WritePath::automatic) {
         diagnostics()->warn(
             "auditpipe: {}: the server refuses COPY into {} ({}): this connection writes "
             "INSERTs instead (write_path=insert says so up front)",

@@ -395,21 +395,18 @@ void SealWriter::check_newest_seal(SqlConnection& c, const std::string& seals,
     }
     read_back.commit();
   } catch (const std::exception& e) {
-    // A connection that died here is an outage: this try fails and the
-    // next checks again. Passing it let a start with another key seal its
-    // rows the moment the server came back.
-    if (!c.ping()) {
-      throw error(
-          "auditpipe: seal=: the connection was lost while reading back the rows of "
-          "the newest seal of " +
-          std::string(table_.name) + " " + table_location_ + " (seal " + std::to_string(no) +
-          ") to check this logger's key against it: " + e.what());
-    }
-    diagnostics()->warn(
-        "auditpipe: {} {}: the rows of its newest seal ({}) could not be read back to check "
-        "this logger's key against it: {}; run auditpipe verify",
-        table_.name, table_location_, no, e.what());
-    return;
+    // The check was not made: this try fails, and the next checks again.
+    // Passing it let a start with another key seal its rows (after an
+    // outage: the moment the server came back), breaking the chain for good.
+    // A connection that died is an outage; one still alive met a statement
+    // timeout, a lock or a cancel, and the pool's next connection tries.
+    const bool lost = !c.ping();
+    throw error(
+        "auditpipe: seal=: " +
+        std::string(lost ? "the connection was lost while reading back" : "could not read back") +
+        " the rows of the newest seal of " + std::string(table_.name) + " " + table_location_ +
+        " (seal " + std::to_string(no) + ") to check this logger's key against it: " + e.what() +
+        (lost ? "" : "; the start waits until they can be read"));
   }
   if (rows != row_count || fingerprints != *f[6]) {
     diagnostics()->warn(
