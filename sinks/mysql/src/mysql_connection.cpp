@@ -195,31 +195,6 @@ std::size_t number_or_zero(const std::string& text) {
 
 }  // namespace
 
-HostHealth::HostHealth(std::size_t hosts, HostSelection selection)
-    : avoid_until_(hosts), selection_(selection) {}
-
-std::vector<std::size_t> HostHealth::order() {
-  std::lock_guard lock(mutex_);
-  const std::size_t n = avoid_until_.size();
-  const std::size_t first = selection_ == HostSelection::loadbalance && n > 0 ? next_++ % n : 0;
-  std::vector<std::size_t> out;
-  for (std::size_t i = 0; i < n; ++i) out.push_back((first + i) % n);
-  const auto now = clock::now();
-  std::stable_partition(out.begin(), out.end(),
-                        [&](std::size_t i) { return avoid_until_[i] <= now; });
-  return out;
-}
-
-void HostHealth::avoid(std::size_t host) {
-  std::lock_guard lock(mutex_);
-  if (host < avoid_until_.size()) avoid_until_[host] = clock::now() + avoid_for;
-}
-
-void HostHealth::good(std::size_t host) {
-  std::lock_guard lock(mutex_);
-  if (host < avoid_until_.size()) avoid_until_[host] = {};
-}
-
 std::unique_ptr<MysqlConnection> MysqlConnection::connect(const MysqlConfig& c, bool local_infile,
                                                           const Cancellation& cancel,
                                                           HostHealth* health) {

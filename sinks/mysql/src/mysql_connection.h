@@ -30,37 +30,12 @@
 #include <string_view>
 #include <vector>
 
+#include "auditpipe/sink/host_health.h"
 #include "auditpipe/sink/sql_sink.h"
 #include "mysql_config.h"
 #include "mysql_error.h"
 
 namespace auditpipe::mysql {
-
-// Which hosts of the URL's list a connect tries first, shared by every
-// connect of one sink: a host whose connection failed (a kill, a node that
-// left the primary component: 1047, a read timeout) or that refused at
-// connect (a Galera node not Synced) is tried last for `avoid_for`, so the
-// next connect moves on to another node instead of returning to it.
-// Thread safe.
-class HostHealth {
- public:
-  using clock = std::chrono::steady_clock;
-  static constexpr std::chrono::seconds avoid_for{5};
-
-  HostHealth(std::size_t hosts, HostSelection selection);
-  // The endpoint indexes to try, in order: the selection's order (from the
-  // first host, or one further each call for loadbalance), hosts avoided
-  // now last.
-  std::vector<std::size_t> order();
-  void avoid(std::size_t host);
-  void good(std::size_t host);
-
- private:
-  std::mutex mutex_;
-  std::vector<clock::time_point> avoid_until_;
-  const HostSelection selection_;
-  std::size_t next_ = 0;
-};
 
 class MysqlConnection : public SqlConnection {
  public:

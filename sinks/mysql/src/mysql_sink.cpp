@@ -35,7 +35,7 @@ class MysqlSinkImpl final : public MysqlSink {
   explicit MysqlSinkImpl(MysqlConfig config)
       : MysqlSink(mysql_dialect, config.sink),
         config_(std::move(config)),
-        health_(config_.endpoints.size(), config_.hosts) {}
+        health_(config_.endpoints.size(), config_.hosts == HostSelection::loadbalance) {}
   // The pool's openers call connect() until the pool is gone.
   ~MysqlSinkImpl() override { close(); }
   MysqlSinkImpl(const MysqlSinkImpl&) = delete;

@@ -381,21 +381,6 @@ Attempt connect_to(const PostgresqlConfig& config, const PostgresqlConfig::Endpo
 
 }  // namespace
 
-std::vector<std::size_t> HostHealth::order() {
-  std::lock_guard lock(mutex_);
-  std::vector<std::size_t> out;
-  for (std::size_t i = 0; i < avoid_until_.size(); ++i) out.push_back(i);
-  const auto now = clock::now();
-  std::stable_partition(out.begin(), out.end(),
-                        [&](std::size_t i) { return avoid_until_[i] <= now; });
-  return out;
-}
-
-void HostHealth::avoid(std::size_t host) {
-  std::lock_guard lock(mutex_);
-  if (host < avoid_until_.size()) avoid_until_[host] = clock::now() + avoid_for;
-}
-
 PostgresqlConnection::PostgresqlConnection(const PostgresqlConfig& config,
                                            const Cancellation& cancel, HostHealth* health) {
   std::string failures;
@@ -414,6 +399,9 @@ PostgresqlConnection::PostgresqlConnection(const PostgresqlConfig& config,
     }
     Attempt a = connect_to(config, e, cancel);
     if (a.conn != nullptr) {
+      // (Not HostHealth::good(): an avoided host stays last until its time
+      // runs out, as this connect may have begun before another writer
+      // found it read-only.)
       conn_ = a.conn;
       socket_ = PQsocket(conn_);
       endpoint_ = e;

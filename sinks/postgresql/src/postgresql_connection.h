@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "auditpipe/postgresql/postgresql_sink.h"
+#include "auditpipe/sink/host_health.h"
 #include "auditpipe/sink/sql_sink.h"
 #include "binary_copy.h"
 
@@ -81,32 +82,6 @@ PostgresqlError error_of(PGresult* result, PGconn* conn);
 // per address of a host joined with "; ". A log line and stats().health_reason
 // (a Prometheus label) are one line each.
 std::string one_line(std::string_view message);
-
-// Which of the URL's hosts a connect tries first, shared by every connect
-// of one sink (the MySQL sink's HostHealth, for the same reason): a host
-// that refused a write as read-only (25006) or in recovery (57P03), or that
-// libpq refused at connect for target_session_attrs, is tried last for
-// `avoid_for`, so that the next connect moves on to another host instead
-// of returning to it. With target_session_attrs=any and the standby listed
-// first, every reconnect went back to the standby and nothing was written.
-// Thread safe.
-class HostHealth {
- public:
-  using clock = std::chrono::steady_clock;
-  static constexpr std::chrono::seconds avoid_for{5};
-
-  explicit HostHealth(std::size_t hosts) : avoid_until_(hosts) {}
-  // The endpoint indexes to try: the URL's order, hosts avoided now last.
-  // An avoided host is tried last until its time runs out, even if a
-  // connect got through to it meanwhile: that connect may have begun
-  // before another writer found it read-only.
-  std::vector<std::size_t> order();
-  void avoid(std::size_t host);
-
- private:
-  std::mutex mutex_;
-  std::vector<clock::time_point> avoid_until_;
-};
 
 class PostgresqlConnection : public SqlConnection {
  public:
