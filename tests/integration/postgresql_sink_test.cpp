@@ -265,6 +265,35 @@ TEST(PostgresqlSink, ClearErrorsAtStartAndNoPasswordInThem) {
   }
 }
 
+// A refused login is one login: telling a server that refused from one
+// that is down (a ping) logged in again with the same password, so every
+// start with a wrong one left two failed logins in the server's log (a
+// lockout or fail2ban policy counts them).
+TEST(PostgresqlSink, AWrongPasswordIsOneFailedLoginPerStart) {
+  const char* dir = std::getenv("AUDITPIPE_POSTGRES_DIR");
+  const std::string log =
+      std::string(dir && *dir ? dir : AUDITPIPE_SOURCE_DIR "/build/postgres") + "/server.log";
+  const auto failed_logins = [&] {
+    std::ifstream in(log);
+    std::string line;
+    int n = 0;
+    while (std::getline(in, line))
+      n += line.find("password authentication failed for user \"auditpipe_no_such_login\"") !=
+           std::string::npos;
+    return n;
+  };
+  ASSERT_TRUE(std::ifstream(log).good()) << log;
+  const auto u = auditpipe::parse_url(postgresql_test_url());
+  const std::string url = "postgresql://auditpipe_no_such_login:Wr0ng@" + u.hosts[0].host + ":" +
+                          std::to_string(*u.hosts[0].port) + "/" + u.path;
+  const int before = failed_logins();
+  const std::string e = open_error(url);
+  EXPECT_NE(e.find("password authentication failed"), std::string::npos) << e;
+  EXPECT_TRUE(eventually([&] { return failed_logins() >= before + 1; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // a second would be there by now
+  EXPECT_EQ(failed_logins(), before + 1);
+}
+
 TEST(PostgresqlSink, AnExistingTableIsCheckedAtStart) {
   PostgresqlProbe probe;
   drop_table();

@@ -364,13 +364,21 @@ Attempt connect_to(const PostgresqlConfig& config, const PostgresqlConfig::Endpo
     // connect to itself; PQping reads it: only "no response" and "not
     // accepting connections now" (starting up, shutting down) are
     // unreachable. Without TLS requirements, so that a TLS mismatch counts
-    // as a server that answered.
+    // as a server that answered; and without any password (not the URL's,
+    // PGPASSWORD's or a password file's): a server asking for one has
+    // answered, and logging in again would log a second failed login (a
+    // lockout policy counts them).
     std::vector<const char*> ping_keywords, ping_values;
     for (std::size_t i = 0; keywords[i] != nullptr; ++i) {
-      if (std::string_view(keywords[i]).rfind("ssl", 0) == 0) continue;
+      const std::string_view keyword = keywords[i];
+      if (keyword.rfind("ssl", 0) == 0 || keyword == "password" || keyword == "passfile") continue;
       ping_keywords.push_back(keywords[i]);
       ping_values.push_back(values[i]);
     }
+    ping_keywords.push_back("password");
+    ping_values.push_back("");
+    ping_keywords.push_back("passfile");
+    ping_values.push_back("/dev/null");
     ping_keywords.push_back(nullptr);
     ping_values.push_back(nullptr);
     const PGPing ping = PQpingParams(ping_keywords.data(), ping_values.data(), 0);
