@@ -264,6 +264,7 @@ class Pipeline::Engine {
         context.fixed_sources_first = *options_.source_id_base;
         context.fixed_sources_count = source_room;
       }
+      context.starts_while_unreachable = starts_while_unreachable(options_);
       sink_->open(table_, context);
     } catch (const unreachable& e) {
       if (!starts_while_unreachable(options_)) {

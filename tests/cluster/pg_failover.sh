@@ -18,15 +18,8 @@ set -euo pipefail
 src=${1:?usage: $0 <source dir> <cluster_producer>}
 producer=${2:?cluster_producer}
 mode=${3:-sync}
-pair="$src/scripts/postgres-standby.sh"
-[ -n "${AUDITPIPE_PG_STANDBY_DIR:-}" ] || { echo "AUDITPIPE_PG_STANDBY_DIR not set: skipped"; exit 77; }
-if ! grep -q ': running' <<<"$("$pair" status)"; then
-  echo "no PostgreSQL pair runs in $AUDITPIPE_PG_STANDBY_DIR: skipped"
-  exit 77
-fi
-trap '"$pair" destroy >/dev/null; "$pair" start --sync >/dev/null || "$pair" status' EXIT
-"$pair" destroy >/dev/null
-"$pair" start "--$mode" >/dev/null
+. "$(dirname "$0")/pg_pair.sh"
+fresh_pg_pair "$src" "$mode"
 
 url="$("$pair" url)?connect_timeout=3"
 "$producer" "$url" 8 30 4000 60000 2 "$("$pair" url 2)" &

@@ -20,15 +20,8 @@ set -uo pipefail
 src=${1:?usage: $0 <source dir> <pg_attrs_probe> [<auditpipe cli>]}
 probe=${2:?pg_attrs_probe}
 cli=${3:-false}
-pair="$src/scripts/postgres-standby.sh"
-[ -n "${AUDITPIPE_PG_STANDBY_DIR:-}" ] || { echo "AUDITPIPE_PG_STANDBY_DIR not set: skipped"; exit 77; }
-if ! grep -q ': running' <<<"$("$pair" status)"; then
-  echo "no PostgreSQL pair runs in $AUDITPIPE_PG_STANDBY_DIR: skipped"
-  exit 77
-fi
-trap '"$pair" destroy >/dev/null; "$pair" start --sync >/dev/null || "$pair" status' EXIT
-"$pair" destroy >/dev/null
-"$pair" start --sync >/dev/null || exit 1
+. "$(dirname "$0")/pg_pair.sh"
+fresh_pg_pair "$src" sync
 
 both=$("$pair" url)
 primary=$("$pair" url 1)

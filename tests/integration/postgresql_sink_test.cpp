@@ -68,6 +68,13 @@ std::string url_with(const std::string& options) {
                          : base + (base.find('?') == std::string::npos ? "?" : "&") + options;
 }
 
+// The test server's URL as another user.
+std::string url_as(const std::string& user, const std::string& password) {
+  const auto u = auditpipe::parse_url(postgresql_test_url());
+  return "postgresql://" + user + ":" + password + "@" + u.hosts[0].host + ":" +
+         std::to_string(*u.hosts[0].port) + "/" + u.path;
+}
+
 std::string open_error(const std::string& url) {
   try {
     auditpipe::Logger<AuditRow> logger(auditpipe::postgresql::open(url));
@@ -283,9 +290,7 @@ TEST(PostgresqlSink, AWrongPasswordIsOneFailedLoginPerStart) {
     return n;
   };
   ASSERT_TRUE(std::ifstream(log).good()) << log;
-  const auto u = auditpipe::parse_url(postgresql_test_url());
-  const std::string url = "postgresql://auditpipe_no_such_login:Wr0ng@" + u.hosts[0].host + ":" +
-                          std::to_string(*u.hosts[0].port) + "/" + u.path;
+  const std::string url = url_as("auditpipe_no_such_login", "Wr0ng");
   const int before = failed_logins();
   const std::string e = open_error(url);
   EXPECT_NE(e.find("password authentication failed"), std::string::npos) << e;
@@ -562,9 +567,7 @@ TEST(PostgresqlSink, AUserWhoMayNotInsertIsRefusedAtStart) {
   admin.exec("DROP ROLE IF EXISTS auditpipe_reader");
   admin.exec("CREATE ROLE auditpipe_reader LOGIN PASSWORD 'reader-pw'");
   admin.exec("GRANT SELECT ON audit_log TO auditpipe_reader");
-  const auto u = auditpipe::parse_url(postgresql_test_url());
-  const std::string url = "postgresql://auditpipe_reader:reader-pw@" + u.hosts[0].host + ":" +
-                          std::to_string(*u.hosts[0].port) + "/" + u.path;
+  const std::string url = url_as("auditpipe_reader", "reader-pw");
   const std::string e = open_error(url);
   EXPECT_NE(e.find("audit_log"), std::string::npos) << e;
   EXPECT_NE(e.find("INSERT"), std::string::npos) << e;
@@ -591,9 +594,7 @@ TEST(PostgresqlSink, AServerThatTakesNoWritesThoughNotAStandbyIsRefusedAtStart) 
   admin.exec("DROP ROLE IF EXISTS auditpipe_read_only");
   admin.exec("CREATE ROLE auditpipe_read_only LOGIN PASSWORD 'ro-pw'");
   admin.exec("ALTER ROLE auditpipe_read_only SET default_transaction_read_only = on");
-  const auto u = auditpipe::parse_url(postgresql_test_url());
-  const std::string url = "postgresql://auditpipe_read_only:ro-pw@" + u.hosts[0].host + ":" +
-                          std::to_string(*u.hosts[0].port) + "/" + u.path;
+  const std::string url = url_as("auditpipe_read_only", "ro-pw");
   auditpipe::Options o;
   o.start_while_unreachable = true;
   try {

@@ -102,6 +102,11 @@ struct AUDITPIPE_EXPORT SinkContext {
   std::int64_t fixed_sources_first = 0;
   /// How many source ids from fixed_sources_first on (see there); 0: none fixed.
   std::int64_t fixed_sources_count = 0;
+  /// Whether the logger starts when open() throws auditpipe::unreachable
+  /// (Options::start_while_unreachable). If not, the sink is let go at once:
+  /// it need not begin connecting in the background (whose "retrying"
+  /// warnings would promise what never comes).
+  bool starts_while_unreachable = true;
 };
 
 /// Where batches go: the interface every sink (SQL or not) implements. The writers call it;

@@ -102,7 +102,8 @@ void SqlSink::open(const TableDescriptor& table, const SinkContext& context) {
       // Nothing answered: the logger may start anyway (Options::
       // start_while_unreachable). The pool connects in the background and
       // prepares the table at first contact.
-      if (!settings_.single_connection) open_pool(context, false);
+      if (!settings_.single_connection && context.starts_while_unreachable)
+        open_pool(context, false);
       throw;
     }
     prepare_table(*setup);
