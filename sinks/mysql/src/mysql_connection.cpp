@@ -201,13 +201,7 @@ std::unique_ptr<MysqlConnection> MysqlConnection::connect(const MysqlConfig& c, 
   library_init();
   std::string failures;
   bool answered = false;  // some endpoint's server said why it refused
-  std::vector<std::size_t> order;
-  if (health != nullptr) {
-    order = health->order();
-  } else {
-    for (std::size_t i = 0; i < c.endpoints.size(); ++i) order.push_back(i);
-  }
-  for (const std::size_t index : order) {
+  for (const std::size_t index : HostHealth::order_of(health, c.endpoints.size())) {
     const MysqlEndpoint& e = c.endpoints[index];
     if (cancel.cancelled()) {
       throw error("auditpipe: connecting to " + c.sink.redacted_url +

@@ -393,13 +393,7 @@ PostgresqlConnection::PostgresqlConnection(const PostgresqlConfig& config,
                                            const Cancellation& cancel, HostHealth* health) {
   std::string failures;
   bool answered = false;
-  std::vector<std::size_t> order;
-  if (health != nullptr) {
-    order = health->order();
-  } else {
-    for (std::size_t i = 0; i < config.endpoints.size(); ++i) order.push_back(i);
-  }
-  for (const std::size_t index : order) {
+  for (const std::size_t index : HostHealth::order_of(health, config.endpoints.size())) {
     const PostgresqlConfig::Endpoint& e = config.endpoints[index];
     if (cancel.cancelled()) {
       throw error("auditpipe: connecting to " + config.sink.redacted_url +

@@ -21,6 +21,13 @@ std::vector<std::size_t> HostHealth::order() {
   return out;
 }
 
+std::vector<std::size_t> HostHealth::order_of(HostHealth* health, std::size_t hosts) {
+  if (health != nullptr) return health->order();
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < hosts; ++i) out.push_back(i);
+  return out;
+}
+
 void HostHealth::avoid(std::size_t host) {
   detail::MutexLock lock(mutex_);
   if (host < avoid_until_.size()) avoid_until_[host] = clock::now() + avoid_for;

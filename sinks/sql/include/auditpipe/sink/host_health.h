@@ -33,6 +33,8 @@ class AUDITPIPE_EXPORT HostHealth {
   explicit HostHealth(std::size_t hosts, bool rotate = false);
   /// The indexes of the hosts to try, in order.
   std::vector<std::size_t> order();
+  /// `health`'s order, or without one the list's own order of `hosts` hosts.
+  static std::vector<std::size_t> order_of(HostHealth* health, std::size_t hosts);
   /// Host `host` is tried last for avoid_for.
   void avoid(std::size_t host);
   /// Host `host` is not avoided any longer.
