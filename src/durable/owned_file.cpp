@@ -95,6 +95,14 @@ void OwnedFile::release() noexcept {
   fd_ = -1;
 }
 
+void OwnedFile::swap(OwnedFile& other) noexcept {
+  std::swap(fd_, other.fd_);
+  std::swap(error_, other.error_);
+  std::swap(lock_failed_, other.lock_failed_);
+  std::swap(device_, other.device_);
+  std::swap(inode_, other.inode_);
+}
+
 void OwnedFile::close_in_fork_child() noexcept {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;

@@ -56,6 +56,8 @@ class OwnedFile {
   // In a fork() child: closes the child's copy of the descriptor (the lock
   // is the parent's, and the child's list was emptied at the fork).
   void close_in_fork_child() noexcept;
+  // Exchanges what the two hold (the list names files, not holders).
+  void swap(OwnedFile& other) noexcept;
 
  private:
   int fd_ = -1;

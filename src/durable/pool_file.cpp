@@ -7,9 +7,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "auditpipe/diagnostics.h"
 #include "auditpipe/status.h"
@@ -51,6 +53,86 @@ struct PoolFile::Header {
   std::int64_t source_id_base;
   std::atomic<std::uint64_t> source_count;
 };
+
+// Re-makes the pool file `held` (laid out for `old_capacity` slots, all
+// `old_size` bytes of it) for `capacity` slots: its header page, sources
+// and calibration as they are, its committed records in its first slots.
+// The new file is built beside it and renamed over it only once whole, so
+// a crash at any point leaves the old file or the new one, never half of
+// either. On success `held` holds the new file; on failure it still holds
+// the old one, unchanged, and the reason is returned.
+std::string PoolFile::remake_for_capacity(OwnedFile& held, const std::filesystem::path& path,
+                                          std::size_t slab_offset, std::size_t old_capacity,
+                                          std::size_t old_size, std::size_t capacity,
+                                          std::size_t stride, std::size_t* carried) {
+  void* p = mmap(nullptr, old_size, PROT_READ, MAP_SHARED, held.fd(), 0);
+  if (p == MAP_FAILED) return std::string("cannot map it to read: ") + std::strerror(errno);
+  const auto* old = static_cast<const std::byte*>(p);
+  struct Unmap {
+    void* p;
+    std::size_t n;
+    ~Unmap() { munmap(p, n); }
+  } unmap{p, old_size};
+  std::vector<std::size_t> committed;
+  for (std::size_t i = 0; i < old_capacity; ++i) {
+    const auto* s = reinterpret_cast<const SlotHeader*>(old + slab_offset + i * stride);
+    if (s->state.load(std::memory_order_relaxed) ==
+        static_cast<std::uint32_t>(SlotState::committed))
+      committed.push_back(i);
+  }
+  if (committed.size() > capacity) {
+    return "it holds " + std::to_string(committed.size()) +
+           " committed records, more than a pool of capacity " + std::to_string(capacity) +
+           " takes; open it with capacity " + std::to_string(old_capacity) + " (or at least " +
+           std::to_string(committed.size()) + ") to write them first";
+  }
+  const std::filesystem::path next_path = path.string() + ".resizing";
+  OwnedFile next;
+  // O_TRUNC: one left by a crash during an earlier re-make is only ever
+  // written by the holder of the pool file, which this logger is.
+  const OwnedFile::Taken taken = next.take(next_path, O_CREAT | O_TRUNC, 0600);
+  if (taken != OwnedFile::Taken::owned) {
+    return "cannot make " + next_path.string() + " to re-make it for capacity " +
+           std::to_string(capacity) + ": " +
+           (taken == OwnedFile::Taken::in_use ? std::string("in use")
+                                              : std::strerror(next.error()));
+  }
+  auto abandon = [&](const std::string& why) {
+    ::unlink(next_path.c_str());
+    next.release();
+    return "cannot re-make it for capacity " + std::to_string(capacity) + " (in " +
+           next_path.string() + "): " + why;
+  };
+  const std::size_t size = slab_offset + capacity * stride;
+  if (const int rc = ::posix_fallocate(next.fd(), 0, static_cast<off_t>(size)); rc != 0)
+    return abandon(std::strerror(rc));
+  std::vector<std::byte> front(old, old + slab_offset);
+  const std::uint64_t new_capacity = capacity;
+  std::memcpy(front.data() + offsetof(Header, capacity), &new_capacity, sizeof new_capacity);
+  auto put = [&](const std::byte* from, std::size_t n, std::size_t at) {
+    while (n > 0) {
+      const ssize_t w = ::pwrite(next.fd(), from, n, static_cast<off_t>(at));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) return false;
+      from += w;
+      at += static_cast<std::size_t>(w);
+      n -= static_cast<std::size_t>(w);
+    }
+    return true;
+  };
+  for (std::size_t j = 0; j < committed.size(); ++j) {
+    if (!put(old + slab_offset + committed[j] * stride, stride, slab_offset + j * stride))
+      return abandon(std::strerror(errno));
+  }
+  if (!put(front.data(), front.size(), 0)) return abandon(std::strerror(errno));
+  // On disk before it takes the old file's name: a power cut after the
+  // rename must not leave an empty file where the sources' seqs were.
+  if (::fdatasync(next.fd()) != 0) return abandon(std::strerror(errno));
+  if (::rename(next_path.c_str(), path.c_str()) != 0) return abandon(std::strerror(errno));
+  held.swap(next);  // `next` lets go of the old file as it goes
+  *carried = committed.size();
+  return {};
+}
 
 PoolFile::PoolFile(const std::filesystem::path& path, std::uint64_t fingerprint,
                    std::size_t capacity, std::size_t stride,
@@ -102,11 +184,32 @@ PoolFile::PoolFile(const std::filesystem::path& path, std::uint64_t fingerprint,
             "program that made it, and remove it only once drained: the committed records it "
             "holds go with it");
       }
-      if (h.capacity != capacity || h.stride != stride) {
-        fail("it was made for a pool of capacity " + std::to_string(h.capacity) + ", not " +
-             std::to_string(capacity) +
-             "; open it with that capacity to drain it, and remove it only once drained: the "
+      if (h.stride != stride) {
+        fail("it was made for records of " + std::to_string(h.stride) + " bytes a slot, not " +
+             std::to_string(stride) +
+             "; drain it with the program that made it, and remove it only once drained: the "
              "committed records it holds go with it");
+      }
+      if (h.capacity != capacity) {
+        // Options::capacity changed between runs: the file follows it,
+        // carrying its committed records and its sources' seqs.
+        if (h.capacity == 0 || h.capacity > (SIZE_MAX / 2) / stride ||
+            static_cast<std::size_t>(st.st_size) != slab_offset + h.capacity * stride) {
+          fail("its size (" + std::to_string(st.st_size) +
+               " bytes) does not match the capacity it names (" + std::to_string(h.capacity) +
+               "); it is damaged");
+        }
+        std::size_t carried = 0;
+        const std::string why =
+            remake_for_capacity(file_, path, slab_offset, h.capacity,
+                                static_cast<std::size_t>(st.st_size), capacity, stride, &carried);
+        if (!why.empty()) fail(why);
+        diagnostics()->info(
+            "auditpipe: durable pool '{}' was made for a pool of capacity {}; re-made for {}, "
+            "with the {} committed records it held",
+            name, h.capacity, capacity, carried);
+        if (::fstat(file_.fd(), &st) != 0)
+          fail(std::string("cannot stat: ") + std::strerror(errno));
       }
     }
     if (static_cast<std::size_t>(st.st_size) != size_) {

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <string>
 
 #include "common/tsc_clock.h"
 #include "durable/owned_file.h"
@@ -87,6 +88,10 @@ class PoolFile {
 
  private:
   struct Header;
+  static std::string remake_for_capacity(OwnedFile& held, const std::filesystem::path& path,
+                                         std::size_t slab_offset, std::size_t old_capacity,
+                                         std::size_t old_size, std::size_t capacity,
+                                         std::size_t stride, std::size_t* carried);
 
   OwnedFile file_;
   std::byte* base_ = nullptr;

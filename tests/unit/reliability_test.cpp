@@ -635,6 +635,60 @@ constexpr auto describe(auditpipe::type_tag<OtherRow>) {
   return auditpipe::table<OtherRow>("other", AUDITPIPE_COLUMN(OtherRow, id));
 }
 
+// Options::capacity changed between two runs (a new user raised it after
+// an outage): the file follows it, carrying the committed records it holds
+// and its sources' seqs, as long as those records fit.
+TEST(Reliability, ADurablePoolFollowsACapacityChangeWithTheRecordsItHolds) {
+  TempDir dir;
+  Options o;
+  o.batch_size = 16;
+  o.durable_path = dir.path() / "pool.dat";
+  o.retry_backoff_initial = 1ms;
+  o.retry_backoff_max = 5ms;
+  auto keep = [&](std::size_t capacity, int from, int to) {
+    o.capacity = capacity;
+    auto down = std::make_shared<CollectingSink>();
+    down->fail_next(1'000'000);
+    auditpipe::Logger<AuditRow> logger(down, o);
+    for (int i = from; i < to; ++i) ASSERT_EQ(log_one(logger, i), Status::ok) << i;
+    EXPECT_EQ(logger.close(50ms).unwritten, static_cast<std::uint64_t>(to - from));
+  };
+  std::vector<std::pair<std::int64_t, std::int64_t>> keys;
+  auto write = [&](std::size_t capacity, int from, int to, std::uint64_t recovered) {
+    o.capacity = capacity;
+    auto up = std::make_shared<CollectingSink>();
+    {
+      auditpipe::Logger<AuditRow> logger(up, o);
+      for (int i = from; i < to; ++i) ASSERT_EQ(log_one(logger, i), Status::ok) << i;
+      const auto report = logger.close();
+      EXPECT_TRUE(report.drained);
+      EXPECT_EQ(report.stats.recovered, recovered) << "capacity " << capacity;
+    }
+    for (const auto& k : up->keys()) keys.push_back(k);
+  };
+  keep(128, 0, 50);
+  write(512, 50, 60, 50);  // larger, records held
+  keep(512, 60, 100);
+  write(64, 100, 110, 40);  // smaller, records held that fit
+  write(32, 110, 120, 0);   // smaller, drained
+  keep(32, 120, 150);
+  try {
+    o.capacity = 16;
+    auditpipe::Logger<AuditRow> logger(std::make_shared<CollectingSink>(), o);
+    FAIL() << "30 committed records went into a pool of 16";
+  } catch (const auditpipe::error& e) {
+    EXPECT_NE(std::string(e.what()).find("holds 30 committed records"), std::string::npos)
+        << e.what();
+  }
+  write(32, 150, 151, 30);  // the refusal changed nothing
+  expect_exactly_once(keys, 151);
+  std::set<std::int64_t> sources;
+  for (const auto& k : keys) sources.insert(k.first);
+  EXPECT_EQ(sources.size(), 1u);  // one thread throughout: its seqs went on
+  for (const auto& e : std::filesystem::directory_iterator(dir.path()))
+    EXPECT_EQ(e.path().filename().string().find(".resizing"), std::string::npos) << e.path();
+}
+
 TEST(Reliability, ADurablePoolFileIsOnlyOpenedForItsLayoutAndByOneLogger) {
   TempDir dir;
   Options o;
