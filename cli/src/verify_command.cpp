@@ -221,21 +221,6 @@ bool dense_keys(const std::vector<Range>& runs) {
   return 10 * sealed >= 9 * (counted_to - first + 1);
 }
 
-/// Sorts `runs` and joins those that overlap or touch.
-void merge_runs(std::vector<seal::SeqRun>& runs) {
-  std::sort(runs.begin(), runs.end(),
-            [](const seal::SeqRun& a, const seal::SeqRun& b) { return a.lo < b.lo; });
-  std::size_t out = 0;
-  for (const seal::SeqRun& run : runs) {
-    if (out > 0 && run.lo <= runs[out - 1].hi + 1) {
-      runs[out - 1].hi = std::max(runs[out - 1].hi, run.hi);
-    } else {
-      runs[out++] = run;
-    }
-  }
-  runs.resize(out);
-}
-
 /// Whether merged `runs` hold `seq`.
 bool runs_hold(const std::vector<seal::SeqRun>& runs, std::int64_t seq) {
   auto it = std::upper_bound(runs.begin(), runs.end(), seq,
@@ -541,7 +526,7 @@ int VerifyCommand::run() {
         // A genuine find always parses; reported below as it is.
       }
     }
-    for (auto& [sid, runs] : kept_runs) merge_runs(runs);
+    for (auto& [sid, runs] : kept_runs) seal::merge_runs(runs);
 
     // The select list: every column as text that gives back its exact value.
     const std::string select = seal::read_back_select(

@@ -299,3 +299,15 @@ TEST(SealWriter, ADigestThreadIsKeptFromBatchToBatchAndEndsAtClose) {
 }
 
 }  // namespace
+
+// The writer's count of a seal's keys and verify's coverage both rest on
+// this: a batch sealed twice, or split, gives runs that overlap or touch.
+TEST(SealRuns, MergeJoinsRunsThatOverlapOrTouchAndCountsTheirSeqs) {
+  using auditpipe::seal::SeqRun;
+  std::vector<SeqRun> runs{{10, 12}, {0, 3}, {4, 4}, {11, 20}, {30, 30}, {2, 3}};
+  EXPECT_EQ(auditpipe::seal::merge_runs(runs), 5 + 11 + 1);
+  EXPECT_EQ(runs, (std::vector<SeqRun>{{0, 4}, {10, 20}, {30, 30}}));
+  std::vector<SeqRun> none;
+  EXPECT_EQ(auditpipe::seal::merge_runs(none), 0);
+  EXPECT_TRUE(none.empty());
+}

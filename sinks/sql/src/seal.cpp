@@ -378,6 +378,22 @@ std::vector<SeqRun> parse_runs(std::string_view items) {
   return out;
 }
 
+std::int64_t merge_runs(std::vector<SeqRun>& runs) {
+  std::sort(runs.begin(), runs.end(), [](const SeqRun& a, const SeqRun& b) { return a.lo < b.lo; });
+  std::size_t out = 0;
+  for (const SeqRun& run : runs) {
+    if (out > 0 && run.lo <= runs[out - 1].hi + 1) {
+      runs[out - 1].hi = std::max(runs[out - 1].hi, run.hi);
+    } else {
+      runs[out++] = run;
+    }
+  }
+  runs.resize(out);
+  std::int64_t seqs = 0;
+  for (const SeqRun& run : runs) seqs += run.hi - run.lo + 1;
+  return seqs;
+}
+
 void RowEncoder::float64(double v) {
   // -0.0 as 0.0: SQLite and MariaDB store it as 0, and verify encodes what
   // they give back.

@@ -102,28 +102,6 @@ std::vector<std::string> naming_params(std::int64_t source_id) {
   return {id + ":%", "%;" + id + ":%", std::string(seal::late_prefix) + id + ":%"};
 }
 
-/// Sorts `runs` and merges those that overlap or touch (a batch sealed
-/// twice); returns how many keys they hold.
-std::int64_t merge_runs(std::vector<seal::SeqRun>& runs) {
-  std::sort(runs.begin(), runs.end(),
-            [](const seal::SeqRun& a, const seal::SeqRun& b) { return a.lo < b.lo; });
-  std::vector<seal::SeqRun> disjoint;
-  std::int64_t keys = 0;
-  for (const seal::SeqRun& r : runs) {
-    if (!disjoint.empty() && r.lo <= disjoint.back().hi + 1) {
-      if (r.hi > disjoint.back().hi) {
-        keys += r.hi - disjoint.back().hi;
-        disjoint.back().hi = r.hi;
-      }
-    } else {
-      disjoint.push_back(r);
-      keys += r.hi - r.lo + 1;
-    }
-  }
-  runs = std::move(disjoint);
-  return keys;
-}
-
 /// Whether seqs, asked in ascending order, fall in any of some runs (which
 /// may overlap: a batch sealed twice): one sweep over them by first seq.
 class AscendingCoverage {
@@ -693,7 +671,7 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
     }
     // Keys held by several seals (a batch sealed twice: retried, or
     // written again from a durable pool) count once.
-    span.keys = merge_runs(span.covered);
+    span.keys = seal::merge_runs(span.covered);
     const auto n =
         c.query_rows("SELECT COUNT(*) FROM " + data + " WHERE source_id = ? AND seq >= ?",
                      {std::to_string(sid), std::to_string(span.lo)});
@@ -1079,7 +1057,7 @@ void SealWriter::add_kept_finds(SqlConnection& c,
     // was unsealed as of the older seal, and seals since then are checked.
     std::vector<seal::SeqRun>& merged = candidates[sid];
     merged.insert(merged.end(), runs.begin(), runs.end());
-    merge_runs(merged);
+    seal::merge_runs(merged);
     const auto own = after.find(sid);
     after[sid] = own == after.end() ? find.after_no : std::min(own->second, find.after_no);
   }

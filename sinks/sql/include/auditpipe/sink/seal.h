@@ -224,6 +224,10 @@ struct SeqRun {
 /// The runs of one source's part ("a-b,c"), in order. Throws auditpipe::error if malformed.
 AUDITPIPE_EXPORT std::vector<SeqRun> parse_runs(std::string_view items);
 
+/// Sorts `runs` and joins those that overlap or touch (a batch sealed
+/// twice); returns how many seqs they hold.
+AUDITPIPE_EXPORT std::int64_t merge_runs(std::vector<SeqRun>& runs);
+
 /// `bytes` as lower-case hex.
 AUDITPIPE_EXPORT std::string to_hex(std::string_view bytes);
 
