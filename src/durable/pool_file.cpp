@@ -86,7 +86,14 @@ std::string PoolFile::remake_for_capacity(OwnedFile& held, const std::filesystem
            " takes; open it with capacity " + std::to_string(old_capacity) + " (or at least " +
            std::to_string(committed.size()) + ") to write them first";
   }
-  const std::filesystem::path next_path = path.string() + ".resizing";
+  // Beside the file itself, and renamed over it: a durable_path that is a
+  // symlink stays one.
+  std::error_code ec;
+  const std::filesystem::path target = std::filesystem::canonical(path, ec);
+  if (ec) return "cannot resolve it to re-make it: " + ec.message();
+  struct stat st {};
+  if (::fstat(held.fd(), &st) != 0) return std::string("cannot stat: ") + std::strerror(errno);
+  const std::filesystem::path next_path = target.string() + ".resizing";
   OwnedFile next;
   // O_TRUNC: one left by a crash during an earlier re-make is only ever
   // written by the holder of the pool file, which this logger is.
@@ -103,6 +110,8 @@ std::string PoolFile::remake_for_capacity(OwnedFile& held, const std::filesystem
     return "cannot re-make it for capacity " + std::to_string(capacity) + " (in " +
            next_path.string() + "): " + why;
   };
+  // The old file's permissions (an operator may have changed them).
+  if (::fchmod(next.fd(), st.st_mode & 07777) != 0) return abandon(std::strerror(errno));
   const std::size_t size = slab_offset + capacity * stride;
   if (const int rc = ::posix_fallocate(next.fd(), 0, static_cast<off_t>(size)); rc != 0)
     return abandon(std::strerror(rc));
@@ -128,7 +137,7 @@ std::string PoolFile::remake_for_capacity(OwnedFile& held, const std::filesystem
   // On disk before it takes the old file's name: a power cut after the
   // rename must not leave an empty file where the sources' seqs were.
   if (::fdatasync(next.fd()) != 0) return abandon(std::strerror(errno));
-  if (::rename(next_path.c_str(), path.c_str()) != 0) return abandon(std::strerror(errno));
+  if (::rename(next_path.c_str(), target.c_str()) != 0) return abandon(std::strerror(errno));
   held.swap(next);  // `next` lets go of the old file as it goes
   *carried = committed.size();
   return {};

@@ -642,7 +642,10 @@ TEST(Reliability, ADurablePoolFollowsACapacityChangeWithTheRecordsItHolds) {
   TempDir dir;
   Options o;
   o.batch_size = 16;
+  // Through a symlink, as a deployment may point it: it stays one.
+  const auto real = dir.path() / "real.dat";
   o.durable_path = dir.path() / "pool.dat";
+  std::filesystem::create_symlink(real, o.durable_path);
   o.retry_backoff_initial = 1ms;
   o.retry_backoff_max = 5ms;
   auto keep = [&](std::size_t capacity, int from, int to) {
@@ -667,6 +670,8 @@ TEST(Reliability, ADurablePoolFollowsACapacityChangeWithTheRecordsItHolds) {
     for (const auto& k : up->keys()) keys.push_back(k);
   };
   keep(128, 0, 50);
+  namespace fs = std::filesystem;
+  fs::permissions(real, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
   write(512, 50, 60, 50);  // larger, records held
   keep(512, 60, 100);
   write(64, 100, 110, 40);  // smaller, records held that fit
@@ -687,6 +692,9 @@ TEST(Reliability, ADurablePoolFollowsACapacityChangeWithTheRecordsItHolds) {
   EXPECT_EQ(sources.size(), 1u);  // one thread throughout: its seqs went on
   for (const auto& e : std::filesystem::directory_iterator(dir.path()))
     EXPECT_EQ(e.path().filename().string().find(".resizing"), std::string::npos) << e.path();
+  EXPECT_TRUE(fs::is_symlink(o.durable_path));
+  EXPECT_EQ(fs::status(real).permissions(),
+            fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
 }
 
 TEST(Reliability, ADurablePoolFileIsOnlyOpenedForItsLayoutAndByOneLogger) {
