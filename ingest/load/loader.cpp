@@ -833,7 +833,15 @@ Checkpoint Load::identify_in_store(InputState& input, const std::string& open_pa
   }
   // A new input. Its first bytes may be those of another one (a rotated
   // log's successor, a copy cut short): salted until its id is its own.
-  while (in_store([&] { return store_->find(c.source_id); })) {
+  // Unless the id holds this very input after all: another load (another
+  // process, which no lock keeps out) identified it since the lookups
+  // above, or it was salted itself when first seen under another name.
+  // Salted again, its rows would be stored a second time under a new id.
+  while (auto known = in_store([&] { return store_->find(c.source_id); })) {
+    if (same_input(*known)) {
+      claims_[known->source_id].push_back({&input, std::string(own)});
+      return *known;
+    }
     c.salt = c.source_id;
     c.source_id = source_id_of(id_prefix, c.salt);
   }
