@@ -953,7 +953,7 @@ DynamicLogger::Record Load::acquire(bool stream) {
 }
 
 void Load::reject(InputState& input, const RawRecord& raw, std::string_view reason) {
-  rejects_->add(input.path, raw.line, raw.offset, reason, raw.text);
+  rejects_->add(input.path, input.saved.source_id, raw.line, raw.offset, reason, raw.text);
   const std::uint64_t n = rejected_.fetch_add(1) + 1;
   if (config_.max_rejects && n > *config_.max_rejects) aborted_.store(true);
 }
@@ -1228,7 +1228,7 @@ bool Load::pass(InputState& input, const std::string& open_path, RowMapper& mapp
       // What a killed run rejected past the checkpoint is in the reject
       // file: not written again as this run reads it again.
       // (One at 0 too: a run killed before its first checkpoint moved.)
-      if (c.stored) rejects_->resume(input.path, c.bytes_done);
+      if (c.stored) rejects_->resume(input.path, c.source_id, c.bytes_done);
       lock.lock();
       input.saved = c;
       input.identified = true;

@@ -29,20 +29,50 @@ std::size_t utf8_sequence(std::string_view s, std::size_t i) {
 
 constexpr std::string_view line_head = "{\"file\":\"";
 constexpr std::string_view offset_field = ",\"offset\":";
+constexpr std::string_view source_field = ",\"source_id\":";
 
-// The key of a reject line ({"file":"F","line":N,"offset":O,...}): F as
-// escaped, '\n', O's digits; empty for a line of another shape.
+std::string_view digits_at(std::string_view line, std::size_t at, bool sign) {
+  std::size_t end = at;
+  if (sign && end < line.size() && line[end] == '-') ++end;
+  while (end < line.size() && line[end] >= '0' && line[end] <= '9') ++end;
+  return line.substr(at, end - at);
+}
+
+// The key of a reject line ({"file":"F","line":N,"offset":O,"source_id":S,
+// ...}): F as escaped, '\n', S, '\n', O; S empty in a line written before
+// lines named their input; empty for a line of another shape.
 std::string key_of(std::string_view line) {
   if (!line.starts_with(line_head)) return {};
   const std::size_t file_end = line.find("\",\"line\":", line_head.size());
   const std::size_t off = line.find(offset_field);
   if (file_end == std::string_view::npos || off == std::string_view::npos) return {};
+  const std::string_view offset = digits_at(line, off + offset_field.size(), false);
+  std::string_view source;
+  if (line.substr(off + offset_field.size() + offset.size()).starts_with(source_field))
+    source = digits_at(line, off + offset_field.size() + offset.size() + source_field.size(), true);
   std::string key(line.substr(line_head.size(), file_end - line_head.size()));
   key += '\n';
-  for (std::size_t i = off + offset_field.size();
-       i < line.size() && line[i] >= '0' && line[i] <= '9'; ++i)
-    key += line[i];
+  key += source;
+  key += '\n';
+  key += offset;
   return key;
+}
+
+// Whether `key` is a line of the input `file_key` (F as escaped, '\n') with
+// the id `source` (or of that file before lines named their input), and at
+// which offset.
+bool of_input(std::string_view key, std::string_view file_key, std::string_view source,
+              std::uint64_t* offset) {
+  if (!key.starts_with(file_key)) return false;
+  key.remove_prefix(file_key.size());
+  const std::size_t nl = key.find('\n');
+  if (nl == std::string_view::npos) return false;
+  const std::string_view id = key.substr(0, nl);
+  if (!id.empty() && id != source) return false;
+  *offset = 0;
+  for (const char c : key.substr(nl + 1))
+    *offset = *offset * 10 + static_cast<std::uint64_t>(c - '0');
+  return true;
 }
 
 }  // namespace
@@ -129,7 +159,7 @@ RejectFile::RejectFile(std::string path, std::size_t max_text_bytes)
       const std::size_t eol = tail.find('\n', at);
       std::string key = key_of(std::string_view(tail.data() + at, eol - at));
       at = eol + 1;
-      if (!key.empty()) held_.insert(std::move(key));
+      if (!key.empty()) tail_.push_back(std::move(key));
     }
     at_open_ = whole;
   }
@@ -137,12 +167,19 @@ RejectFile::RejectFile(std::string path, std::size_t max_text_bytes)
   if (file_ == nullptr) fail("open");
 }
 
-void RejectFile::resume(std::string_view file, std::uint64_t from_offset) {
+void RejectFile::resume(std::string_view file, std::int64_t source_id, std::uint64_t from_offset) {
   if (file_ == nullptr) return;
   std::string escaped;
   append_json_escaped(escaped, file);
   escaped += '\n';
+  const std::string source = std::to_string(source_id);
   std::lock_guard lock(mutex_);
+  std::uint64_t offset = 0;
+  // Held under this input's id (a line without one is taken for it).
+  auto hold = [&](std::uint64_t at) { held_.insert(escaped + source + '\n' + std::to_string(at)); };
+  for (const std::string& key : tail_) {
+    if (of_input(key, escaped, source, &offset) && offset >= from_offset) hold(offset);
+  }
   // Back from where the tail read at open began, a chunk at a time, until
   // a line of this input from before its checkpoint (what lies before
   // that, no run reads again), the file's start, or `most` bytes.
@@ -177,14 +214,11 @@ void RejectFile::resume(std::string_view file, std::uint64_t from_offset) {
       if (eol == std::string::npos) eol = buffer.size();
       std::string key = key_of(std::string_view(buffer.data() + at, eol - at));
       at = eol + 1;
-      if (key.size() <= escaped.size() || key.compare(0, escaped.size(), escaped) != 0) continue;
-      std::uint64_t offset = 0;
-      for (std::size_t i = escaped.size(); i < key.size(); ++i)
-        offset = offset * 10 + static_cast<std::uint64_t>(key[i] - '0');
+      if (!of_input(key, escaped, source, &offset)) continue;
       if (offset < from_offset) {
         before_checkpoint = true;
       } else {
-        held_.insert(std::move(key));
+        hold(offset);
       }
     }
     end = from;
@@ -196,8 +230,8 @@ RejectFile::~RejectFile() {
   if (created_ && count_ == 0) ::unlink(path_.c_str());
 }
 
-void RejectFile::add(std::string_view file, std::uint64_t line, std::uint64_t offset,
-                     std::string_view reason, std::string_view text) {
+void RejectFile::add(std::string_view file, std::int64_t source_id, std::uint64_t line,
+                     std::uint64_t offset, std::string_view reason, std::string_view text) {
   const bool cut = text.size() > max_text_bytes_;
   if (cut) text = text.substr(0, utf8_prefix_length(text, max_text_bytes_));
   std::lock_guard lock(mutex_);
@@ -206,7 +240,9 @@ void RejectFile::add(std::string_view file, std::uint64_t line, std::uint64_t of
   line_ += "{\"file\":\"";
   append_json_escaped(line_, file);
   if (!held_.empty()) {
-    key_.assign(line_, 9);  // after {"file":"
+    key_.assign(line_, line_head.size());
+    key_ += '\n';
+    key_ += std::to_string(source_id);
     key_ += '\n';
     key_ += std::to_string(offset);
     if (held_.count(key_) > 0) return;  // written by a run that was killed
@@ -215,6 +251,8 @@ void RejectFile::add(std::string_view file, std::uint64_t line, std::uint64_t of
   line_ += std::to_string(line);
   line_ += ",\"offset\":";
   line_ += std::to_string(offset);
+  line_ += ",\"source_id\":";
+  line_ += std::to_string(source_id);
   line_ += ",\"reason\":\"";
   append_json_escaped(line_, reason);
   line_ += "\",\"text\":\"";
