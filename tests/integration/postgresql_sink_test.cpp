@@ -292,7 +292,12 @@ TEST(PostgresqlSink, AWrongPasswordIsOneFailedLoginPerStart) {
   ASSERT_TRUE(std::ifstream(log).good()) << log;
   const std::string url = url_as("auditpipe_no_such_login", "Wr0ng");
   const int before = failed_logins();
+  testing::internal::CaptureStderr();
   const std::string e = open_error(url);
+  // Nothing of libpq's own on stderr (the ping warned "password file
+  // "/dev/null" is not a plain file" on every start).
+  const std::string stderr_text = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(stderr_text.find("WARNING"), std::string::npos) << stderr_text;
   EXPECT_NE(e.find("password authentication failed"), std::string::npos) << e;
   EXPECT_TRUE(eventually([&] { return failed_logins() >= before + 1; }));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // a second would be there by now

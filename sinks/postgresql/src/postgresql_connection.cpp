@@ -377,8 +377,11 @@ Attempt connect_to(const PostgresqlConfig& config, const PostgresqlConfig::Endpo
     }
     ping_keywords.push_back("password");
     ping_values.push_back("");
+    // A path that cannot exist: libpq passes over a missing password file
+    // silently, but warns on stderr of one that is not a plain file
+    // (/dev/null), which read as a misconfigured password file.
     ping_keywords.push_back("passfile");
-    ping_values.push_back("/dev/null");
+    ping_values.push_back("/proc/self/no-password-file");
     ping_keywords.push_back(nullptr);
     ping_values.push_back(nullptr);
     const PGPing ping = PQpingParams(ping_keywords.data(), ping_values.data(), 0);
