@@ -545,6 +545,7 @@ LoadSummary Load::run() {
   s.repaired_lines = repaired_lines_.load();
   s.repaired_fields = report.stats.invalid_utf8_fields;
   s.truncated_fields = report.stats.truncated_fields;
+  s.nul_replaced_fields = report.stats.nul_replaced_fields;
   for (const auto& in : inputs_) s.input_bytes += in->input_bytes.load();
   s.inputs = inputs_.size();
   s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -1549,6 +1550,9 @@ std::string format_summary(const LoadSummary& s) {
            " text fields of invalid UTF-8 (U+FFFD)\n";
   if (s.truncated_fields > 0)
     out += "  truncated " + with_commas(s.truncated_fields) + " text fields cut to their column\n";
+  if (s.nul_replaced_fields > 0)
+    out += "  replaced  NUL bytes in " + with_commas(s.nul_replaced_fields) +
+           " text fields (U+FFFD: the database cannot store them)\n";
   for (const std::string& e : s.errors) out += "  error     " + e + "\n";
   if (s.aborted) out += "  more rejects than --max-rejects: stopped early\n";
   if (s.interrupted) out += "  interrupted: run the same command again to continue\n";

@@ -83,6 +83,8 @@ struct LoadSummary {
   /// CSV/TSV fields of invalid UTF-8 the writers made valid (Stats::invalid_utf8_fields)
   std::uint64_t repaired_fields = 0;
   std::uint64_t truncated_fields = 0;
+  /// text fields whose NUL bytes the sink replaced (PostgreSQL; Stats::nul_replaced_fields)
+  std::uint64_t nul_replaced_fields = 0;
   std::uint64_t input_bytes = 0;
   std::uint64_t inputs = 0;
   double seconds = 0;

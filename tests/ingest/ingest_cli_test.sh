@@ -125,6 +125,17 @@ case $case in
     out=$(ingest "$url" bad_utf8.csv 2>&1) || fail "the CSV load with invalid UTF-8 exited $?: $out"
     grep -q 'repaired  1 text fields of invalid UTF-8' <<<"$out" || fail "the CSV repair is not reported: $out"
     expect_eq "$(q "SELECT COUNT(*) FROM $table WHERE user_name LIKE 'csv%bad'")" 1 "the invalid UTF-8 CSV field, repaired"
+    # A NUL in text (JSON's \u0000): stored as it is where the database can,
+    # replaced on PostgreSQL, and then said so (before, the summary was
+    # silent and the exit status 0).
+    echo '{"at":"2026-11-30T12:00:00Z","user":{"name":"nul\u0000byte"},"level":1,"ok":true}' > nul.jsonl
+    touch -d '1 minute ago' nul.jsonl
+    out=$(ingest "$url" nul.jsonl 2>&1) || fail "the load of a NUL exited $?: $out"
+    if [ "$backend" = postgresql ]; then
+      grep -q 'replaced  NUL bytes in 1 text fields' <<<"$out" || fail "the NUL replacement is not reported: $out"
+    else
+      grep -q 'replaced' <<<"$out" && fail "a NUL stored as it is was reported replaced: $out"
+    fi
     if [ "$backend" != sqlite ]; then
       # The password from a file (password_file=), not the command line that
       # ps shows every user; before, the URL was the only way to give it.
