@@ -153,7 +153,9 @@ IngestCommand::IngestCommand(CLI::App& app) {
   command_->add_flag("--infer", infer_,
                      "print a schema file guessed from the inputs' first lines, and stop "
                      "(no URL then)");
-  command_->add_option("--infer-lines", infer_lines_, "lines --infer looks at")->default_val(1000);
+  command_->add_option("--infer-lines", infer_lines_, "lines --infer looks at")
+      ->default_val(1000)
+      ->check(whole_number_from_one());
   command_->add_option("--format,-f", config_.format, "auto, jsonl (or json), csv or tsv")
       ->check(CLI::IsMember({"auto", "jsonl", "json", "csv", "tsv"}))
       ->default_val("auto");
@@ -182,7 +184,7 @@ IngestCommand::IngestCommand(CLI::App& app) {
                      "no progress line, and no summary unless something is not stored");
   command_->add_option(
       "--source-name", config_.source_name,
-      "the name the (one) input's checkpoint is kept under (default: its path, \"-\" for "
+      "the name the (one) input's checkpoint is kept under (default: its path, \"stdin\" for "
       "stdin); an input, stdin too, is found again by its first 4 KiB either way");
   command_->add_option("--checkpoint-table", config_.checkpoint_table,
                        "the table of checkpoints (default auditpipe_ingest_checkpoints)");
@@ -201,10 +203,12 @@ IngestCommand::IngestCommand(CLI::App& app) {
   command_
       ->add_option("--text-bytes", config_.unbounded_text_bytes,
                    "bytes kept of columns the table declares without a length (TEXT)")
-      ->default_val(1024);
+      ->default_val(1024)
+      ->check(whole_number_from_one(16u << 20));
   command_
       ->add_option("--max-record-bytes", config_.max_record_bytes, "longer records are rejected")
-      ->default_val(1 << 20);
+      ->default_val(1 << 20)
+      ->check(whole_number_from_one());
 }
 
 int IngestCommand::run() {

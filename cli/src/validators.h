@@ -15,18 +15,21 @@
 
 namespace auditpipe::cli {
 
-/// A whole number from 1 up.
-inline CLI::Validator whole_number_from_one() {
+/// A whole number from 1 up to `most`.
+inline CLI::Validator whole_number_from_one(std::uint64_t most = UINT64_MAX) {
   return CLI::Validator(
-      [](std::string& value) {
+      [most](std::string& value) {
         std::uint64_t n = 0;
         const char* end = value.data() + value.size();
         const auto [ptr, ec] = std::from_chars(value.data(), end, n);
-        if (ec != std::errc() || ptr != end || n == 0)
-          return "a whole number from 1 up, not '" + value + "'";
+        if (ec != std::errc() || ptr != end || n == 0 || n > most) {
+          return (most == UINT64_MAX ? std::string("a whole number from 1 up")
+                                     : "a whole number from 1 to " + std::to_string(most)) +
+                 ", not '" + value + "'";
+        }
         return std::string();
       },
-      "N>=1");
+      most == UINT64_MAX ? "N>=1" : "1<=N<=" + std::to_string(most));
 }
 
 }  // namespace auditpipe::cli

@@ -740,8 +740,11 @@ c.execute("COMMIT")' "$work/audit.db" "$2" "$1" & locker=$!
     expect_eq "$rc" 2 "exit status without --table or --schema"
     grep -q 'give --table' <<<"$out" || fail "the message does not say what to give: $out"
     # Values no load can use are usage errors too, named, before anything is read.
+    # (--text-bytes 0, --infer-lines 0 and --max-record-bytes 0 exited 1, or
+    # rejected every line.)
     for bad in "--writers 500" "--batch-size 0" "--batch-size 70000" "--max-rejects=-1" \
-               "--schema no_such_schema.json"; do
+               "--schema no_such_schema.json" "--text-bytes 0" "--text-bytes 16777217" \
+               "--infer-lines 0" "--max-record-bytes 0"; do
       set +e
       out=$("$bin" ingest --table $table $bad "$url" a.jsonl 2>&1); rc=$?
       set -e
