@@ -661,14 +661,18 @@ void Load::add_rotated_copies_of(const InputState& input,
     for (const std::string& path : rotated_copies(input.path)) {
       std::error_code e;
       const auto time = std::filesystem::last_write_time(path, e);
-      if (e || time <= copy_time || same_file(path, copy) || same_file(path, input.path) ||
+      // The same time (files copied or restored with one): which came
+      // first cannot be told, so it is loaded too. Loaded before, it is
+      // found by its first bytes and skipped; left out, it was lost.
+      if (e || time < copy_time || same_file(path, copy) || same_file(path, input.path) ||
           given_or_found(path, false))
         continue;
       add(path, path);
       std::fprintf(stderr,
                    "auditpipe ingest: %s was rotated more than once since the last load of that "
-                   "name: %s, rotated after %s, is loaded too\n",
-                   input.path.c_str(), path.c_str(), copy.c_str());
+                   "name: %s, rotated %s %s, is loaded too\n",
+                   input.path.c_str(), path.c_str(),
+                   time == copy_time ? "(by its time) no earlier than" : "after", copy.c_str());
     }
     return;
   }

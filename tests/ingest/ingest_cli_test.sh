@@ -573,6 +573,25 @@ c.execute("COMMIT")' "$work/audit.db" "$2" "$1" & locker=$!
       no_duplicates
       out=$(ingest --quiet "$url" app.log 2>&1) || fail "loading it again exited $?: $out"
       expect_eq "$(count)" 220 "rows after loading again"
+      # The same with the two copies of one time (restored or copied so):
+      # which came first cannot be told, and the log in between is loaded
+      # too. Before, it was left out without a word.
+      q "DROP TABLE $table" >/dev/null
+      q "DELETE FROM auditpipe_ingest_checkpoints WHERE target_table = '$table'" >/dev/null
+      rm -f app.log*
+      jsonl 100 9000 > app.log
+      ingest --quiet "$url" app.log || fail "loading the log exited $?"
+      jsonl 20 9100 >> app.log
+      mv app.log app.log.2
+      jsonl 60 9200 > app.log
+      mv app.log app.log.1
+      jsonl 40 9300 > app.log
+      touch -d '1 minute ago' app.log app.log.1 app.log.2
+      out=$(ingest --quiet "$url" app.log 2>&1) || fail "loading after two rotations of one time exited $?: $out"
+      grep -q "app.log.1, rotated (by its time) no earlier than app.log.2, is loaded too" <<<"$out" ||
+        fail "no word of the log in between: $out"
+      expect_eq "$(count)" 220 "rows of the three files of one time"
+      no_duplicates
     fi
     ;;
 
