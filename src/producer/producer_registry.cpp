@@ -1,5 +1,8 @@
 #include "producer/producer_registry.h"
 
+#include <pthread.h>
+
+#include <exception>
 #include <random>
 
 namespace auditpipe::internal {
@@ -20,7 +23,18 @@ std::int64_t random_source_id_base() {
 
 constinit thread_local ProducerRegistry::FastCache ProducerRegistry::fast_cache{};
 
-// The sources a thread uses, released to their registries at thread exit.
+// The sources a thread uses, released to their registries when it exits.
+//
+// Held through a POSIX thread-specific key, not a C++ thread_local: a key's
+// destructor runs after every thread_local destructor of the thread. A
+// thread_local of the application's made before the thread's first log()
+// (a session object) is destroyed after one of ours would be, and its
+// destructor may log; the source it then used had already gone back to the
+// registry, where another thread took it too, and two threads shared one
+// magazine, queue token and seq (a writer crashed, a record acknowledged
+// ok was lost, records were stranded until close() gave up on them). A
+// log() after even this destructor attaches anew, and the key's
+// destructor runs again (POSIX repeats them for keys set meanwhile).
 struct ThreadSources {
   struct Binding {
     std::uint64_t registry_id;
@@ -30,15 +44,30 @@ struct ThreadSources {
   std::vector<Binding> bindings;
 
   ~ThreadSources() {
+    // First: nothing later on this thread uses a source given back here.
+    ProducerRegistry::fast_cache = {};
     for (auto& b : bindings) {
       if (auto registry = b.registry.lock()) registry->detach(b.producer);
     }
   }
-};
 
-namespace {
-thread_local ThreadSources thread_sources;
-}  // namespace
+  static void release(void* sources) { delete static_cast<ThreadSources*>(sources); }
+
+  // The calling thread's, made the first time.
+  static ThreadSources& of_this_thread() {
+    static const pthread_key_t key = [] {
+      pthread_key_t k{};
+      if (pthread_key_create(&k, &ThreadSources::release) != 0) std::terminate();
+      return k;
+    }();
+    auto* sources = static_cast<ThreadSources*>(pthread_getspecific(key));
+    if (sources == nullptr) {
+      sources = new ThreadSources;
+      pthread_setspecific(key, sources);
+    }
+    return *sources;
+  }
+};
 
 ProducerRegistry::ProducerRegistry(RecordQueue& queue, RecordPool& pool,
                                    std::optional<std::int64_t> source_id_base,
@@ -62,6 +91,7 @@ ProducerRegistry::ProducerRegistry(RecordQueue& queue, RecordPool& pool,
 }
 
 Producer* ProducerRegistry::attach() {
+  ThreadSources& thread_sources = ThreadSources::of_this_thread();
   for (auto& b : thread_sources.bindings) {
     if (b.registry_id == id_) {
       fast_cache = {id_, b.producer};

@@ -11,7 +11,8 @@
 // the registry's never-reused id; only its first commit into a registry
 // takes the registry's lock. When the thread exits, its source goes back to
 // the registry and the next new thread continues it (same source_id, seq
-// carrying on), so thread churn does not grow memory.
+// carrying on), so thread churn does not grow memory. That happens after
+// the thread's thread_local destructors, which may still log.
 //
 // Thread safety: current() from any thread; shutdown() once, when no
 // producer is active, before the queue is destroyed.

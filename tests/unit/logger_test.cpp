@@ -835,6 +835,50 @@ TEST(Logger, ThreadsThatComeAndGoReuseSources) {
   EXPECT_EQ(sources.size(), 1u);  // one thread at a time: one source, continued
 }
 
+// An application's thread_local made before the thread's first log() is
+// destroyed after the library's per-thread state would have been, and its
+// destructor may log (a session's end: a common pattern). Before, the
+// source that log() used had gone back to the registry and another thread
+// took it too: two threads on one magazine, queue token and seq (a writer
+// crashed, a record acknowledged ok was lost, or close() waited out its
+// deadline for records no writer saw).
+auditpipe::Logger<AuditRow>* session_logger = nullptr;
+std::atomic<int> session_not_ok{0};
+struct SessionEnd {
+  std::int64_t base = 0;
+  ~SessionEnd() {
+    for (int i = 0; i < 10; ++i)
+      if (log_one(*session_logger, base + i) != Status::ok) ++session_not_ok;
+  }
+};
+thread_local SessionEnd session_end;
+
+TEST(Logger, AThreadLocalDestructorThatLogsHasASourceOfItsOwn) {
+  auto sink = std::make_shared<CollectingSink>();
+  Options o;
+  o.capacity = 256;
+  auditpipe::Logger<AuditRow> logger(sink, o);
+  session_logger = &logger;
+  constexpr int threads = 32, rounds = 20;
+  for (int r = 0; r < rounds; ++r) {
+    std::vector<std::thread> group;
+    for (int t = 0; t < threads; ++t) {
+      group.emplace_back([&logger, r, t] {
+        session_end.base = 1000 * (r * threads + t);  // made before the first log()
+        for (int i = 0; i < 5; ++i)
+          if (log_one(logger, i) != Status::ok) ++session_not_ok;
+      });
+    }
+    for (auto& th : group) th.join();
+  }
+  const auto report = logger.close(10s);
+  session_logger = nullptr;
+  EXPECT_EQ(session_not_ok.load(), 0);
+  EXPECT_TRUE(report.drained);
+  EXPECT_EQ(report.stats.committed, threads * rounds * 15u);
+  EXPECT_EQ(expect_exactly_once(sink->keys()), threads * rounds * 15u);
+}
+
 TEST(Logger, ExplicitSourceIdBase) {
   auto sink = std::make_shared<CollectingSink>();
   Options o;
