@@ -101,7 +101,8 @@ class Logger {
 
   /// Opens the sink (creating or checking the table) and starts the writers.
   /// Throws auditpipe::error if the options are invalid, the sink cannot
-  /// be opened, or it serves another logger already (a sink serves one).
+  /// be opened, it serves another logger already (a sink serves one), or a
+  /// thread cannot be started (a limit on threads or memory).
   explicit Logger(std::shared_ptr<Sink> sink, const Options& options = {})
       : pipeline_(descriptor_of<Record>(), std::move(sink), options) {}
 

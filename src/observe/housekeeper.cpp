@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "auditpipe/diagnostics.h"
+#include "common/start_thread.h"
 
 namespace auditpipe::internal {
 
@@ -16,7 +17,7 @@ void Housekeeper::every(clock::duration interval, std::function<void()> chore) {
 
 void Housekeeper::start() {
   if (chores_.empty() || thread_.joinable()) return;
-  thread_ = std::thread([this] { run(); });
+  thread_ = start_thread("the housekeeping thread", [this] { run(); });
 }
 
 void Housekeeper::stop() {

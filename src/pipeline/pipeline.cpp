@@ -291,10 +291,26 @@ class Pipeline::Engine {
     const WriterParts parts{table_,   options_,  *sink_,    intake_,
                             control_, finisher_, counters_, dead_letters_.get()};
     writers_.reserve(options_.writers);
-    for (unsigned i = 0; i < options_.writers; ++i) {
-      writers_.push_back(std::make_unique<BatchWriter>(parts, i, i == 0 ? spill_.get() : nullptr));
+    try {
+      for (unsigned i = 0; i < options_.writers; ++i) {
+        writers_.push_back(
+            std::make_unique<BatchWriter>(parts, i, i == 0 ? spill_.get() : nullptr));
+      }
+      housekeeper_.start();
+    } catch (...) {
+      // A thread could not be started (a limit on threads or memory): the
+      // ones that were are stopped, not joined for ever while they wait
+      // for work. Nothing was accepted; recovered records stay where they
+      // were (the durable pool's file, the spill directory).
+      control_.give_up();
+      control_.stop();
+      intake_.signal().wake_all();
+      for (auto& w : writers_) w->join();
+      housekeeper_.stop();
+      sink_->cancel();
+      sink_->close();
+      throw;
     }
-    housekeeper_.start();
     LiveIntakes::live_intakes().add(&intake_);
   }
 

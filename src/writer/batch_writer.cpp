@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "auditpipe/diagnostics.h"
+#include "common/start_thread.h"
 
 namespace auditpipe::internal {
 
@@ -61,7 +62,7 @@ BatchWriter::BatchWriter(const WriterParts& parts, unsigned index, Spill* replay
              std::chrono::duration_cast<std::chrono::microseconds>(
                  parts.options.write_latency_target.value_or(std::chrono::milliseconds(0)))),
       jitter_(std::random_device{}()) {
-  thread_ = std::thread([this] { run(); });
+  thread_ = start_thread("a writer thread", [this] { run(); });
 }
 
 BatchWriter::~BatchWriter() {

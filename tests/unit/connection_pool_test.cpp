@@ -10,13 +10,17 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include "address_limit.h"
 #include "auditpipe/diagnostics.h"
 #include "auditpipe/status.h"
 #include "eventually.h"
+#include "multithreaded_fork.h"
 
 namespace {
 
@@ -335,3 +339,24 @@ TEST(ConnectionPool, RejectsAnUnboundedWait) {
 }
 
 }  // namespace
+
+// A pool whose threads cannot all be started (a limit on memory or threads)
+// throws auditpipe::error saying so, having stopped the ones it started and
+// closed its first connection. Before, the unwinding destroyed a joinable
+// thread: std::terminate.
+TEST(ConnectionPool, AThreadThatCannotBeStartedIsAnErrorNotAnAbort) {
+  if (!testing_support::multithreaded_fork_testable)
+    GTEST_SKIP() << "the sanitizers reserve more address space than any limit leaves";
+  EXPECT_EQ(testing_support::start_under_address_limits([]() -> std::function<bool()> {
+              static Tally t;
+              ConnectionPoolOptions o;
+              o.max_size = 4;
+              o.opener_threads = 4;
+              auto pool = std::make_shared<ConnectionPool>(slow_factory(t, 1ms), o, true);
+              return [pool] {
+                { auto lease = pool->acquire(); }  // throws if it cannot lend one
+                return true;
+              };
+            }),
+            0);
+}

@@ -3,6 +3,7 @@
 #include "auditpipe/logger.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,12 +12,16 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <map>
+#include <memory>
+#include <new>
 #include <set>
 #include <thread>
 #include <vector>
 
+#include "address_limit.h"
 #include "audit_row.h"
 #include "child_exit.h"
 #include "collecting_sink.h"
@@ -877,6 +882,28 @@ TEST(Logger, AThreadLocalDestructorThatLogsHasASourceOfItsOwn) {
   EXPECT_TRUE(report.drained);
   EXPECT_EQ(report.stats.committed, threads * rounds * 15u);
   EXPECT_EQ(expect_exactly_once(sink->keys()), threads * rounds * 15u);
+}
+
+// A logger whose threads cannot all be started (a limit on memory or
+// threads: RLIMIT_AS here, RLIMIT_NPROC or a cgroup's pids.max elsewhere)
+// throws auditpipe::error saying so. Before, the constructor joined for
+// ever a writer it had started and never told to stop, or the unwinding
+// destroyed a joinable thread (std::terminate), or a bare
+// std::system_error came out.
+TEST(Logger, AThreadThatCannotBeStartedIsAnErrorNotAHangOrAnAbort) {
+  if (!testing_support::multithreaded_fork_testable)
+    GTEST_SKIP() << "the sanitizers reserve more address space than any limit leaves";
+  // 3: not an auditpipe::error; -1: hung; -2: aborted (see address_limit.h).
+  EXPECT_EQ(
+      testing_support::start_under_address_limits([]() -> std::function<bool()> {
+        Options o;
+        o.writers = 4;
+        o.capacity = 64;
+        auto logger =
+            std::make_shared<auditpipe::Logger<AuditRow>>(std::make_shared<CollectingSink>(), o);
+        return [logger] { return log_one(*logger, 1) == Status::ok && logger->close().drained; };
+      }),
+      0);
 }
 
 TEST(Logger, ExplicitSourceIdBase) {

@@ -10,6 +10,7 @@
 
 #include "auditpipe/diagnostics.h"
 #include "auditpipe/status.h"
+#include "common/start_thread.h"
 
 namespace auditpipe {
 
@@ -119,11 +120,23 @@ ConnectionPool::ConnectionPool(Factory factory, ConnectionPoolOptions options, b
   const unsigned openers = options_.opener_threads != 0
                                ? options_.opener_threads
                                : static_cast<unsigned>(std::min<std::size_t>(options_.max_size, 4));
-  for (unsigned i = 0; i < openers; ++i) openers_.emplace_back([this] { opener_loop(); });
-  housekeeper_ = std::thread([this] { housekeeper_loop(); });
+  try {
+    for (unsigned i = 0; i < openers; ++i)
+      openers_.push_back(
+          internal::start_thread("a connection opener thread", [this] { opener_loop(); }));
+    housekeeper_ = internal::start_thread("the connection pool's housekeeping thread",
+                                          [this] { housekeeper_loop(); });
+  } catch (...) {
+    shut_down();  // the threads started before, and the first connection
+    throw;
+  }
 }
 
 ConnectionPool::~ConnectionPool() {
+  shut_down();
+}
+
+void ConnectionPool::shut_down() noexcept {
   {
     detail::MutexLock lock(mutex_);
     closing_ = true;
@@ -131,7 +144,7 @@ ConnectionPool::~ConnectionPool() {
   work_cv_.notify_all();
   available_cv_.notify_all();
   for (auto& t : openers_) t.join();
-  housekeeper_.join();
+  if (housekeeper_.joinable()) housekeeper_.join();
   std::vector<std::unique_ptr<Entry>> rest;
   {
     detail::MutexLock lock(mutex_);

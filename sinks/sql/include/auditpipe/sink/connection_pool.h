@@ -167,6 +167,9 @@ class AUDITPIPE_EXPORT ConnectionPool {
   ConnectionPoolStats stats() const AUDITPIPE_EXCLUDES(mutex_);
 
  private:
+  /// Stops and joins the threads started, closes the idle connections (the
+  /// destructor; a constructor that could not start a thread).
+  void shut_down() noexcept AUDITPIPE_EXCLUDES(mutex_);
   struct Entry {
     std::unique_ptr<PooledConnection> connection;
     clock::time_point created;
