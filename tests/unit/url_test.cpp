@@ -73,6 +73,15 @@ TEST(Url, MalformedUrlsNameTheProblemAndHideThePassword) {
   EXPECT_NE(error_of("mysql://u:secret@host:x/db").find("port 'x'"), std::string::npos);
   EXPECT_NE(error_of("mysql://u:secret@h1,,h2/db").find("empty entry"), std::string::npos);
   EXPECT_NE(error_of("mysql://u:secret@host/db?%zz=1").find("percent-escape"), std::string::npos);
+  // A NUL decoded into the database or user name cut the message short
+  // ("cannot connect to mysql://audit"), its reason lost.
+  for (const char* nul :
+       {"mysql://u:secret@host/audit%00pipe", "mysql://audit%00pipe:secret@host/db",
+        "postgresql://u:secret@host/db?application_name=a%00b"}) {
+    const std::string e = error_of(nul);
+    EXPECT_NE(e.find("NUL byte"), std::string::npos) << nul << ": " << e;
+    EXPECT_EQ(e.find("secret"), std::string::npos) << e;
+  }
   EXPECT_NE(error_of("mysql://u:secret@[::1/db").find("'['"), std::string::npos);
   EXPECT_NE(error_of("mysql://u:secret@host/db?pool_size=2&tls=required&pool_size=8")
                 .find("option 'pool_size' is given twice"),

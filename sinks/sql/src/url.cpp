@@ -164,7 +164,11 @@ std::string percent_decode(std::string_view text) {
     if (i + 2 >= text.size() || hex_value(text[i + 1]) < 0 || hex_value(text[i + 2]) < 0) {
       throw url_error("bad percent-escape (a '%' must be followed by two hex digits)");
     }
-    out.push_back(static_cast<char>(hex_value(text[i + 1]) * 16 + hex_value(text[i + 2])));
+    const char c = static_cast<char>(hex_value(text[i + 1]) * 16 + hex_value(text[i + 2]));
+    // Every part goes to a C API, where it would end there (and a message
+    // naming it would end there too, its reason lost).
+    if (c == '\0') throw url_error("a NUL byte (%00) cannot be part of a URL");
+    out.push_back(c);
     i += 2;
   }
   return out;
