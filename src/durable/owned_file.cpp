@@ -95,6 +95,14 @@ void OwnedFile::release() noexcept {
   fd_ = -1;
 }
 
+bool OwnedFile::still_at(const std::filesystem::path& path) const noexcept {
+  if (fd_ < 0) return false;
+  struct stat held {
+  }, named{};
+  return ::fstat(fd_, &held) == 0 && held.st_nlink > 0 && ::stat(path.c_str(), &named) == 0 &&
+         named.st_dev == device_ && named.st_ino == inode_;
+}
+
 void OwnedFile::swap(OwnedFile& other) noexcept {
   std::swap(fd_, other.fd_);
   std::swap(error_, other.error_);

@@ -56,6 +56,9 @@ class OwnedFile {
   // In a fork() child: closes the child's copy of the descriptor (the lock
   // is the parent's, and the child's list was emptied at the fork).
   void close_in_fork_child() noexcept;
+  // Whether `path` still names the file held (not removed, moved or
+  // replaced since it was taken). False when nothing is held.
+  bool still_at(const std::filesystem::path& path) const noexcept;
   // Exchanges what the two hold (the list names files, not holders).
   void swap(OwnedFile& other) noexcept;
 

@@ -147,6 +147,7 @@ PoolFile::PoolFile(const std::filesystem::path& path, std::uint64_t fingerprint,
                    std::size_t capacity, std::size_t stride,
                    std::optional<std::int64_t> source_id_base) {
   const std::string name = path.string();
+  path_ = path;
   // A file this open made and could not finish (no room for the pool, no
   // mapping) is removed: left behind it would look like a pool to the
   // next reader of the directory.

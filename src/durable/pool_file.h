@@ -47,6 +47,10 @@ class PoolFile {
   PoolFile& operator=(const PoolFile&) = delete;
 
   std::byte* slab() const noexcept { return slab_; }
+  // Whether the path still names this file (not removed, moved or replaced
+  // under the logger: then its records no longer outlive the process).
+  bool still_in_place() const noexcept { return file_.still_at(path_); }
+  const std::filesystem::path& path() const noexcept { return path_; }
   // True if the file existed (its slots hold records of an earlier run).
   bool existed() const noexcept { return existed_; }
   SourceTable sources() noexcept;
@@ -94,6 +98,7 @@ class PoolFile {
                                          std::size_t stride, std::size_t* carried);
 
   OwnedFile file_;
+  std::filesystem::path path_;
   std::byte* base_ = nullptr;
   std::size_t size_ = 0;
   std::byte* slab_ = nullptr;

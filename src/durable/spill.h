@@ -65,6 +65,10 @@ class Spill {
   bool replay_some(std::size_t max, const Write& write);
 
   void sync_if_due() { writer_.sync_if_due(fsync_interval_); }
+  // False once the directory was removed or moved under the logger (then
+  // nothing more is spilled); last_error() says so.
+  bool still_in_place() { return writer_.still_in_place(); }
+  std::string last_error() const { return writer_.last_error(); }
   // close(), once the writers are gone: seals the active segment, notes
   // how far the replay of a segment got, if it stopped part-way, and lets
   // go of the directory (another logger may use it from now on).

@@ -188,10 +188,23 @@ void SpillWriter::retire_segment_locked() {
   }
 }
 
+bool SpillWriter::still_in_place() {
+  if (lock_.file.still_at(dir_ / ".auditpipe-lock")) return true;
+  detail::MutexLock lock(mutex_);
+  if (!gone_) {
+    gone_ = true;
+    last_error_ = "the spill directory " + dir_.string() +
+                  " was removed or moved while the logger ran (records spilled into it are out of "
+                  "reach of every later start)";
+  }
+  return false;
+}
+
 SpillWriter::Result SpillWriter::append(std::span<const RecordRef> records) {
   if (records.empty()) return Result::ok;
   const std::size_t max_payload = frame_key_size + codec_.max_encoded_size();
   detail::MutexLock lock(mutex_);
+  if (gone_) return Result::failed;  // last_error_ says why
   if (fd_ >= 0 && active_size_ >= segment_bytes_) retire_segment_locked();
   if (buffer_.size() < records.size() * (frame_header_size + max_payload))
     buffer_.resize(records.size() * (frame_header_size + max_payload));

@@ -88,6 +88,10 @@ class SpillWriter {
   // Records in the directory's segments not yet replayed.
   std::uint64_t records() const noexcept { return records_.load(std::memory_order_relaxed); }
   std::string last_error() const;
+  // Whether the directory is still where it was opened (its lock file in
+  // it). Once it is not (removed or moved under the logger), appends fail:
+  // records spilled there would be out of every later start's reach.
+  bool still_in_place() AUDITPIPE_EXCLUDES(mutex_);
   const std::filesystem::path& directory() const noexcept { return dir_; }
   const RecordCodec& codec() const noexcept { return codec_; }
 
@@ -133,6 +137,7 @@ class SpillWriter {
   std::map<std::uint64_t, std::uint64_t> segment_records_ AUDITPIPE_GUARDED_BY(mutex_);
   std::atomic<std::uint64_t> records_{0};  // their sum; changed under mutex_
   std::string last_error_ AUDITPIPE_GUARDED_BY(mutex_);
+  bool gone_ AUDITPIPE_GUARDED_BY(mutex_) = false;
   std::vector<std::byte> buffer_ AUDITPIPE_GUARDED_BY(mutex_);
 };
 

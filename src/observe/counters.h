@@ -57,6 +57,14 @@ struct Counters {
     detail::MutexLock lock(reason_mutex_);
     reason_ = message;
   }
+  // Where records are kept beside the database is gone (the spill
+  // directory or the durable pool's file removed under the logger): `down`
+  // for the rest of the logger's life, saying so.
+  void storage_lost(const std::string& message) {
+    detail::MutexLock lock(reason_mutex_);
+    if (!storage_lost_.empty()) storage_lost_ += "; ";
+    storage_lost_ += message;
+  }
   // True if there had been failures.
   bool write_succeeded() {
     last_stored_ns.store(now_ns(), std::memory_order_relaxed);
@@ -103,6 +111,13 @@ struct Counters {
                            " ms while records wait";
       }
     }
+    {
+      detail::MutexLock lock(reason_mutex_);
+      if (!storage_lost_.empty()) {
+        s.health = Health::down;
+        s.health_reason = storage_lost_ + (s.health_reason.empty() ? "" : "; ") + s.health_reason;
+      }
+    }
     s.batch_size = batch_size.snapshot();
     s.write_latency_us = write_latency_us.snapshot();
     s.producer_wait_ns = producer_wait_ns.snapshot();
@@ -111,6 +126,7 @@ struct Counters {
  private:
   mutable detail::Mutex reason_mutex_;
   std::string reason_ AUDITPIPE_GUARDED_BY(reason_mutex_);
+  std::string storage_lost_ AUDITPIPE_GUARDED_BY(reason_mutex_);
 };
 
 }  // namespace auditpipe::internal

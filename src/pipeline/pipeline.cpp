@@ -546,6 +546,27 @@ class Pipeline::Engine {
       file->save_clock(TscClock::snapshot());
       housekeeper_.every(clock_save_interval, [file] { file->save_clock(TscClock::snapshot()); });
     }
+    if (spill_ || file != nullptr) {
+      // Removed under the logger (a clean-up job, an operator), a spill
+      // directory took every record spilled since into the void, without a
+      // word, and a durable pool's file no longer kept records past a kill.
+      housekeeper_.every(std::chrono::seconds(1), [this, file] {
+        if (spill_ && !spill_gone_ && !spill_->still_in_place()) {
+          spill_gone_ = true;
+          const std::string why = spill_->last_error() + "; records wait for pool slots instead";
+          diagnostics()->error("auditpipe: {}", why);
+          counters_.storage_lost(why);
+        }
+        if (file != nullptr && !pool_file_gone_ && !file->still_in_place()) {
+          pool_file_gone_ = true;
+          const std::string why = "the durable pool's file " + file->path().string() +
+                                  " was removed or moved while the logger ran: committed records "
+                                  "no longer outlive the process";
+          diagnostics()->error("auditpipe: {}", why);
+          counters_.storage_lost(why);
+        }
+      });
+    }
     if (options_.summary_interval.count() > 0) {
       housekeeper_.every(options_.summary_interval,
                          [this] { diagnostics()->info("{}", summary_line(stats())); });
@@ -627,6 +648,9 @@ class Pipeline::Engine {
   Intake intake_;
   WriterControl control_;
   Housekeeper housekeeper_;
+  // Told once (the housekeeper's thread only).
+  bool spill_gone_ = false;
+  bool pool_file_gone_ = false;
   std::vector<std::unique_ptr<BatchWriter>> writers_;
   detail::Mutex close_mutex_;
   std::optional<CloseReport> report_ AUDITPIPE_GUARDED_BY(close_mutex_);

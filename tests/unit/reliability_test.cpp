@@ -371,6 +371,40 @@ TEST(Reliability, AReplayStoppedPartWayResumesWhereItStopped) {
   EXPECT_EQ(files_in(o.spill_path, ".replayed"), 0u);
 }
 
+// The spill directory, or the durable pool's file, removed under a running
+// logger (a clean-up job): before, records went on being spilled into the
+// removed directory, out of reach of every later start, and nothing was
+// said; now health is down saying so, and nothing more is spilled there.
+TEST(Reliability, ASpillDirectoryOrPoolFileRemovedUnderTheLoggerIsHealthDown) {
+  TempDir dir;
+  Options o;
+  o.capacity = 16;
+  o.batch_size = 8;
+  o.overflow = Overflow::spill;
+  o.spill_path = dir.path() / "spill";
+  o.durable_path = dir.path() / "pool.dat";
+  o.max_wait = 20ms;
+  auto sink = std::make_shared<CollectingSink>();
+  sink->hold();
+  auditpipe::Logger<AuditRow> logger(sink, o);
+  for (int i = 0; i < 100; ++i) ASSERT_EQ(log_one(logger, i), Status::ok) << i;
+  ASSERT_GE(logger.stats().spilled, 50u);
+  std::filesystem::remove_all(o.spill_path);
+  std::filesystem::remove(o.durable_path);
+  ASSERT_TRUE(eventually([&] { return logger.stats().health == auditpipe::Health::down; }));
+  const auto stats = logger.stats();
+  EXPECT_NE(stats.health_reason.find("spill directory " + o.spill_path.string() + " was removed"),
+            std::string::npos)
+      << stats.health_reason;
+  EXPECT_NE(stats.health_reason.find("durable pool's file " + o.durable_path.string()),
+            std::string::npos)
+      << stats.health_reason;
+  for (int i = 100; i < 120; ++i) EXPECT_NE(log_one(logger, i), Status::ok) << i;  // pool full
+  EXPECT_EQ(logger.stats().spilled, stats.spilled);
+  sink->release();
+  logger.close();
+}
+
 TEST(Reliability, ADurablePoolKeepsCommittedRecordsForTheNextStart) {
   TempDir dir;
   Options o;
