@@ -412,7 +412,7 @@ class Pipeline::Engine {
 
     const auto [spilled, unwritten] = keep_leftovers();
     CloseReport report;
-    report.uncommitted = intake_.uncommitted();
+    report.uncommitted = intake_.uncommitted_at_close();
     if (report.uncommitted != 0) {
       diagnostics()->warn(
           "auditpipe: closed with {} records acquired and never committed; counted as abandoned",

@@ -78,12 +78,27 @@ std::byte* Intake::acquire_slow(Status* status) noexcept {
       break;
   }
   if (s == nullptr) return nullptr;
-  if (closing_.load(std::memory_order_seq_cst)) {
-    pool_.release(&s, 1);
-    *status = Status::closed;
-    return nullptr;
-  }
+  if (closing_.load(std::memory_order_seq_cst)) return refuse_taken(s, status);
   return pool_.record(s);
+}
+
+std::byte* Intake::refuse_taken(SlotHeader* s, Status* status) noexcept {
+  {
+    detail::MutexLock lock(close_count_mutex_);
+    pool_.release(&s, 1);
+    // Seen being filled by uncommitted_at_close(), and so reported: counted
+    // as the report says. Otherwise a record offered after close() began,
+    // counted nowhere.
+    if (counted_at_close_) counters_.abandoned.fetch_add(1, std::memory_order_relaxed);
+  }
+  *status = Status::closed;
+  return nullptr;
+}
+
+std::size_t Intake::uncommitted_at_close() {
+  detail::MutexLock lock(close_count_mutex_);
+  counted_at_close_ = true;
+  return uncommitted() + static_cast<std::size_t>(refused_before_count_);
 }
 
 SlotHeader* Intake::acquire_blocking(Status* status, clock::time_point t0) noexcept {
@@ -106,14 +121,21 @@ SlotHeader* Intake::acquire_blocking(Status* status, clock::time_point t0) noexc
 }
 
 void Intake::abandon(std::byte* record) noexcept {
-  if (orphaned()) {
-    // The parent's slot (or overflow record): its thread still holds it there.
-  } else if (!pool_.contains(record)) {
-    owner_of_overflow_record(record)->spill_record_in_use.store(false, std::memory_order_relaxed);
-  } else {
-    SlotHeader* s = pool_.slot_of(record);
-    pool_.release(&s, 1);
+  auto give_back = [&] {
+    if (orphaned()) {
+      // The parent's slot (or overflow record): its thread still holds it there.
+    } else if (!pool_.contains(record)) {
+      owner_of_overflow_record(record)->spill_record_in_use.store(false, std::memory_order_relaxed);
+    } else {
+      SlotHeader* s = pool_.slot_of(record);
+      pool_.release(&s, 1);
+    }
+  };
+  if (stopped_.load(std::memory_order_acquire)) {
+    refuse_after_stop(give_back);
+    return;
   }
+  give_back();
   counters_.abandoned.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -162,7 +184,11 @@ Status Intake::commit_outside_pool(std::byte* record, const RecordKey* key) noex
   if (stopped_.load(std::memory_order_acquire)) {
     // Closed (its spill directory let go, perhaps another logger's now), or
     // a fork() child's: not into the spill directory.
-    counters_.abandoned.fetch_add(1, std::memory_order_relaxed);
+    refuse_after_stop([&] {
+      if (!orphaned())
+        owner_of_overflow_record(record)->spill_record_in_use.store(false,
+                                                                    std::memory_order_relaxed);
+    });
     return Status::closed;
   }
   // The append's own time counts against max_wait: a producer never waits

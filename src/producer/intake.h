@@ -79,11 +79,8 @@ class Intake {
     // the flag and then makes every thread pass a barrier before it reads
     // the pool): either this sees closing, or close() sees the slot in use
     // and waits for it.
-    if (closing_.load(std::memory_order_seq_cst)) [[unlikely]] {
-      pool_.release(&s, 1);
-      *status = Status::closed;
-      return nullptr;
-    }
+    if (closing_.load(std::memory_order_seq_cst)) [[unlikely]]
+      return refuse_taken(s, status);
     return pool_.record(s);
   }
 
@@ -159,6 +156,12 @@ class Intake {
   // Records acquired and not committed: slots being filled, and overflow
   // records in use.
   std::size_t uncommitted() const;
+  // For close()'s report, once commit() refuses (mark_stopped()): those, and
+  // the ones refused or let go since commit() began to refuse. Each is
+  // counted in abandoned, now or when its holder gives it back, and no other
+  // record a holder gives back is (a slot taken by an acquire() that then
+  // saw the close is counted nowhere, unless this counted it).
+  std::size_t uncommitted_at_close() AUDITPIPE_EXCLUDES(close_count_mutex_);
 
   // acquire() refuses new records from now on; blocked acquirers return
   // Status::closed.
@@ -195,8 +198,9 @@ class Intake {
       return commit_outside_pool(record, key);
     SlotHeader* s = pool_.slot_of(record);
     if (stopped_.load(std::memory_order_acquire)) [[unlikely]] {
-      if (!orphaned()) pool_.release(&s, 1);
-      counters_.abandoned.fetch_add(1, std::memory_order_relaxed);
+      refuse_after_stop([&] {
+        if (!orphaned()) pool_.release(&s, 1);
+      });
       return Status::closed;
     }
     if (p == nullptr) p = registry_->current();
@@ -268,6 +272,29 @@ class Intake {
   std::atomic<bool> closing_{false};
   std::atomic<bool> stopped_{false};
   std::atomic<bool> orphaned_{false};
+  // uncommitted_at_close() against records given back meanwhile (slow
+  // paths only: a refusal after close() began).
+  detail::Mutex close_count_mutex_;
+  bool counted_at_close_ AUDITPIPE_GUARDED_BY(close_count_mutex_) = false;
+  std::uint64_t refused_before_count_ AUDITPIPE_GUARDED_BY(close_count_mutex_) = 0;
+
+  // A slot taken by an acquire() that then saw close() begin: given back.
+  std::byte* refuse_taken(SlotHeader* s, Status* status) noexcept
+      AUDITPIPE_EXCLUDES(close_count_mutex_);
+  // A record given back after commit() began to refuse (refused, or let go):
+  // `give_back` returns its slot or overflow record; counted in abandoned,
+  // and for uncommitted_at_close() until it has counted.
+  template <class GiveBack>
+  void refuse_after_stop(GiveBack give_back) noexcept AUDITPIPE_EXCLUDES(close_count_mutex_) {
+    if (orphaned()) {
+      give_back();  // a fork() child: its only thread may not take the lock
+    } else {
+      detail::MutexLock lock(close_count_mutex_);
+      give_back();
+      if (!counted_at_close_) ++refused_before_count_;
+    }
+    counters_.abandoned.fetch_add(1, std::memory_order_relaxed);
+  }
 };
 
 }  // namespace auditpipe::internal

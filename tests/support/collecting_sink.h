@@ -66,6 +66,7 @@ class CollectingSink : public auditpipe::Sink {
   }
 
   void close() noexcept override {
+    if (on_close_) on_close_();
     std::lock_guard<std::mutex> lock(mutex_);
     closed_ = true;
   }
@@ -107,6 +108,8 @@ class CollectingSink : public auditpipe::Sink {
     successes_left_ = n;
   }
   void refuse_if(std::function<bool(const auditpipe::RecordRef&)> f) { refuse_ = std::move(f); }
+  // Called as close() begins (set before the logger closes).
+  void on_close(std::function<void()> f) { on_close_ = std::move(f); }
   void hold() {
     std::lock_guard<std::mutex> lock(mutex_);
     held_ = true;
@@ -162,6 +165,7 @@ class CollectingSink : public auditpipe::Sink {
   int successes_left_ = -1;  // -1: no limit
   std::size_t attempts_ = 0;
   std::function<bool(const auditpipe::RecordRef&)> refuse_;
+  std::function<void()> on_close_;
   std::vector<Key> keys_;
   std::vector<std::vector<std::byte>> rows_;
   std::vector<std::size_t> batch_sizes_;
