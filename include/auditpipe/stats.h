@@ -51,7 +51,7 @@ AUDITPIPE_EXPORT std::string_view to_string(Health health) noexcept;
 // Every counter of Stats, one line each: X(field, Prometheus name, meaning).
 // Stats, the engine's counters and to_prometheus() are all made from this
 // list, so a new counter is one line here (and the code that counts it).
-// Each is monotonic except `unwritten`, which close() sets once.
+// Each is monotonic.
 #define AUDITPIPE_STATS_COUNTERS(X)                                                               \
   /* Records. */                                                                                  \
   X(written, "auditpipe_records_written_total", "Records the sink stored from the pool.")         \
@@ -65,7 +65,8 @@ AUDITPIPE_EXPORT std::string_view to_string(Health health) noexcept;
     "Records acquired and released without commit.")                                              \
   X(rejected_by_sink, "auditpipe_records_refused_total", "Records the database refused as data.") \
   X(unwritten, "auditpipe_records_unwritten_total",                                               \
-    "Committed records close() left unwritten (a durable pool keeps them).")                      \
+    "Committed records close() left unwritten (a durable pool keeps them), or lost with a spill " \
+    "directory removed under the logger.")                                                        \
   X(dead_lettered, "auditpipe_records_dead_lettered_total",                                       \
     "Refused records written to the dead-letter file.")                                           \
   X(recovered, "auditpipe_records_recovered_total",                                               \

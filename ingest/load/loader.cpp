@@ -210,7 +210,9 @@ struct InputState {
   /// guarded by mutex: the source a rotation replaced (never this input's id)
   std::int64_t not_this = -1;
   bool reframe = false;  ///< reader thread only: read again from the position at once
-  Checkpoint saved;      ///< guarded by mutex: the last checkpoint stored
+  /// reader thread only: the input's id (saved.source_id) for its reject lines
+  std::int64_t reject_source_id = 0;
+  Checkpoint saved;  ///< guarded by mutex: the last checkpoint stored
   /// guarded by mutex: the grown identity (Checkpoint::grown_bytes) to store next
   struct {
     std::uint64_t bytes = 0;
@@ -958,7 +960,7 @@ DynamicLogger::Record Load::acquire(bool stream) {
 }
 
 void Load::reject(InputState& input, const RawRecord& raw, std::string_view reason) {
-  rejects_->add(input.path, input.saved.source_id, raw.line, raw.offset, reason, raw.text);
+  rejects_->add(input.path, input.reject_source_id, raw.line, raw.offset, reason, raw.text);
   const std::uint64_t n = rejected_.fetch_add(1) + 1;
   if (config_.max_rejects && n > *config_.max_rejects) aborted_.store(true);
 }
@@ -1236,6 +1238,7 @@ bool Load::pass(InputState& input, const std::string& open_path, RowMapper& mapp
       if (c.stored) rejects_->resume(input.path, c.source_id, c.bytes_done);
       lock.lock();
       input.saved = c;
+      input.reject_source_id = c.source_id;
       input.identified = true;
       input.position = {c.bytes_done, c.lines_done, c.records_done, c.rejects};
       input.grown = {c.grown_bytes, c.grown_id};

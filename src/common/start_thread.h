@@ -8,7 +8,8 @@
 // process; one never told to stop would be joined for ever).
 //
 // Who may call: the library's own thread owners (the pipeline's writers and
-// housekeeper, the SQL sinks' connection pool and seal writer).
+// housekeeper, the SQL sinks' connection pool; the seal writer catches
+// std::system_error itself and does without its threads).
 #pragma once
 
 #include <new>

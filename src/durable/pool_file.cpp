@@ -110,7 +110,10 @@ std::string PoolFile::remake_for_capacity(OwnedFile& held, const std::filesystem
     return "cannot re-make it for capacity " + std::to_string(capacity) + " (in " +
            next_path.string() + "): " + why;
   };
-  // The old file's permissions (an operator may have changed them).
+  // The old file's owner and permissions (an operator may have changed
+  // them; root re-making a service user's file must not take it over).
+  // The owner as far as this process may give it.
+  [[maybe_unused]] const int owned = ::fchown(next.fd(), st.st_uid, st.st_gid);
   if (::fchmod(next.fd(), st.st_mode & 07777) != 0) return abandon(std::strerror(errno));
   const std::size_t size = slab_offset + capacity * stride;
   if (const int rc = ::posix_fallocate(next.fd(), 0, static_cast<off_t>(size)); rc != 0)
@@ -137,7 +140,18 @@ std::string PoolFile::remake_for_capacity(OwnedFile& held, const std::filesystem
   // On disk before it takes the old file's name: a power cut after the
   // rename must not leave an empty file where the sources' seqs were.
   if (::fdatasync(next.fd()) != 0) return abandon(std::strerror(errno));
+  // The name still this file's (not re-pointed or replaced since it was
+  // opened): rename() ignores locks, and would replace what it now names.
+  struct stat named {};
+  if (::stat(target.c_str(), &named) != 0 || named.st_dev != st.st_dev || named.st_ino != st.st_ino)
+    return abandon("the file was replaced while it was re-made");
   if (::rename(next_path.c_str(), target.c_str()) != 0) return abandon(std::strerror(errno));
+  // The rename itself on disk, as the new file's contents are.
+  if (const int dir = ::open(target.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
   held.swap(next);  // `next` lets go of the old file as it goes
   *carried = committed.size();
   return {};
@@ -147,7 +161,8 @@ PoolFile::PoolFile(const std::filesystem::path& path, std::uint64_t fingerprint,
                    std::size_t capacity, std::size_t stride,
                    std::optional<std::int64_t> source_id_base) {
   const std::string name = path.string();
-  path_ = path;
+  // Absolute: the process may change its working directory later.
+  path_ = std::filesystem::absolute(path);
   // A file this open made and could not finish (no room for the pool, no
   // mapping) is removed: left behind it would look like a pool to the
   // next reader of the directory.
@@ -171,6 +186,13 @@ PoolFile::PoolFile(const std::filesystem::path& path, std::uint64_t fingerprint,
   if (taken == OwnedFile::Taken::in_use)
     fail("in use by another logger, in this process or another (one logger owns a pool file)");
   made_here = created;  // only the lock's holder may remove it
+  {
+    // A re-making a crash cut short (remake_for_capacity) left its file:
+    // only the holder of this one writes it, and this logger is.
+    std::error_code ec;
+    const std::filesystem::path target = std::filesystem::canonical(path, ec);
+    if (!ec) ::unlink((target.string() + ".resizing").c_str());
+  }
   const std::size_t sources_offset = page;
   const std::size_t slab_offset =
       align_up(sources_offset + max_sources * sizeof(PersistedSource), page);

@@ -131,6 +131,10 @@ void Spill::seal() {
 }
 
 bool Spill::replay_some(std::size_t max, const Write& write) {
+  if (writer_.gone()) {
+    reader_.reset();  // its records were counted lost with the directory
+    return false;
+  }
   if (!reader_) {
     if (!open_next_segment()) return false;
     if (!reader_) return true;  // that segment was set aside

@@ -68,6 +68,7 @@ class Spill {
   // False once the directory was removed or moved under the logger (then
   // nothing more is spilled); last_error() says so.
   bool still_in_place() { return writer_.still_in_place(); }
+  std::uint64_t take_lost() { return writer_.take_lost(); }
   std::string last_error() const { return writer_.last_error(); }
   // close(), once the writers are gone: seals the active segment, notes
   // how far the replay of a segment got, if it stopped part-way, and lets

@@ -65,6 +65,8 @@ SpillWriter::SpillWriter(fs::path dir, const TableDescriptor& table, std::uint64
                          std::uint64_t max_bytes, std::uint64_t segment_bytes)
     : dir_(std::move(dir)),
       lock_(dir_),
+      // Absolute: the process may change its working directory later.
+      lock_path_(std::filesystem::absolute(dir_ / ".auditpipe-lock")),
       codec_(table),
       fingerprint_(fingerprint),
       max_bytes_(max_bytes),
@@ -189,15 +191,36 @@ void SpillWriter::retire_segment_locked() {
 }
 
 bool SpillWriter::still_in_place() {
-  if (lock_.file.still_at(dir_ / ".auditpipe-lock")) return true;
+  if (lock_.file.still_at(lock_path_)) return true;
   detail::MutexLock lock(mutex_);
   if (!gone_) {
     gone_ = true;
     last_error_ = "the spill directory " + dir_.string() +
                   " was removed or moved while the logger ran (records spilled into it are out of "
                   "reach of every later start)";
+    // Off the books: nothing waits there for a replay any more (flush()
+    // and close() would wait for them to their deadlines).
+    lost_ = records_.exchange(0, std::memory_order_relaxed);
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+    for (const int fd : retired_) ::close(fd);
+    retired_.clear();
+    segment_records_.clear();
+    active_records_ = 0;
+    active_size_ = 0;
+    bytes_ = 0;
   }
   return false;
+}
+
+std::uint64_t SpillWriter::take_lost() {
+  detail::MutexLock lock(mutex_);
+  return std::exchange(lost_, 0);
+}
+
+bool SpillWriter::gone() const {
+  detail::MutexLock lock(mutex_);
+  return gone_;
 }
 
 SpillWriter::Result SpillWriter::append(std::span<const RecordRef> records) {

@@ -92,6 +92,9 @@ class SpillWriter {
   // it). Once it is not (removed or moved under the logger), appends fail:
   // records spilled there would be out of every later start's reach.
   bool still_in_place() AUDITPIPE_EXCLUDES(mutex_);
+  // The records the directory held when it was found gone (once).
+  std::uint64_t take_lost() AUDITPIPE_EXCLUDES(mutex_);
+  bool gone() const AUDITPIPE_EXCLUDES(mutex_);
   const std::filesystem::path& directory() const noexcept { return dir_; }
   const RecordCodec& codec() const noexcept { return codec_; }
 
@@ -116,6 +119,7 @@ class SpillWriter {
 
   const std::filesystem::path dir_;
   DirectoryLock lock_;
+  const std::filesystem::path lock_path_;
   const RecordCodec codec_;
   const std::uint64_t fingerprint_;
   const std::uint64_t max_bytes_;
@@ -138,6 +142,7 @@ class SpillWriter {
   std::atomic<std::uint64_t> records_{0};  // their sum; changed under mutex_
   std::string last_error_ AUDITPIPE_GUARDED_BY(mutex_);
   bool gone_ AUDITPIPE_GUARDED_BY(mutex_) = false;
+  std::uint64_t lost_ AUDITPIPE_GUARDED_BY(mutex_) = 0;
   std::vector<std::byte> buffer_ AUDITPIPE_GUARDED_BY(mutex_);
 };
 

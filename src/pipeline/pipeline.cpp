@@ -303,11 +303,11 @@ class Pipeline::Engine {
       // for work. Nothing was accepted; recovered records stay where they
       // were (the durable pool's file, the spill directory).
       control_.give_up();
+      sink_->cancel();  // a writer inside the sink (a lease, a connect) comes out now
       control_.stop();
       intake_.signal().wake_all();
       for (auto& w : writers_) w->join();
       housekeeper_.stop();
-      sink_->cancel();
       sink_->close();
       throw;
     }
@@ -422,9 +422,10 @@ class Pipeline::Engine {
     report.stats.connection_pool = pool_at_close;
     abandoned_at_close_.store(report.stats.abandoned, std::memory_order_release);
     report.spilled = spilled;
-    report.unwritten = unwritten;
+    // With those lost in a spill directory removed under the logger.
+    report.unwritten = counters_.unwritten.load(std::memory_order_relaxed);
     report.on_disk = on_disk();
-    report.drained = unwritten == 0 && report.on_disk == 0 && drained;
+    report.drained = report.unwritten == 0 && report.on_disk == 0 && drained;
     report_ = report;
     return report;
   }
@@ -553,7 +554,12 @@ class Pipeline::Engine {
       housekeeper_.every(std::chrono::seconds(1), [this, file] {
         if (spill_ && !spill_gone_ && !spill_->still_in_place()) {
           spill_gone_ = true;
-          const std::string why = spill_->last_error() + "; records wait for pool slots instead";
+          const std::uint64_t lost = spill_->take_lost();
+          // Counted unwritten: committed, and now beyond any write.
+          counters_.unwritten.fetch_add(lost, std::memory_order_relaxed);
+          const std::string why = spill_->last_error() + "; " + std::to_string(lost) +
+                                  " records it held are lost (counted unwritten); records wait "
+                                  "for pool slots instead";
           diagnostics()->error("auditpipe: {}", why);
           counters_.storage_lost(why);
         }
@@ -619,7 +625,7 @@ class Pipeline::Engine {
     }
     if (spill_) spill_->seal();
     const std::uint64_t unwritten = left.size() - spilled;
-    counters_.unwritten.store(unwritten, std::memory_order_relaxed);
+    counters_.unwritten.fetch_add(unwritten, std::memory_order_relaxed);
     if (spilled != 0) {
       diagnostics()->warn(
           "auditpipe: closed with {} records spilled to {}; they are written at the next start",

@@ -1,5 +1,6 @@
 #include "producer/producer_registry.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 
 #include <exception>
@@ -53,21 +54,42 @@ struct ThreadSources {
 
   static void release(void* sources) { delete static_cast<ThreadSources*>(sources); }
 
-  // The calling thread's, made the first time.
-  static ThreadSources& of_this_thread() {
-    static const pthread_key_t key = [] {
+  // The key, made as the library loads (below). The library is also kept
+  // loaded from then on: a thread's key destructor is this library's code,
+  // and a dlclose() while threads that logged still run would leave them
+  // calling into unmapped memory as they exit (glibc keeps a library with
+  // thread_local destructors pending loaded by itself; a key it does not).
+  static pthread_key_t key() {
+    static const pthread_key_t made = [] {
       pthread_key_t k{};
+      // Out of keys (PTHREAD_KEYS_MAX, 1024, taken by the process): no
+      // logger could keep its threads' sources apart.
       if (pthread_key_create(&k, &ThreadSources::release) != 0) std::terminate();
+      Dl_info self{};
+      if (dladdr(reinterpret_cast<void*>(&ThreadSources::release), &self) != 0 &&
+          self.dli_fname != nullptr)
+        dlopen(self.dli_fname, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
       return k;
     }();
-    auto* sources = static_cast<ThreadSources*>(pthread_getspecific(key));
+    return made;
+  }
+
+  // The calling thread's, made the first time.
+  static ThreadSources& of_this_thread() {
+    auto* sources = static_cast<ThreadSources*>(pthread_getspecific(key()));
     if (sources == nullptr) {
       sources = new ThreadSources;
-      pthread_setspecific(key, sources);
+      pthread_setspecific(key(), sources);
     }
     return *sources;
   }
 };
+
+namespace {
+// Made as the library loads: a child forked while another thread made it
+// (its first log()) would wait for ever at its own first log().
+[[maybe_unused]] const pthread_key_t thread_sources_key_made_at_load = ThreadSources::key();
+}  // namespace
 
 ProducerRegistry::ProducerRegistry(RecordQueue& queue, RecordPool& pool,
                                    std::optional<std::int64_t> source_id_base,

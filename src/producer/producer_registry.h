@@ -12,7 +12,9 @@
 // takes the registry's lock. When the thread exits, its source goes back to
 // the registry and the next new thread continues it (same source_id, seq
 // carrying on), so thread churn does not grow memory. That happens after
-// the thread's thread_local destructors, which may still log.
+// the thread's thread_local destructors, which may still log (a POSIX key's
+// destructor; not for the main thread at exit(), whose sources the registry
+// owns anyway).
 //
 // Thread safety: current() from any thread; shutdown() once, when no
 // producer is active, before the queue is destroyed.

@@ -1,5 +1,7 @@
 // start_under_address_limits: how something that starts threads behaves
-// when they cannot all be started. In a forked child, whose address space
+// when they cannot all be started. In a child (this test alone, in a new
+// process: a process that ran other tests has thread stacks cached, which
+// glibc reuses without asking for memory), whose address space
 // (RLIMIT_AS) is limited to what it maps plus a margin, one margin after
 // another (0 to 96 MiB by 1 MiB: each thread's stack takes 8 MiB), calls
 // `start`, lifts the limit, and calls the `finish` it returned (if it
@@ -10,14 +12,16 @@
 // an auditpipe::error saying a thread could not be started (std::bad_alloc
 // is let pass: memory the limit left too little of); 3 for another
 // exception; 4 for a finish that returned false; 5 when the margins never
-// hit a failed thread start; -1 when it hung (killed after `seconds`), -2
-// when a signal ended it (std::terminate's abort).
+// hit a failed thread start; 6 when it could not be started; -1 when it hung (killed after
+// `seconds`), -2 when a signal ended it (std::terminate's abort).
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <new>
@@ -28,11 +32,9 @@
 
 namespace testing_support {
 
-inline int start_under_address_limits(const std::function<std::function<bool()>()>& start,
-                                      int seconds = 120) {
-  const pid_t child = fork();
-  if (child == -1) return -3;
-  if (child != 0) return exit_status_within(child, seconds);
+inline constexpr const char* address_limit_child = "AUDITPIPE_TEST_ADDRESS_LIMIT_CHILD";
+
+[[noreturn]] inline void sweep_address_limits(const std::function<std::function<bool()>()>& start) {
   auto mapped = [] {
     std::ifstream statm("/proc/self/statm");
     std::uint64_t pages = 0;
@@ -62,6 +64,22 @@ inline int start_under_address_limits(const std::function<std::function<bool()>(
     }
   }
   _exit(started > 0 && cannot_start > 0 ? 0 : 5);
+}
+
+inline int start_under_address_limits(const std::function<std::function<bool()>()>& start,
+                                      int seconds = 120) {
+  if (std::getenv(address_limit_child) != nullptr) sweep_address_limits(start);
+  const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  const std::string filter =
+      std::string("--gtest_filter=") + test->test_suite_name() + "." + test->name();
+  const pid_t child = fork();
+  if (child == -1) return -3;
+  if (child == 0) {
+    setenv(address_limit_child, "1", 1);
+    execl("/proc/self/exe", "address-limit-child", filter.c_str(), static_cast<char*>(nullptr));
+    _exit(6);
+  }
+  return exit_status_within(child, seconds);
 }
 
 }  // namespace testing_support

@@ -399,10 +399,42 @@ TEST(Reliability, ASpillDirectoryOrPoolFileRemovedUnderTheLoggerIsHealthDown) {
   EXPECT_NE(stats.health_reason.find("durable pool's file " + o.durable_path.string()),
             std::string::npos)
       << stats.health_reason;
+  EXPECT_NE(stats.health_reason.find(std::to_string(stats.spilled) + " records it held are lost"),
+            std::string::npos)
+      << stats.health_reason;
+  EXPECT_EQ(stats.unwritten, stats.spilled);  // lost with it: counted
   for (int i = 100; i < 120; ++i) EXPECT_NE(log_one(logger, i), Status::ok) << i;  // pool full
   EXPECT_EQ(logger.stats().spilled, stats.spilled);
   sink->release();
-  logger.close();
+  // What the pool held is written, and nothing is waited for in the
+  // directory (before, flush() and close() waited to their deadlines).
+  EXPECT_TRUE(logger.flush(5s));
+  const auto report = logger.close();
+  EXPECT_EQ(report.on_disk, 0u);
+  EXPECT_EQ(report.unwritten, stats.spilled);
+  EXPECT_FALSE(report.drained);
+  EXPECT_EQ(report.stats.written + report.unwritten, report.stats.committed);
+}
+
+// The same check does not take a relative path, after the program changed
+// its working directory (a daemon's chdir("/")), for a removal.
+TEST(Reliability, ARelativeSpillOrPoolPathOutlivesAChangeOfWorkingDirectory) {
+  TempDir dir;
+  const auto before = std::filesystem::current_path();
+  std::filesystem::current_path(dir.path());
+  Options o;
+  o.overflow = Overflow::spill;
+  o.spill_path = "spill";
+  o.durable_path = "pool.dat";
+  auto sink = std::make_shared<CollectingSink>();
+  auditpipe::Logger<AuditRow> logger(sink, o);
+  std::filesystem::current_path("/");
+  ASSERT_EQ(log_one(logger, 1), Status::ok);
+  std::this_thread::sleep_for(1500ms);  // the check runs once a second
+  const auto stats = logger.stats();
+  EXPECT_EQ(stats.health, auditpipe::Health::ok) << stats.health_reason;
+  EXPECT_TRUE(logger.close().drained);
+  std::filesystem::current_path(before);
 }
 
 TEST(Reliability, ADurablePoolKeepsCommittedRecordsForTheNextStart) {

@@ -82,6 +82,8 @@ TEST(Url, MalformedUrlsNameTheProblemAndHideThePassword) {
     EXPECT_NE(e.find("NUL byte"), std::string::npos) << nul << ": " << e;
     EXPECT_EQ(e.find("secret"), std::string::npos) << e;
   }
+  EXPECT_NE(error_of(std::string("mysql://u:secret@host/audit\0pipe", 32)).find("NUL byte"),
+            std::string::npos);
   EXPECT_NE(error_of("mysql://u:secret@[::1/db").find("'['"), std::string::npos);
   EXPECT_NE(error_of("mysql://u:secret@host/db?pool_size=2&tls=required&pool_size=8")
                 .find("option 'pool_size' is given twice"),

@@ -121,6 +121,7 @@ ConnectionPool::ConnectionPool(Factory factory, ConnectionPoolOptions options, b
                                ? options_.opener_threads
                                : static_cast<unsigned>(std::min<std::size_t>(options_.max_size, 4));
   try {
+    openers_.reserve(openers);  // a push_back that threw would drop a joinable thread
     for (unsigned i = 0; i < openers; ++i)
       openers_.push_back(
           internal::start_thread("a connection opener thread", [this] { opener_loop(); }));
