@@ -159,7 +159,10 @@ RejectFile::RejectFile(std::string path, std::size_t max_text_bytes)
       const std::size_t eol = tail.find('\n', at);
       std::string key = key_of(std::string_view(tail.data() + at, eol - at));
       at = eol + 1;
-      if (!key.empty()) tail_.push_back(std::move(key));
+      if (!key.empty()) {
+        std::string file_key = key.substr(0, key.find('\n') + 1);
+        tail_[std::move(file_key)].push_back(std::move(key));
+      }
     }
     at_open_ = whole;
   }
@@ -177,7 +180,9 @@ void RejectFile::resume(std::string_view file, std::int64_t source_id, std::uint
   std::uint64_t offset = 0;
   // Held under this input's id (a line without one is taken for it).
   auto hold = [&](std::uint64_t at) { held_.insert(escaped + source + '\n' + std::to_string(at)); };
-  for (const std::string& key : tail_) {
+  static const std::vector<std::string> none;
+  const auto of_file = tail_.find(escaped);
+  for (const std::string& key : of_file == tail_.end() ? none : of_file->second) {
     if (of_input(key, escaped, source, &offset) && offset >= from_offset) hold(offset);
   }
   // Back from where the tail read at open began, a chunk at a time, until

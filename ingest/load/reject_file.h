@@ -29,6 +29,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace auditpipe::ingest {
@@ -68,8 +69,9 @@ class RejectFile {
   std::uint64_t count_ = 0;
   std::string line_;  ///< reused: no allocation per reject in steady state
   /// (file as escaped, '\n', source_id, '\n', offset) of the lines in the
-  /// file's last 16 MiB at open
-  std::vector<std::string> tail_;
+  /// file's last 16 MiB at open, by their file (as escaped, '\n'): each
+  /// resumed input looks at its own file's only
+  std::unordered_map<std::string, std::vector<std::string>> tail_;
   /// Those keys of resumed inputs at or after their checkpoints
   std::set<std::string> held_;
   std::uint64_t at_open_ = 0;    ///< the file's size at open (after its repair)

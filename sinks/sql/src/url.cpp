@@ -312,9 +312,10 @@ std::vector<std::pair<std::string, std::string>> parse_query(std::string_view te
 }
 
 Url parse_url(std::string_view text) {
+  // Not quoted: the message would end at the NUL.
+  if (text.find('\0') != std::string_view::npos)
+    throw url_error("auditpipe: malformed URL: a NUL byte cannot be part of a URL");
   try {
-    if (text.find('\0') != std::string_view::npos)
-      throw url_error("a NUL byte cannot be part of a URL");
     return parse_url_unchecked(text);
   } catch (const error& e) {
     const std::string_view what = e.what();
