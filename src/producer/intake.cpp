@@ -85,11 +85,15 @@ std::byte* Intake::acquire_slow(Status* status) noexcept {
 std::byte* Intake::refuse_taken(SlotHeader* s, Status* status) noexcept {
   {
     detail::MutexLock lock(close_count_mutex_);
-    pool_.release(&s, 1);
     // Seen being filled by uncommitted_at_close(), and so reported: counted
-    // as the report says. Otherwise a record offered after close() began,
-    // counted nowhere.
-    if (counted_at_close_) counters_.abandoned.fetch_add(1, std::memory_order_relaxed);
+    // as the report says. Otherwise a record offered after close() began
+    // (also one taken from a magazine after the report), counted nowhere.
+    const auto seen = std::find(counted_filling_.begin(), counted_filling_.end(), s->index);
+    if (seen != counted_filling_.end()) {
+      counted_filling_.erase(seen);
+      counters_.abandoned.fetch_add(1, std::memory_order_relaxed);
+    }
+    pool_.release(&s, 1);
   }
   *status = Status::closed;
   return nullptr;
@@ -98,7 +102,16 @@ std::byte* Intake::refuse_taken(SlotHeader* s, Status* status) noexcept {
 std::size_t Intake::uncommitted_at_close() {
   detail::MutexLock lock(close_count_mutex_);
   counted_at_close_ = true;
-  return uncommitted() + static_cast<std::size_t>(refused_before_count_);
+  std::size_t filling = 0;
+  for (std::size_t i = 0; i < pool_.capacity(); ++i) {
+    if (pool_.slot(i)->state.load(std::memory_order_acquire) ==
+        static_cast<std::uint32_t>(SlotState::filling)) {
+      counted_filling_.push_back(static_cast<std::uint32_t>(i));
+      ++filling;
+    }
+  }
+  return filling + registry_->overflow_records_in_use() +
+         static_cast<std::size_t>(refused_before_count_);
 }
 
 SlotHeader* Intake::acquire_blocking(Status* status, clock::time_point t0) noexcept {
@@ -132,7 +145,8 @@ void Intake::abandon(std::byte* record) noexcept {
     }
   };
   if (stopped_.load(std::memory_order_acquire)) {
-    refuse_after_stop(give_back);
+    refuse_after_stop(give_back,
+                      pool_.contains(record) ? pool_.slot_of(record)->index : UINT32_MAX);
     return;
   }
   give_back();

@@ -198,9 +198,12 @@ class Intake {
       return commit_outside_pool(record, key);
     SlotHeader* s = pool_.slot_of(record);
     if (stopped_.load(std::memory_order_acquire)) [[unlikely]] {
-      refuse_after_stop([&] {
-        if (!orphaned()) pool_.release(&s, 1);
-      });
+      const std::uint32_t index = s->index;
+      refuse_after_stop(
+          [&] {
+            if (!orphaned()) pool_.release(&s, 1);
+          },
+          index);
       return Status::closed;
     }
     if (p == nullptr) p = registry_->current();
@@ -277,6 +280,8 @@ class Intake {
   detail::Mutex close_count_mutex_;
   bool counted_at_close_ AUDITPIPE_GUARDED_BY(close_count_mutex_) = false;
   std::uint64_t refused_before_count_ AUDITPIPE_GUARDED_BY(close_count_mutex_) = 0;
+  // The slots it saw being filled (indexes).
+  std::vector<std::uint32_t> counted_filling_ AUDITPIPE_GUARDED_BY(close_count_mutex_);
 
   // A slot taken by an acquire() that then saw close() begin: given back.
   std::byte* refuse_taken(SlotHeader* s, Status* status) noexcept
@@ -285,11 +290,14 @@ class Intake {
   // `give_back` returns its slot or overflow record; counted in abandoned,
   // and for uncommitted_at_close() until it has counted.
   template <class GiveBack>
-  void refuse_after_stop(GiveBack give_back) noexcept AUDITPIPE_EXCLUDES(close_count_mutex_) {
+  void refuse_after_stop(GiveBack give_back, std::uint32_t slot_index = UINT32_MAX) noexcept
+      AUDITPIPE_EXCLUDES(close_count_mutex_) {
     if (orphaned()) {
       give_back();  // a fork() child: its only thread may not take the lock
     } else {
       detail::MutexLock lock(close_count_mutex_);
+      // Counted now: a later acquire() of the same slot is not this record.
+      std::erase(counted_filling_, slot_index);
       give_back();
       if (!counted_at_close_) ++refused_before_count_;
     }

@@ -930,6 +930,16 @@ TEST(Logger, ARecordCommittedTooLateIsAmongTheReportsUncommitted) {
   EXPECT_EQ(report.uncommitted, 2u);
   EXPECT_EQ(logger.stats().abandoned, 2u);
   EXPECT_EQ(logger.stats().committed, 0u);
+  // Records offered after the close are counted nowhere, on this thread or
+  // others (a slot a thread's magazine still handed out included).
+  std::vector<std::thread> after;
+  for (int t = 0; t < 4; ++t) {
+    after.emplace_back([&] {
+      for (int i = 0; i < 1000; ++i) EXPECT_EQ(log_one(logger, i), Status::closed);
+    });
+  }
+  for (auto& t : after) t.join();
+  EXPECT_EQ(logger.stats().abandoned, 2u);
 }
 
 TEST(Logger, ExplicitSourceIdBase) {
