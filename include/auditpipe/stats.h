@@ -167,9 +167,9 @@ struct AUDITPIPE_EXPORT CloseReport {
   std::uint64_t unwritten = 0;
   /// Records acquired but still not committed when close() stopped waiting
   /// for them (Handles held by the application, a log() in flight), and
-  /// those refused or let go since: each counted in stats().abandoned (once
-  /// its holder gives it back: `stats` below may be too early); a later
-  /// commit() of one returns Status::closed. close() waits for such
+  /// those refused or let go since: each counted in abandoned (in `stats`
+  /// below and in stats() from then on, whenever its holder gives it back);
+  /// a later commit() of one returns Status::closed. close() waits for such
   /// records only briefly (Pipeline::uncommitted_grace), not to its deadline.
   std::uint64_t uncommitted = 0;
   /// The logger's stats when close() returned.

@@ -412,13 +412,18 @@ class Pipeline::Engine {
 
     const auto [spilled, unwritten] = keep_leftovers();
     CloseReport report;
-    report.uncommitted = intake_.uncommitted_at_close();
+    const Intake::CloseCount count = intake_.count_at_close();
+    report.uncommitted = count.uncommitted;
     if (report.uncommitted != 0) {
       diagnostics()->warn(
           "auditpipe: closed with {} records acquired and never committed; counted as abandoned",
           report.uncommitted);
     }
-    report.stats = stats();  // the uncommitted ones among the abandoned
+    report.stats = stats();
+    // The uncommitted ones among the abandoned, as they will be counted (a
+    // scan of its own could see a slot an acquire() takes and gives back
+    // uncounted as the close ends).
+    report.stats.abandoned = count.abandoned;
     report.stats.connection_pool = pool_at_close;
     abandoned_at_close_.store(report.stats.abandoned, std::memory_order_release);
     report.spilled = spilled;

@@ -85,7 +85,7 @@ std::byte* Intake::acquire_slow(Status* status) noexcept {
 std::byte* Intake::refuse_taken(SlotHeader* s, Status* status) noexcept {
   {
     detail::MutexLock lock(close_count_mutex_);
-    // Seen being filled by uncommitted_at_close(), and so reported: counted
+    // Seen being filled by count_at_close(), and so reported: counted
     // as the report says. Otherwise a record offered after close() began
     // (also one taken from a magazine after the report), counted nowhere.
     const auto seen = std::find(counted_filling_.begin(), counted_filling_.end(), s->index);
@@ -99,19 +99,19 @@ std::byte* Intake::refuse_taken(SlotHeader* s, Status* status) noexcept {
   return nullptr;
 }
 
-std::size_t Intake::uncommitted_at_close() {
+Intake::CloseCount Intake::count_at_close() {
   detail::MutexLock lock(close_count_mutex_);
   counted_at_close_ = true;
-  std::size_t filling = 0;
+  std::size_t held = registry_->overflow_records_in_use();
   for (std::size_t i = 0; i < pool_.capacity(); ++i) {
     if (pool_.slot(i)->state.load(std::memory_order_acquire) ==
         static_cast<std::uint32_t>(SlotState::filling)) {
       counted_filling_.push_back(static_cast<std::uint32_t>(i));
-      ++filling;
+      ++held;
     }
   }
-  return filling + registry_->overflow_records_in_use() +
-         static_cast<std::size_t>(refused_before_count_);
+  return {held + static_cast<std::size_t>(refused_before_count_),
+          counters_.abandoned.load(std::memory_order_relaxed) + held};
 }
 
 SlotHeader* Intake::acquire_blocking(Status* status, clock::time_point t0) noexcept {

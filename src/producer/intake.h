@@ -161,7 +161,13 @@ class Intake {
   // counted in abandoned, now or when its holder gives it back, and no other
   // record a holder gives back is (a slot taken by an acquire() that then
   // saw the close is counted nowhere, unless this counted it).
-  std::size_t uncommitted_at_close() AUDITPIPE_EXCLUDES(close_count_mutex_);
+  struct CloseCount {
+    std::size_t uncommitted;  // as above
+    // abandoned once every holder has given its record back: the counter
+    // now, and the records seen held that it does not count yet
+    std::uint64_t abandoned;
+  };
+  CloseCount count_at_close() AUDITPIPE_EXCLUDES(close_count_mutex_);
 
   // acquire() refuses new records from now on; blocked acquirers return
   // Status::closed.
@@ -275,7 +281,7 @@ class Intake {
   std::atomic<bool> closing_{false};
   std::atomic<bool> stopped_{false};
   std::atomic<bool> orphaned_{false};
-  // uncommitted_at_close() against records given back meanwhile (slow
+  // count_at_close() against records given back meanwhile (slow
   // paths only: a refusal after close() began).
   detail::Mutex close_count_mutex_;
   bool counted_at_close_ AUDITPIPE_GUARDED_BY(close_count_mutex_) = false;
@@ -288,7 +294,7 @@ class Intake {
       AUDITPIPE_EXCLUDES(close_count_mutex_);
   // A record given back after commit() began to refuse (refused, or let go):
   // `give_back` returns its slot or overflow record; counted in abandoned,
-  // and for uncommitted_at_close() until it has counted.
+  // and for count_at_close() until it has counted.
   template <class GiveBack>
   void refuse_after_stop(GiveBack give_back, std::uint32_t slot_index = UINT32_MAX) noexcept
       AUDITPIPE_EXCLUDES(close_count_mutex_) {

@@ -928,6 +928,7 @@ TEST(Logger, ARecordCommittedTooLateIsAmongTheReportsUncommitted) {
   const auto report = logger.close(1s);
   EXPECT_EQ(late_status, Status::closed);
   EXPECT_EQ(report.uncommitted, 2u);
+  EXPECT_EQ(report.stats.abandoned, 2u);
   EXPECT_EQ(logger.stats().abandoned, 2u);
   EXPECT_EQ(logger.stats().committed, 0u);
   // Records offered after the close are counted nowhere, on this thread or
