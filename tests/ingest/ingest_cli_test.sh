@@ -556,16 +556,21 @@ c.execute("COMMIT")' "$work/audit.db" "$2" "$1" & locker=$!
       # Rotated twice between two loads: the copy the last load read into
       # (app.log.2) and the log in between (app.log.1), which no load saw,
       # are read too. Before, app.log.1's lines were left out, exit 0.
+      # rotate_twice FIRST: a log of 100 lines loaded, 20 more, rotated to
+      # app.log.2; 60 lines rotated to app.log.1; 40 in the new app.log.
+      rotate_twice() {
+        rm -f app.log*
+        jsonl 100 "$1" > app.log
+        ingest --quiet "$url" app.log || fail "loading the log exited $?"
+        jsonl 20 $(($1 + 100)) >> app.log
+        mv app.log app.log.2
+        jsonl 60 $(($1 + 200)) > app.log
+        mv app.log app.log.1
+        jsonl 40 $(($1 + 300)) > app.log
+      }
       q "DROP TABLE $table" >/dev/null
-      rm -f app.log*
-      jsonl 100 8000 > app.log
-      ingest --quiet "$url" app.log || fail "loading the log exited $?"
-      jsonl 20 8100 >> app.log
-      mv app.log app.log.2
+      rotate_twice 8000
       touch -d '1 minute ago' app.log.2
-      jsonl 60 8200 > app.log
-      mv app.log app.log.1
-      jsonl 40 8300 > app.log
       out=$(ingest --quiet "$url" app.log 2>&1) || fail "loading after two rotations exited $?: $out"
       grep -q "app.log.1, rotated after app.log.2, is loaded too" <<<"$out" ||
         fail "no word of the log in between: $out"
@@ -578,14 +583,7 @@ c.execute("COMMIT")' "$work/audit.db" "$2" "$1" & locker=$!
       # too. Before, it was left out without a word.
       q "DROP TABLE $table" >/dev/null
       q "DELETE FROM auditpipe_ingest_checkpoints WHERE target_table = '$table'" >/dev/null
-      rm -f app.log*
-      jsonl 100 9000 > app.log
-      ingest --quiet "$url" app.log || fail "loading the log exited $?"
-      jsonl 20 9100 >> app.log
-      mv app.log app.log.2
-      jsonl 60 9200 > app.log
-      mv app.log app.log.1
-      jsonl 40 9300 > app.log
+      rotate_twice 9000
       touch -d '1 minute ago' app.log app.log.1 app.log.2
       out=$(ingest --quiet "$url" app.log 2>&1) || fail "loading after two rotations of one time exited $?: $out"
       grep -q "app.log.1, rotated (by its time) no earlier than app.log.2, is loaded too" <<<"$out" ||
