@@ -718,6 +718,47 @@ TEST(SqliteSink, SpilledRecordsReplayedIntoASealedFileVerifyCleanWithNoNoteLeft)
   EXPECT_EQ(v.status, 0) << v.out;
 }
 
+// Removes the seal `depth` below the newest (of a seal=hash table) and
+// links those above it again: its rows stored, its seal never, as a run
+// killed while the seal waited leaves them. What it covered, and its number.
+struct RemovedSeal {
+  std::string ranges;
+  long long rows = 0;
+  long long no = 0;
+};
+
+RemovedSeal remove_seal(const std::string& path, long long depth) {
+  RemovedSeal out;
+  auto db = auditpipe::Database::connect("sqlite://" + path);
+  const long long newest =
+      std::stoll(db->query("SELECT MAX(seal_no) FROM audit_log_seals")[0][0].value_or("0"));
+  EXPECT_GT(newest, depth + 1);
+  out.no = newest - depth;
+  const std::vector<StoredSeal> above = stored_seals(*db, out.no);
+  EXPECT_EQ(above.size(), static_cast<std::size_t>(depth + 1));
+  out.ranges = above.at(0).ranges;
+  out.rows = above.at(0).row_count;
+  std::string prev = db->query("SELECT digest FROM audit_log_seals WHERE seal_no = ?",
+                               {std::to_string(out.no - 1)})[0][0]
+                         .value_or("");
+  db->execute("DELETE FROM audit_log_seals WHERE seal_no >= ?", {std::to_string(out.no)});
+  long long no = out.no;
+  for (std::size_t i = 1; i < above.size(); ++i, ++no) {
+    const StoredSeal& s = above[i];
+    const std::string digest = auditpipe::seal::seal_digest(
+        auditpipe::seal::Mode::hash, {},
+        auditpipe::seal::seal_message(prev, no, s.sealed_at, s.ranges, s.row_count,
+                                      rows_digest(*db, s.ranges)));
+    db->execute(
+        "INSERT INTO audit_log_seals (seal_no, ranges, row_count, prev_digest, digest, "
+        "sealed_at, row_hashes) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        {std::to_string(no), s.ranges, std::to_string(s.row_count), prev, digest,
+         std::to_string(s.sealed_at), s.row_hashes});
+    prev = digest;
+  }
+  return out;
+}
+
 TEST(SqliteSink, ARestartSealsLateTheRowsAStoppedRunLeftUnsealedBelowSealedOnes) {
   if (std::string(AUDITPIPE_CLI) == "false") GTEST_SKIP() << "built without the tool";
   TempDir dir;
@@ -727,37 +768,10 @@ TEST(SqliteSink, ARestartSealsLateTheRowsAStoppedRunLeftUnsealedBelowSealedOnes)
   const auto clean = testing_support::run_verify(url, "audit_log", "--unsealed-window 0");
   ASSERT_EQ(clean.status, 0) << clean.out;
 
-  std::string unsealed_ranges;
-  long long unsealed_rows = 0, removed = 0;
-  {
-    auto db = auditpipe::Database::connect("sqlite://" + path);
-    const long long newest =
-        std::stoll(db->query("SELECT MAX(seal_no) FROM audit_log_seals")[0][0].value_or("0"));
-    ASSERT_GE(newest, 20);
-    removed = newest - 2;
-    std::vector<StoredSeal> above = stored_seals(*db, removed);
-    ASSERT_EQ(above.size(), 3u);
-    unsealed_ranges = above[0].ranges;
-    unsealed_rows = above[0].row_count;
-    std::string prev = db->query("SELECT digest FROM audit_log_seals WHERE seal_no = ?",
-                                 {std::to_string(removed - 1)})[0][0]
-                           .value_or("");
-    db->execute("DELETE FROM audit_log_seals WHERE seal_no >= ?", {std::to_string(removed)});
-    long long no = removed;
-    for (std::size_t i = 1; i < above.size(); ++i, ++no) {
-      const StoredSeal& s = above[i];
-      const std::string digest = auditpipe::seal::seal_digest(
-          auditpipe::seal::Mode::hash, {},
-          auditpipe::seal::seal_message(prev, no, s.sealed_at, s.ranges, s.row_count,
-                                        rows_digest(*db, s.ranges)));
-      db->execute(
-          "INSERT INTO audit_log_seals (seal_no, ranges, row_count, prev_digest, digest, "
-          "sealed_at, row_hashes) VALUES (?, ?, ?, ?, ?, ?, ?)",
-          {std::to_string(no), s.ranges, std::to_string(s.row_count), prev, digest,
-           std::to_string(s.sealed_at), s.row_hashes});
-      prev = digest;
-    }
-  }
+  const RemovedSeal removed_seal = remove_seal(path, 2);
+  const std::string unsealed_ranges = removed_seal.ranges;
+  const long long unsealed_rows = removed_seal.rows;
+  const long long removed = removed_seal.no;
   // What the crash leaves: those rows are not yet sealed, nothing tampered.
   const auto crashed = testing_support::run_verify(url, "audit_log");
   EXPECT_EQ(crashed.status, 3) << crashed.out;
@@ -832,6 +846,46 @@ TEST(SqliteSink, ARestartSealsLateTheRowsAStoppedRunLeftUnsealedBelowSealedOnes)
               std::string::npos)
         << v.out;
   }
+}
+
+// A writer kept from its batch (off its core, or in a slow statement)
+// while the others store batch after batch of the same source stores it
+// late; killed before its seal is stored, the run leaves those rows below
+// more of the source's seals than the newest 16. The next start still
+// finds them and seals them late. (Before, it counted from the lowest seq
+// of the source's newest 16 seals only, and verify called the rows
+// inserted: a double-crash test saw 7 rows so, below 28 sealed batches.)
+TEST(SqliteSink, ARestartSealsLateABatchStoredLateBelowManyOfItsSourcesSeals) {
+  if (std::string(AUDITPIPE_CLI) == "false") GTEST_SKIP() << "built without the tool";
+  TempDir dir;
+  const std::string path = dir.file("held.db");
+  const std::string url = "sqlite://" + path + "?seal=hash";
+  write_batches(url, 0, 80);  // one producer: one source, a seal per batch
+  const RemovedSeal removed = remove_seal(path, 40);
+  ASSERT_EQ(removed.rows, 10);
+  // What the crash leaves: not yet sealed, nothing tampered.
+  const auto crashed = testing_support::run_verify(url, "audit_log");
+  EXPECT_EQ(crashed.status, 3) << crashed.out;
+  EXPECT_NE(crashed.out.find("not yet sealed"), std::string::npos) << crashed.out;
+  EXPECT_EQ(crashed.out.find("inserted"), std::string::npos) << crashed.out;
+  {
+    testing_support::CapturedWarnings warnings;
+    write_batches(url, 100, 1);
+    const std::string said = warnings.text();
+    EXPECT_NE(said.find("10 rows of source_id"), std::string::npos) << said;
+    EXPECT_NE(said.find("10 rows found unsealed at start are sealed late"), std::string::npos)
+        << said;
+  }
+  auto db = auditpipe::Database::connect("sqlite://" + path);
+  const auto late =
+      db->query("SELECT seal_no, ranges FROM audit_log_seals WHERE ranges LIKE 'late:%'");
+  ASSERT_EQ(late.size(), 1u);
+  EXPECT_EQ(late[0][1].value_or(""), std::string(auditpipe::seal::late_prefix) + removed.ranges);
+  const auto v = testing_support::run_verify(url, "audit_log");
+  EXPECT_EQ(v.status, 3) << v.out;
+  EXPECT_NE(v.out.find("sealed late: seal " + late[0][0].value_or("") + " "), std::string::npos)
+      << v.out;
+  EXPECT_EQ(v.out.find("inserted"), std::string::npos) << v.out;
 }
 
 // What a start found unsealed and kept in audit_log_unsealed (a start

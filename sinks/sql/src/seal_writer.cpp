@@ -38,6 +38,9 @@ namespace {
 /// --unsealed-window, since writers finish their batches out of order.
 constexpr int tail_seals = 16;
 
+/// (A source's seals among the chain's newest seal::tail_chain_seals count
+/// as its newest too, up to seal::tail_keys_max keys: seal.h.)
+
 /// Sources whose tail is counted at start (each one indexed range query).
 constexpr std::size_t tail_sources = 1024;
 
@@ -524,6 +527,7 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
     std::vector<seal::SeqRun> late;     ///< what late seals read hold
     bool older_run = false;             ///< first seen below the newest tail_seals
     int tail_depth = 0;                 ///< seals read down to its last newest one
+    std::int64_t tail_keys = 0;         ///< keys its seals read hold (to the cap)
   };
   std::map<std::int64_t, Span> spans;
   // The sources checked: those of the chain's newest seals, and the other
@@ -586,8 +590,8 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
   // those: a batch whose statement took long is sealed after many others,
   // and a page further back can hold keys above the lowest seq again.
   // One seal, `items` its runs of the span's source, newest first: each
-  // source's newest tail_seals set its lowest seq; older ones count the
-  // keys they hold from there on.
+  // source's newest seals (tail_seals, and seal::tail_chain_seals deep)
+  // set its lowest seq; older ones count the keys they hold from there on.
   // (Parsed first: a malformed seal throws before it changes the span.)
   const auto count_seal = [](Span& span, std::string_view items, bool late_seal, int depth) {
     const std::vector<seal::SeqRun> runs = seal::parse_runs(items);
@@ -595,7 +599,15 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
       span.late.insert(span.late.end(), runs.begin(), runs.end());
       return;
     }
-    const bool newest = span.seals++ < tail_seals;
+    std::int64_t keys = 0;
+    for (const seal::SeqRun& run : runs) {
+      keys = std::min(keys + seal::tail_keys(run.lo, run.hi), seal::tail_keys_max + 1);
+    }
+    // (Every seal's keys count, newest first, so that the window ends at
+    // the first seal past the cap, as verify's does.)
+    span.tail_keys = std::min(span.tail_keys + keys, seal::tail_keys_max + 1);
+    const bool newest = span.seals++ < tail_seals ||
+                        (depth <= seal::tail_chain_seals && span.tail_keys <= seal::tail_keys_max);
     if (newest) span.tail_depth = depth;
     for (const seal::SeqRun& run : runs) {
       if (newest) {

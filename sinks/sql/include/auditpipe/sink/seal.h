@@ -202,6 +202,27 @@ class AUDITPIPE_EXPORT RowsDigest {
 /// every late seal: it vouches for rows auditpipe did not write itself.
 inline constexpr std::string_view late_prefix = "late:";
 
+/// Where a crashed run's unsealed rows are looked for (by a start, to seal
+/// them late) and reported as not yet sealed rather than inserted (by
+/// verify): from the lowest key of a source's newest seals, its newest 16
+/// (verify's --unsealed-window) and also those among the chain's newest
+/// tail_chain_seals while they hold at most tail_keys_max keys. A writer
+/// held off its core (or in a slow statement) while the others store batch
+/// after batch stores its batch late, and a crash then leaves those rows
+/// below many more of their source's seals than 16 (seen: a batch of 7
+/// rows below 28 sealed batches of its source, under a sanitizer on two
+/// busy cores). The key cap bounds the rows a start counts.
+inline constexpr int tail_chain_seals = 256;
+inline constexpr std::int64_t tail_keys_max = 65536;
+
+/// The keys of the run lo-hi, counted up to tail_keys_max + 1 (a forged
+/// run may span 2^64).
+inline std::int64_t tail_keys(std::int64_t lo, std::int64_t hi) noexcept {
+  const std::uint64_t n = static_cast<std::uint64_t>(hi) - static_cast<std::uint64_t>(lo);
+  return n >= static_cast<std::uint64_t>(tail_keys_max) ? tail_keys_max + 1
+                                                        : static_cast<std::int64_t>(n) + 1;
+}
+
 /// Whether `ranges` are a late seal's.
 inline bool is_late(std::string_view ranges) noexcept {
   return ranges.starts_with(late_prefix);
