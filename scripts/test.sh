@@ -127,9 +127,13 @@ if [ $quick -eq 0 ]; then
   background_builds() {
     chrt --idle -p 0 $BASHPID >/dev/null || true  # where not allowed: at normal priority
     ionice -c 3 -p $BASHPID >/dev/null 2>&1 || true
-    local tree
+    local tree rc
     for tree in asan tsan fuzz; do
-      if "build_$tree" >"build/$tree.log" 2>&1; then echo 0; else echo 1; fi >"build/$tree.rc"
+      # (The status file appears only once it holds the status: a
+      # redirection around the build would create it, empty, as the build
+      # begins, and built() would take a tree still building for failed.)
+      if "build_$tree" >"build/$tree.log" 2>&1; then rc=0; else rc=1; fi
+      echo "$rc" >"build/$tree.rc.part" && mv "build/$tree.rc.part" "build/$tree.rc"
     done
   }
   # Only what the concurrent tests run is built there (target concurrent_tests).
@@ -153,7 +157,7 @@ if [ $quick -eq 0 ]; then
       -DAUDITPIPE_BUILD_TESTS=OFF -DAUDITPIPE_BUILD_EXAMPLES=OFF -DAUDITPIPE_BUILD_BENCH=OFF \
       -DAUDITPIPE_FUZZ_SECONDS="${AUDITPIPE_FUZZ_SECONDS:-30}" --target url_fuzzer spill_reader_fuzzer
   }
-  rm -f build/asan.rc build/tsan.rc build/fuzz.rc
+  rm -f build/asan.rc build/tsan.rc build/fuzz.rc build/*.rc.part
   background_builds &
   background_pid=$!
 fi
