@@ -306,9 +306,10 @@ VerifyCommand::VerifyCommand(CLI::App& app) {
       ->check(count);
   command_
       ->add_option("--unsealed-window", unsealed_window_,
-                   "rows no seal covers among the keys of their source's last N seals, and "
-                   "of its seals among the chain's newest 256 up to 65,536 keys (of the "
-                   "chain's newest 1,024 if its seqs are sparse), "
+                   "rows no seal covers among the keys of their source's last N seals (for "
+                   "N of 16 or more, also of its seals among the chain's newest 256 where a "
+                   "start looks, up to 8,192 keys; of the chain's newest 1,024 if its seqs "
+                   "are sparse), "
                    "above its newest sealed row or of a source no seal names are 'not yet "
                    "sealed' (a crash), not 'inserted' (default 16); 0, for writers stopped "
                    "cleanly: every row no seal covers is 'inserted'")
@@ -594,26 +595,26 @@ int VerifyCommand::run() {
           recent_from = of_source.size() > unsealed_window_
                             ? of_source[of_source.size() - unsealed_window_]
                             : 0;
-          // And its seals among the chain's newest seal::tail_chain_seals,
-          // up to seal::tail_keys_max keys: where a start looks for a
-          // crashed run's rows to seal late (seal.h).
-          std::map<std::size_t, std::int64_t> keys_of_seal;
-          for (const Range& r : runs) {
-            if (seals[r.seal].late ||
-                seals.size() - r.seal > static_cast<std::size_t>(seal::tail_chain_seals)) {
-              continue;
+          // And its seals among the chain's newest seal::tail_chain_seals
+          // that seal::TailWindow takes, as a start does when it looks for
+          // a crashed run's rows to seal late (unless a narrower window
+          // than the default was asked for).
+          if (unsealed_window_ >= 16) {
+            std::map<std::size_t, std::vector<seal::SeqRun>> runs_of_seal;
+            for (const Range& r : runs) {
+              if (seals[r.seal].late ||
+                  seals.size() - r.seal > static_cast<std::size_t>(seal::tail_chain_seals)) {
+                continue;
+              }
+              runs_of_seal[r.seal].push_back({r.lo, r.hi});
             }
-            std::int64_t& keys = keys_of_seal[r.seal];
-            keys = std::min(keys + seal::tail_keys(r.lo, r.hi), seal::tail_keys_max + 1);
-          }
-          std::int64_t tail_keys = 0;
-          for (auto k = keys_of_seal.rbegin(); k != keys_of_seal.rend(); ++k) {
-            tail_keys = std::min(tail_keys + k->second, seal::tail_keys_max + 1);
-            if (tail_keys > seal::tail_keys_max ||
-                seals.size() - k->first > static_cast<std::size_t>(seal::tail_chain_seals)) {
-              break;
+            seal::TailWindow window;
+            for (auto k = runs_of_seal.rbegin(); k != runs_of_seal.rend(); ++k) {
+              if (!window.extends(k->second, static_cast<std::int64_t>(seals.size() - k->first))) {
+                break;
+              }
+              recent_from = std::min(recent_from, k->first);
             }
-            recent_from = std::min(recent_from, k->first);
           }
           if (!dense_keys(runs)) {
             recent_from = std::max(recent_from,

@@ -311,3 +311,49 @@ TEST(SealRuns, MergeJoinsRunsThatOverlapOrTouchAndCountsTheirSeqs) {
   EXPECT_EQ(auditpipe::seal::merge_runs(none), 0);
   EXPECT_TRUE(none.empty());
 }
+
+// Which of a source's seals, newest first, a start looks below for a
+// crashed run's rows and verify calls "not yet sealed" below (seal.h).
+TEST(SealTailWindow, EndsAtTheChainsDepthAtTheKeyCapOrAtSeqsFarBelow) {
+  using auditpipe::seal::SeqRun;
+  using auditpipe::seal::tail_chain_seals;
+  using auditpipe::seal::tail_keys_max;
+  using auditpipe::seal::TailWindow;
+  {
+    // Small batches: every seal down to the chain's depth.
+    TailWindow w;
+    std::int64_t taken = 0;
+    for (std::int64_t depth = 1; depth <= 400; ++depth) {
+      const std::int64_t hi = 10'000 - depth * 7;
+      taken += w.extends({{hi - 6, hi}}, depth);
+    }
+    EXPECT_EQ(taken, tail_chain_seals);
+  }
+  {
+    // Big batches: up to the key cap, and none after, however small.
+    TailWindow w;
+    std::int64_t taken = 0;
+    std::int64_t hi = std::int64_t{1} << 40;
+    for (std::int64_t depth = 1; depth <= 20; ++depth, hi -= 1000) {
+      taken += w.extends({{hi - 999, hi}}, depth);
+    }
+    EXPECT_EQ(taken, tail_keys_max / 1000);
+    EXPECT_FALSE(w.extends({{0, 0}}, 21));
+  }
+  {
+    // A seal of old seqs (a spill replayed late) ends it: the window does
+    // not reach down to them.
+    TailWindow w;
+    EXPECT_TRUE(w.extends({{1'000'000, 1'000'009}}, 1));
+    EXPECT_TRUE(w.extends({{999'990, 999'999}}, 2));
+    EXPECT_FALSE(w.extends({{5, 9}}, 3));
+    EXPECT_FALSE(w.extends({{999'980, 999'989}}, 4));
+  }
+  {
+    // A forged run over every key counts past the caps, without overflow.
+    TailWindow w;
+    EXPECT_FALSE(w.extends({{INT64_MIN, INT64_MAX}}, 1));
+    TailWindow v;
+    EXPECT_FALSE(v.extends({{INT64_MAX - 1, INT64_MAX}, {INT64_MIN, INT64_MIN}}, 1));
+  }
+}

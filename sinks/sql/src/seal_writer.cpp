@@ -515,6 +515,9 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
     check_unsealed_table(c);
     return;
   }
+  // The chain's newest seal_no, for a seal's depth where seals are read
+  // out of the chain's order.
+  const std::int64_t newest_no = page[0][0] ? std::stoll(*page[0][0]) : 0;
   // Per source, the lowest seq among its newest seals and the keys sealed
   // from there on. Writers finish batches out of order, so a crashed run's
   // unsealed rows may sit below sealed ones; counting the rows from that
@@ -527,7 +530,7 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
     std::vector<seal::SeqRun> late;     ///< what late seals read hold
     bool older_run = false;             ///< first seen below the newest tail_seals
     int tail_depth = 0;                 ///< seals read down to its last newest one
-    std::int64_t tail_keys = 0;         ///< keys its seals read hold (to the cap)
+    seal::TailWindow window;            ///< its seals that count as newest past tail_seals
   };
   std::map<std::int64_t, Span> spans;
   // The sources checked: those of the chain's newest seals, and the other
@@ -593,21 +596,16 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
   // source's newest seals (tail_seals, and seal::tail_chain_seals deep)
   // set its lowest seq; older ones count the keys they hold from there on.
   // (Parsed first: a malformed seal throws before it changes the span.)
-  const auto count_seal = [](Span& span, std::string_view items, bool late_seal, int depth) {
+  const auto count_seal = [](Span& span, std::string_view items, bool late_seal, int depth,
+                             std::int64_t chain_depth) {
     const std::vector<seal::SeqRun> runs = seal::parse_runs(items);
     if (late_seal) {
       span.late.insert(span.late.end(), runs.begin(), runs.end());
       return;
     }
-    std::int64_t keys = 0;
-    for (const seal::SeqRun& run : runs) {
-      keys = std::min(keys + seal::tail_keys(run.lo, run.hi), seal::tail_keys_max + 1);
-    }
-    // (Every seal's keys count, newest first, so that the window ends at
-    // the first seal past the cap, as verify's does.)
-    span.tail_keys = std::min(span.tail_keys + keys, seal::tail_keys_max + 1);
-    const bool newest = span.seals++ < tail_seals ||
-                        (depth <= seal::tail_chain_seals && span.tail_keys <= seal::tail_keys_max);
+    // (Every seal is fed to the window, newest first, as verify feeds it.)
+    const bool extends = span.window.extends(runs, chain_depth);
+    const bool newest = span.seals++ < tail_seals || extends;
     if (newest) span.tail_depth = depth;
     for (const seal::SeqRun& run : runs) {
       if (newest) {
@@ -652,7 +650,7 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
           it = join(sid, true);
           older_sources.push_back(sid);
         }
-        count_seal(it->second, items, late_seal, depth);
+        count_seal(it->second, items, late_seal, depth, depth);
       }
     }
     read += static_cast<int>(page.size());
@@ -781,12 +779,15 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
     std::map<std::int64_t, Span> counted;  // every one of them, with a seal or none
     for (const std::int64_t sid : sources) counted.try_emplace(sid);
     int depth = 0;
-    const auto take = [&](const std::string& ranges, std::optional<std::int64_t> only) {
+    // (`chain_depth`: the seal's place in the chain, where `depth` counts
+    // only those read here.)
+    const auto take = [&](const std::string& ranges, std::optional<std::int64_t> only,
+                          std::int64_t chain_depth) {
       const bool late_seal = seal::is_late(ranges);
       ++depth;
       for (const auto& [sid, items] : seal::split_sources(ranges)) {
         if (only ? sid != *only : sources.count(sid) == 0) continue;
-        count_seal(counted[sid], items, late_seal, depth);
+        count_seal(counted[sid], items, late_seal, depth, chain_depth);
       }
     };
     if (sources.size() > few_unseen_sources) {
@@ -798,22 +799,27 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
         return true;
       };
       each_seal(c, seals, [&](const std::string& ranges) {
-        take(ranges, std::nullopt);
+        take(ranges, std::nullopt, depth + 1);
         return depth % older_seals_page != 0 || !all_counted();
       });
       return counted;
     }
     for (const std::int64_t sid : sources) {
       depth = 0;
-      for (const auto& row : c.query_rows("SELECT ranges FROM " + seals + " WHERE " + names_source +
-                                              " ORDER BY seal_no DESC LIMIT " +
+      for (const auto& row : c.query_rows("SELECT ranges, seal_no FROM " + seals + " WHERE " +
+                                              names_source + " ORDER BY seal_no DESC LIMIT " +
                                               std::to_string(tail_seals + older_seals_max),
                                           naming_params(sid))) {
-        if (!row[0]) continue;
+        if (!row[0] || !row[1]) continue;
         try {
-          take(*row[0], sid);
+          // Its place in the chain, as the main pass counts it (seal_no
+          // counts from 1 without gaps), for the window: these are not
+          // consecutive seals.
+          take(*row[0], sid, newest_no - std::stoll(*row[1]) + 1);
         } catch (const error&) {
           // verify's to report (above)
+        } catch (const std::logic_error&) {
+          // (a seal_no that is not a number: verify's to report too)
         }
       }
     }

@@ -15,6 +15,7 @@
 // Thread safety: free functions are pure; a Sha256 is one thread's.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -202,27 +203,6 @@ class AUDITPIPE_EXPORT RowsDigest {
 /// every late seal: it vouches for rows auditpipe did not write itself.
 inline constexpr std::string_view late_prefix = "late:";
 
-/// Where a crashed run's unsealed rows are looked for (by a start, to seal
-/// them late) and reported as not yet sealed rather than inserted (by
-/// verify): from the lowest key of a source's newest seals, its newest 16
-/// (verify's --unsealed-window) and also those among the chain's newest
-/// tail_chain_seals while they hold at most tail_keys_max keys. A writer
-/// held off its core (or in a slow statement) while the others store batch
-/// after batch stores its batch late, and a crash then leaves those rows
-/// below many more of their source's seals than 16 (seen: a batch of 7
-/// rows below 28 sealed batches of its source, under a sanitizer on two
-/// busy cores). The key cap bounds the rows a start counts.
-inline constexpr int tail_chain_seals = 256;
-inline constexpr std::int64_t tail_keys_max = 65536;
-
-/// The keys of the run lo-hi, counted up to tail_keys_max + 1 (a forged
-/// run may span 2^64).
-inline std::int64_t tail_keys(std::int64_t lo, std::int64_t hi) noexcept {
-  const std::uint64_t n = static_cast<std::uint64_t>(hi) - static_cast<std::uint64_t>(lo);
-  return n >= static_cast<std::uint64_t>(tail_keys_max) ? tail_keys_max + 1
-                                                        : static_cast<std::int64_t>(n) + 1;
-}
-
 /// Whether `ranges` are a late seal's.
 inline bool is_late(std::string_view ranges) noexcept {
   return ranges.starts_with(late_prefix);
@@ -240,6 +220,54 @@ struct SeqRun {
   std::int64_t hi;  ///< last seq
   /// Equal when both ends are.
   bool operator==(const SeqRun&) const = default;
+};
+
+/// Where a crashed run's unsealed rows are looked for (by a start, to seal
+/// them late) and reported as not yet sealed rather than inserted (by
+/// verify): from the lowest key of a source's newest seals, its newest 16
+/// (verify's --unsealed-window) and also those among the chain's newest
+/// tail_chain_seals, up to the first (newest first) past which its seals
+/// hold more than tail_keys_max keys or reach further than tail_keys_max
+/// below its highest key. A writer held off its core (or in a slow
+/// statement) while the others store batch after batch stores its batch
+/// late, and a crash then leaves those rows below many more of their
+/// source's seals than 16 (seen: a batch of 7 rows below 28 sealed batches
+/// of its source, under a sanitizer on two busy cores). The caps bound the
+/// rows a start counts, and keep a seal of old seqs (a spill replayed
+/// late) from taking the window down to them.
+inline constexpr int tail_chain_seals = 256;
+inline constexpr std::int64_t tail_keys_max = 8192;
+
+/// Whether each of a source's seals, fed newest first (not late ones),
+/// extends its window past its newest 16 (above). The start and verify
+/// both decide with this, so that they agree.
+class TailWindow {
+ public:
+  /// `runs`: the seal's keys of this source; `depth`: its place in the
+  /// chain, 1 for the newest seal.
+  bool extends(const std::vector<SeqRun>& runs, std::int64_t depth) noexcept {
+    for (const SeqRun& run : runs) {
+      keys_ = std::min(keys_ + count(run.lo, run.hi), tail_keys_max + 1);
+      if (!hi_ || run.hi > *hi_) hi_ = run.hi;
+    }
+    for (const SeqRun& run : runs) {
+      if (count(run.lo, *hi_) > tail_keys_max) closed_ = true;
+    }
+    if (keys_ > tail_keys_max) closed_ = true;
+    return !closed_ && depth <= tail_chain_seals;
+  }
+
+ private:
+  /// The keys lo to hi, counted up to tail_keys_max + 1 (a forged run may
+  /// span 2^64).
+  static std::int64_t count(std::int64_t lo, std::int64_t hi) noexcept {
+    const std::uint64_t n = static_cast<std::uint64_t>(hi) - static_cast<std::uint64_t>(lo);
+    return n >= static_cast<std::uint64_t>(tail_keys_max) ? tail_keys_max + 1
+                                                          : static_cast<std::int64_t>(n) + 1;
+  }
+  std::int64_t keys_ = 0;
+  std::optional<std::int64_t> hi_;
+  bool closed_ = false;
 };
 
 /// The runs of one source's part ("a-b,c"), in order. Throws auditpipe::error if malformed.
