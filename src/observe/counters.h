@@ -14,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <new>
 
 #include <string>
 
@@ -44,11 +45,15 @@ struct Counters {
   }
 
   // Writers: a write failed / succeeded (after failures).
-  void write_failed(const std::string& message, bool permanent) {
+  void write_failed(const std::string& message, bool permanent) noexcept {
     consecutive_failures.fetch_add(1, std::memory_order_acq_rel);
     permanent_failure.store(permanent, std::memory_order_relaxed);
     detail::MutexLock lock(reason_mutex_);
-    reason_ = message;
+    try {
+      reason_ = message;
+    } catch (const std::bad_alloc&) {
+      reason_ = "out of memory";  // (fits the string's own buffer: no allocation)
+    }
   }
   // The logger started without reaching the database: `down` until a
   // write is stored.

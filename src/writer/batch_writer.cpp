@@ -19,6 +19,18 @@ std::uint64_t micros_since(clock::time_point t0) {
       std::chrono::duration_cast<std::chrono::microseconds>(clock::now() - t0).count());
 }
 
+// Says something through the diagnostics logger, unless saying it fails:
+// out of memory, describe()'s copy of a URL or the line's formatting
+// throws std::bad_alloc, and an exception out of a writer's thread would
+// end the process, while the writer can go on writing.
+template <typename Say>
+void report(Say&& say) noexcept {
+  try {
+    say();
+  } catch (...) {  // the line is lost; the writer is not
+  }
+}
+
 }  // namespace
 
 // Records from the pool: stored ones give their slots back.
@@ -134,11 +146,23 @@ void BatchWriter::run() {
   }
 }
 
-bool BatchWriter::replay_one_batch() {
-  return replay_->replay_some(sizer_.limit(), [this](std::span<const RecordRef> refs) {
-    ReplayOutcome outcome(*this, refs);
-    return write(refs, 0, refs.size(), outcome);
-  });
+bool BatchWriter::replay_one_batch() noexcept {
+  try {
+    return replay_->replay_some(sizer_.limit(), [this](std::span<const RecordRef> refs) {
+      ReplayOutcome outcome(*this, refs);
+      return write(refs, 0, refs.size(), outcome);
+    });
+  } catch (const std::exception& e) {
+    // Out of memory reading a segment (std::bad_alloc): what was read
+    // again is written again, skipped by key; the writer goes on.
+    report([&] {
+      diagnostics()->error(
+          "auditpipe: writer {}: replaying spilled records failed ({}); tried again in 100 ms",
+          index_, e.what());
+    });
+    parts_.control.sleep_unless_giving_up(clock::now() + std::chrono::milliseconds(100));
+    return false;
+  }
 }
 
 bool BatchWriter::write_held(std::size_t held) {
@@ -182,15 +206,17 @@ bool BatchWriter::write(std::span<const RecordRef> refs, std::size_t begin, std:
       if (k.write_succeeded() || failures != 0) {
         // This writer's own failed attempts, if it had any: a writer that
         // waited for a connection instead has none to count.
-        if (failures != 0) {
-          diagnostics()->info(
-              "auditpipe: writer {}: {} takes writes again ({} records written after {} failed "
-              "attempts)",
-              index_, sink.describe(), count, failures);
-        } else {
-          diagnostics()->info("auditpipe: writer {}: {} takes writes again ({} records written)",
-                              index_, sink.describe(), count);
-        }
+        report([&] {
+          if (failures != 0) {
+            diagnostics()->info(
+                "auditpipe: writer {}: {} takes writes again ({} records written after {} failed "
+                "attempts)",
+                index_, sink.describe(), count, failures);
+          } else {
+            diagnostics()->info("auditpipe: writer {}: {} takes writes again ({} records written)",
+                                index_, sink.describe(), count);
+          }
+        });
       }
       const std::uint64_t took_us = micros_since(t0);
       k.batches.fetch_add(1, std::memory_order_relaxed);
@@ -205,11 +231,13 @@ bool BatchWriter::write(std::span<const RecordRef> refs, std::size_t begin, std:
     k.write_failures.fetch_add(1, std::memory_order_relaxed);
     if (result.kind == WriteResult::Kind::rejected) {
       if (count == 1) {
-        diagnostics()->error(
-            "auditpipe: {} refused record (source_id {}, seq {}); counted in "
-            "rejected_by_sink{}: {}",
-            sink.describe(), refs[begin].source_id, refs[begin].seq,
-            parts_.dead_letters ? " and written to the dead-letter file" : "", result.message);
+        report([&] {
+          diagnostics()->error(
+              "auditpipe: {} refused record (source_id {}, seq {}); counted in "
+              "rejected_by_sink{}: {}",
+              sink.describe(), refs[begin].source_id, refs[begin].seq,
+              parts_.dead_letters ? " and written to the dead-letter file" : "", result.message);
+        });
         k.rejected_by_sink.fetch_add(1, std::memory_order_relaxed);
         outcome.refused(begin, result.message);
         if (control.urgent()) control.notify_progress();
@@ -227,13 +255,15 @@ bool BatchWriter::write(std::span<const RecordRef> refs, std::size_t begin, std:
     // No retry mends a configuration error soon: retry at the slowest pace,
     // and say so louder.
     if (permanent) backoff = backoff_max;
-    diagnostics()->log(
-        permanent ? spdlog::level::err : spdlog::level::warn,
-        "auditpipe: writer {}: writing {} records to {} failed (attempt {}){}, retrying in {} ms: "
-        "{}",
-        index_, count, sink.describe(), failures,
-        permanent ? " and cannot succeed until its configuration is fixed" : "",
-        backoff.count() / 1000, result.message);
+    report([&] {
+      diagnostics()->log(
+          permanent ? spdlog::level::err : spdlog::level::warn,
+          "auditpipe: writer {}: writing {} records to {} failed (attempt {}){}, retrying in {} "
+          "ms: {}",
+          index_, count, sink.describe(), failures,
+          permanent ? " and cannot succeed until its configuration is fixed" : "",
+          backoff.count() / 1000, result.message);
+    });
     // Full jitter in the upper half of the backoff: writers that failed
     // together do not come back together.
     std::uniform_int_distribution<std::int64_t> pick(backoff.count() / 2, backoff.count());
@@ -244,13 +274,21 @@ bool BatchWriter::write(std::span<const RecordRef> refs, std::size_t begin, std:
   }
 }
 
-void BatchWriter::dead_letter(const RecordRef& record, const std::string& message) {
+void BatchWriter::dead_letter(const RecordRef& record, const std::string& message) noexcept {
   DeadLetterFile* file = parts_.dead_letters;
   if (file == nullptr) return;
-  if (file->append(parts_.table, record, message)) {
+  bool appended = false;
+  try {
+    appended = file->append(parts_.table, record, message);
+  } catch (...) {  // no memory for the line (std::bad_alloc): not appended
+  }
+  if (appended) {
     parts_.counters.dead_lettered.fetch_add(1, std::memory_order_relaxed);
   } else {
-    diagnostics()->error("auditpipe: cannot append to dead-letter file {}", file->path().string());
+    report([&] {
+      diagnostics()->error("auditpipe: cannot append to dead-letter file {}",
+                           file->path().string());
+    });
   }
 }
 

@@ -92,14 +92,14 @@ class BatchWriter {
   bool batch_is_due(std::size_t held, WriterControl::clock::time_point first);
   // Replays one batch of spilled records; false if there was none (or
   // close() gave up).
-  bool replay_one_batch();
+  bool replay_one_batch() noexcept;
   // Finishes the held records and writes them; false if close() gave up.
   bool write_held(std::size_t held);
   // Writes refs[begin, begin + count). False if it gave up because close()
   // ran out of time.
   bool write(std::span<const RecordRef> refs, std::size_t begin, std::size_t count,
              Outcome& outcome);
-  void dead_letter(const RecordRef& record, const std::string& message);
+  void dead_letter(const RecordRef& record, const std::string& message) noexcept;
 
   const WriterParts parts_;
   const unsigned index_;

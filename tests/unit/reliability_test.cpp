@@ -3,11 +3,13 @@
 // at the next start, the durable pool's recovery, dead letters, health.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <new>
 #include <set>
 #include <string>
 #include <thread>
@@ -792,6 +794,57 @@ TEST(Reliability, ADurablePoolFileIsOnlyOpenedForItsLayoutAndByOneLogger) {
               std::string::npos)
         << e.what();
   }
+}
+
+// What describe() does once memory has run out: its copy of the URL throws.
+class OutOfMemorySink : public CollectingSink {
+ public:
+  std::string describe() const override {
+    if (out_of_memory.load()) {
+      ++throws;
+      throw std::bad_alloc();
+    }
+    return CollectingSink::describe();
+  }
+  std::atomic<bool> out_of_memory{false};
+  mutable std::atomic<int> throws{0};
+};
+
+// A writer says through the diagnostics logger, with the sink's describe(),
+// that a write failed, that a record was refused, and that writes are taken
+// again; out of memory, saying it throws std::bad_alloc. The line is lost;
+// the writer goes on: every record is written or refused, and close()
+// drains. (Before, the exception left the writer's thread and
+// std::terminate ended the process: a trial under RLIMIT_AS.)
+TEST(Reliability, AWriterThatCannotReportAFailureForWantOfMemoryGoesOnWriting) {
+  TempDir dir;
+  auto sink = std::make_shared<OutOfMemorySink>();
+  sink->describe_as("mysql://app:***@db.example.com:3306/audit?pool_size=4");
+  sink->refuse_if([](const auditpipe::RecordRef& r) { return r.seq == 5; });
+  sink->fail_next(3);
+  sink->out_of_memory = true;
+  Options o;
+  o.batch_size = 16;
+  o.retry_backoff_initial = 1ms;
+  o.retry_backoff_max = 2ms;
+  o.dead_letter_path = dir.path() / "dead.jsonl";
+  auditpipe::Logger<AuditRow> logger(sink, o);
+  for (int i = 0; i < 100; ++i) {
+    auto r = logger.acquire();
+    ASSERT_TRUE(r);
+    r->message_id = i;
+    ASSERT_EQ(r.commit(), Status::ok);
+  }
+  ASSERT_TRUE(logger.flush(30s));
+  sink->out_of_memory = false;
+  // (Each failed attempt, the refused record, the write after the failures.)
+  EXPECT_GE(sink->throws.load(), 5) << "describe() was not asked: the test proves nothing";
+  const auto report = logger.close();
+  EXPECT_TRUE(report.drained);
+  EXPECT_EQ(report.stats.written, 99u);
+  EXPECT_EQ(report.stats.rejected_by_sink, 1u);
+  EXPECT_EQ(report.stats.dead_lettered, 1u);
+  EXPECT_EQ(sink->keys().size(), 99u);
 }
 
 TEST(Reliability, RefusedRecordsGoToTheDeadLetterFile) {

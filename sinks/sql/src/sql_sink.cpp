@@ -10,6 +10,7 @@
 #include <exception>
 #include <fstream>
 #include <functional>
+#include <new>
 #include <system_error>
 
 #include <spdlog/spdlog.h>
@@ -277,6 +278,23 @@ void SqlSink::remove_live(SqlConnection* c) noexcept {
   std::erase(live_, c);
 }
 
+namespace {
+
+// A failed write saying what `e` says, or "out of memory" when even the
+// message cannot be copied (often the failure itself): a message that fits
+// the string's own buffer needs no allocation.
+WriteResult failure_of(const std::exception& e, bool permanent) noexcept {
+  try {
+    return permanent ? WriteResult::permanent_error(e.what())
+                     : WriteResult::transient_error(e.what());
+  } catch (const std::bad_alloc&) {
+    return permanent ? WriteResult::permanent_error("out of memory")
+                     : WriteResult::transient_error("out of memory");
+  }
+}
+
+}  // namespace
+
 WriteResult SqlSink::write(const Batch& batch) noexcept {
   try {
     if (cancellation_.cancelled()) {
@@ -296,9 +314,9 @@ WriteResult SqlSink::write(const Batch& batch) noexcept {
     }
     return write_on(lease.as<LiveConnection>().connection(), batch, &lease);
   } catch (const unusable_server& e) {
-    return WriteResult::permanent_error(e.what());
+    return failure_of(e, true);
   } catch (const std::exception& e) {
-    return WriteResult::transient_error(e.what());
+    return failure_of(e, false);
   }
 }
 
