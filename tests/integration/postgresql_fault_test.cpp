@@ -63,12 +63,14 @@ void kill_with_seals_held(const std::string& lock, testing_support::LockAt at) {
   const KilledRun run = testing_support::kill_durable_child<PostgresqlProbe>(
       url, pool_file, lock, "ROLLBACK",
       [](const std::string& u) { return auditpipe::postgresql::open(u); }, at,
-      // (The tests on the server run one at a time: the only other sessions
-      // on the test database are the killed child's.)
+      // (The tests on the server run one at a time: the only other client
+      // sessions on the test database are the killed child's. An
+      // autovacuum worker may be there too, which only a superuser may end.)
       [](PostgresqlProbe& p) {
         p.rows(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = "
-            "current_database() AND pid <> pg_backend_pid()");
+            "current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend' "
+            "AND usename = current_user");
       });
   testing_support::expect_resealed(run);
   EXPECT_EQ(PostgresqlProbe().scalar("SELECT COUNT(*) FROM audit_log"),
