@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <new>
 #include <random>
 #include <string>
 
@@ -327,22 +328,34 @@ void ConnectionPool::opener_loop() {
 }
 
 void ConnectionPool::give_back(std::unique_ptr<Entry> entry, bool invalid) noexcept {
-  std::vector<std::unique_ptr<Entry>> to_close;
+  // What is closed is closed once the lock is let go (a goodbye to the
+  // server is I/O). Nothing here may allocate but the idle list's growth,
+  // whose failure (out of memory) leaves the entry as it was: closed then
+  // instead of kept, where an exception would end the process.
+  bool kept = false;
   {
     detail::MutexLock lock(mutex_);
     forget_locked(entry.get());
     const auto now = clock::now();
-    if (invalid || closing_ || now >= entry->retire_at) {
-      --total_;
-      to_close.push_back(std::move(entry));
-      work_cv_.notify_all();  // openers: replace it
-    } else {
+    if (!invalid && !closing_ && now < entry->retire_at) {
       entry->last_used = now;
-      idle_.push_back(std::move(entry));
-      available_cv_.notify_one();
+      try {
+        idle_.push_back(std::move(entry));
+        kept = true;
+        available_cv_.notify_one();
+      } catch (const std::bad_alloc&) {  // push_back changed nothing
+      }
+    }
+    if (!kept) {
+      --total_;
+      work_cv_.notify_all();  // openers: replace it
     }
   }
-  retire_entries(std::move(to_close));
+  if (kept) return;
+  entry.reset();
+  // Counted once closed, as retire_entries() counts.
+  detail::MutexLock lock(mutex_);
+  ++closed_;
 }
 
 void ConnectionPool::forget_locked(const Entry* entry) noexcept {
