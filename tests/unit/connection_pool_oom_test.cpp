@@ -18,6 +18,12 @@ thread_local bool allocations_fail = false;
 
 }  // namespace
 
+// (GCC takes free() in a replaced operator delete for a mismatch: it is
+// this binary's own pair, malloc and free.)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
 void* operator new(std::size_t n) {
   if (allocations_fail) throw std::bad_alloc();
   if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
