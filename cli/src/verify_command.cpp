@@ -599,7 +599,7 @@ int VerifyCommand::run() {
           // that seal::TailWindow takes, as a start does when it looks for
           // a crashed run's rows to seal late (unless a narrower window
           // than the default was asked for).
-          if (unsealed_window_ >= 16) {
+          if (unsealed_window_ >= static_cast<std::size_t>(seal::tail_seals)) {
             std::map<std::size_t, std::vector<seal::SeqRun>> runs_of_seal;
             for (const Range& r : runs) {
               if (seals[r.seal].late ||

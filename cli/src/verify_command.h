@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <string>
 
+#include "auditpipe/sink/seal.h"
+
 namespace auditpipe::cli {
 
 class VerifyCommand {
@@ -31,7 +33,7 @@ class VerifyCommand {
   std::string anchor_;
   std::string since_;
   std::size_t max_findings_ = 20;
-  std::size_t unsealed_window_ = 16;
+  std::size_t unsealed_window_ = auditpipe::seal::tail_seals;
   std::int64_t accept_late_ = 0;
   bool quiet_ = false;
 };

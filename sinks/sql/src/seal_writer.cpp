@@ -35,11 +35,9 @@ namespace auditpipe {
 namespace {
 
 /// The seals checked for a crashed run's tail: as many as verify's default
-/// --unsealed-window, since writers finish their batches out of order.
-constexpr int tail_seals = 16;
-
-/// (A source's seals among the chain's newest seal::tail_chain_seals count
-/// as its newest too, up to seal::tail_keys_max keys: seal.h.)
+/// --unsealed-window, since writers finish their batches out of order
+/// (and more, seal::TailWindow's).
+using seal::tail_seals;
 
 /// Sources whose tail is counted at start (each one indexed range query).
 constexpr std::size_t tail_sources = 1024;

@@ -224,8 +224,8 @@ struct SeqRun {
 
 /// Where a crashed run's unsealed rows are looked for (by a start, to seal
 /// them late) and reported as not yet sealed rather than inserted (by
-/// verify): from the lowest key of a source's newest seals, its newest 16
-/// (verify's --unsealed-window) and also those among the chain's newest
+/// verify): from the lowest key of a source's newest seals, its newest
+/// tail_seals (verify's default --unsealed-window) and also those among the chain's newest
 /// tail_chain_seals, up to the first (newest first) past which its seals
 /// hold more than tail_keys_max keys or reach further than tail_keys_max
 /// below its highest key. A writer held off its core (or in a slow
@@ -235,6 +235,7 @@ struct SeqRun {
 /// of its source, under a sanitizer on two busy cores). The caps bound the
 /// rows a start counts, and keep a seal of old seqs (a spill replayed
 /// late) from taking the window down to them.
+inline constexpr int tail_seals = 16;
 inline constexpr int tail_chain_seals = 256;
 inline constexpr std::int64_t tail_keys_max = 8192;
 
