@@ -88,7 +88,7 @@ struct Seal {
   // name such a seal "forged" rather than merely not verifying.
   std::optional<seal::RowsDigest> plain;
   std::int64_t rows = 0;
-  std::vector<std::pair<std::int64_t, std::string>> gaps;  ///< (source_id, "a-b") missing
+  std::vector<std::pair<std::int64_t, seal::SeqRun>> gaps;  ///< (source_id, keys) missing
   std::string row_hashes;  ///< each key's fingerprint, 8 hex digits, in key order
   std::vector<std::pair<std::int64_t, std::int64_t>> changed;  ///< the first keys that differ
   std::int64_t changed_count = 0;
@@ -97,8 +97,8 @@ struct Seal {
 struct Range {
   std::int64_t lo, hi;
   std::size_t seal;
-  std::int64_t last;  ///< the last seq seen in it, lo - 1 before any
-  std::int64_t base;  ///< lo's position among the seal's keys (its row_hashes entry)
+  std::optional<std::int64_t> last;  ///< the last seq seen in it, none before any
+  std::int64_t base;                 ///< lo's position among the seal's keys (its row_hashes entry)
 };
 
 /// Adds the runs of one source's part of seal `seal` to `out`; `base` is
@@ -106,8 +106,8 @@ struct Range {
 void add_runs(std::string_view items, std::size_t seal, std::int64_t base,
               std::vector<Range>& out) {
   for (const seal::SeqRun& run : seal::parse_runs(items)) {
-    out.push_back({run.lo, run.hi, seal, run.lo - 1, base});
-    base += run.hi - run.lo + 1;
+    out.push_back({run.lo, run.hi, seal, std::nullopt, base});
+    base = seal::add_keys(base, seal::run_keys(run.lo, run.hi));
   }
 }
 
@@ -118,9 +118,10 @@ std::int64_t seal_after(std::int64_t no) {
   return no == std::numeric_limits<std::int64_t>::max() ? no : no + 1;
 }
 
-/// Seal numbers `first` to `last` for a message: "5-7"; "-4 to 1" where
-/// the first is negative (edited), which "-4-1" would garble.
-std::string seal_nos(std::int64_t first, std::int64_t last) {
+/// Numbers `first` to `last` (seal numbers, seqs) for a message: "5-7";
+/// "-4 to 1" where the first is negative, which "-4-1" would garble; "5"
+/// for one.
+std::string span_text(std::int64_t first, std::int64_t last) {
   if (first == last) return std::to_string(first);
   return std::to_string(first) + (first < 0 ? " to " : "-") + std::to_string(last);
 }
@@ -491,7 +492,9 @@ int VerifyCommand::run() {
       try {
         for (const auto& [sid, items] : seal::split_sources(seals[i].ranges)) {
           parts.push_back({sid, {i, items, base}});
-          for (const seal::SeqRun& run : seal::parse_runs(items)) base += run.hi - run.lo + 1;
+          for (const seal::SeqRun& run : seal::parse_runs(items)) {
+            base = seal::add_keys(base, seal::run_keys(run.lo, run.hi));
+          }
         }
       } catch (const error&) {
         // Not something auditpipe writes: the seal was edited. Its rows
@@ -643,14 +646,15 @@ int VerifyCommand::run() {
           top = std::max(top, r.hi);
           if (seals[r.seal].checked) checked_lo = std::min(checked_lo.value_or(r.lo), r.lo);
         }
-        lowest = checked_lo ? *checked_lo : top + 1;
+        // Above every sealed key (reading the top one again, trusted, where
+        // nothing is above it).
+        lowest = checked_lo ? *checked_lo : top == INT64_MAX ? top : top + 1;
       }
       std::size_t next_range = 0;
       std::vector<std::size_t> active;  // indexes into *ranges
       auto retire = [&](Range& r) {
-        if (seals[r.seal].checked && r.last < r.hi) {
-          seals[r.seal].gaps.push_back(
-              {sid, std::to_string(r.last + 1) + "-" + std::to_string(r.hi)});
+        if (seals[r.seal].checked && (!r.last || *r.last < r.hi)) {
+          seals[r.seal].gaps.push_back({sid, {r.last ? *r.last + 1 : r.lo, r.hi}});
         }
       };
       std::int64_t first_unsealed = 0, last_unsealed = 0;
@@ -697,8 +701,13 @@ int VerifyCommand::run() {
           Range& r = (*ranges)[i];
           Seal& s = seals[r.seal];
           if (!s.checked) continue;  // before --since: trusted
-          const auto at = static_cast<std::size_t>(r.base + (seq - r.lo)) * 8;
-          if (at + 8 <= s.row_hashes.size()) {
+          // The row's place among the seal's keys, in unsigned arithmetic: a
+          // forged run may span more keys than int64 counts.
+          const std::uint64_t place =
+              static_cast<std::uint64_t>(r.base) +
+              (static_cast<std::uint64_t>(seq) - static_cast<std::uint64_t>(r.lo));
+          if (place < s.row_hashes.size() / 8) {
+            const auto at = static_cast<std::size_t>(place) * 8;
             if (fingerprint.empty()) {
               seal::append_fingerprint(fingerprint, seal::fingerprint(enc.bytes()));
             }
@@ -706,8 +715,10 @@ int VerifyCommand::run() {
               s.changed.push_back({sid, seq});
             }
           }
-          if (seq > r.last + 1) {
-            s.gaps.push_back({sid, std::to_string(r.last + 1) + "-" + std::to_string(seq - 1)});
+          // Keys skipped since the last row (seq > last + 1, not overflowing
+          // at int64's ends): deleted.
+          if (r.last ? seq > *r.last && !seal::follows(*r.last, seq) : seq > r.lo) {
+            s.gaps.push_back({sid, {r.last ? *r.last + 1 : r.lo, seq - 1}});
           }
           r.last = seq;
           if (!s.hash) s.hash.emplace(rows_key);
@@ -766,7 +777,7 @@ int VerifyCommand::run() {
       if (unsealed > 0) {
         findings.unsealed("not yet sealed: source_id " + std::to_string(sid) + ": " +
                           std::to_string(unsealed) + " rows, seq " +
-                          std::to_string(first_unsealed) + "-" + std::to_string(last_unsealed) +
+                          span_text(first_unsealed, last_unsealed) +
                           " (covered by no seal yet, where the newest seals reach: "
                           "--unsealed-window)");
         unsealed = 0;
@@ -784,7 +795,7 @@ int VerifyCommand::run() {
       std::vector<Range> runs;
       for (const Part& part : parts) add_runs(part.items, part.seal, part.base, runs);
       for (Range& r : runs) {
-        seals[r.seal].gaps.push_back({sid, std::to_string(r.lo) + "-" + std::to_string(r.hi)});
+        seals[r.seal].gaps.push_back({sid, {r.lo, r.hi}});
       }
     }
     draw(true);
@@ -820,7 +831,7 @@ int VerifyCommand::run() {
       }
       if (s.no != expected_no) {
         if (s.no > expected_no) {
-          findings.tampered("seals removed: seal_no " + seal_nos(expected_no, s.no - 1) +
+          findings.tampered("seals removed: seal_no " + span_text(expected_no, s.no - 1) +
                             " missing before seal " + std::to_string(s.no));
         } else {
           findings.tampered("seals reordered: seal " + std::to_string(s.no) + " out of order");
@@ -874,13 +885,9 @@ int VerifyCommand::run() {
       } else if (s.rows < s.row_count) {
         std::string keys;
         for (std::size_t i = 0; i < s.gaps.size() && i < 10; ++i) {
-          std::string seqs = s.gaps[i].second;
-          if (const auto d = seqs.find('-');
-              d != std::string::npos && seqs.substr(0, d) == seqs.substr(d + 1)) {
-            seqs.resize(d);  // one row: its seq alone
-          }
-          keys += (i ? ", " : " ") + std::string("source_id ") + std::to_string(s.gaps[i].first) +
-                  " seq " + seqs;
+          const auto& [gap_sid, gap] = s.gaps[i];
+          keys += (i ? ", " : " ") + std::string("source_id ") + std::to_string(gap_sid) + " seq " +
+                  span_text(gap.lo, gap.hi);
         }
         if (s.gaps.size() > 10) keys += ", ...";
         findings.tampered("deleted: " + std::to_string(s.row_count - s.rows) + " of " +

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -310,6 +311,29 @@ TEST(SealRuns, MergeJoinsRunsThatOverlapOrTouchAndCountsTheirSeqs) {
   std::vector<SeqRun> none;
   EXPECT_EQ(auditpipe::seal::merge_runs(none), 0);
   EXPECT_TRUE(none.empty());
+}
+
+// The same at int64's ends, where a caller's keys may be: runs there join
+// and count without `hi + 1` overflowing, and a forged run over every key
+// counts as INT64_MAX keys, not a wrapped number.
+TEST(SealRuns, RunsAtTheEndsOfInt64JoinAndCountWithoutOverflow) {
+  using auditpipe::seal::SeqRun;
+  constexpr std::int64_t min = std::numeric_limits<std::int64_t>::min();
+  constexpr std::int64_t max = std::numeric_limits<std::int64_t>::max();
+  std::vector<SeqRun> runs{{max, max}, {min + 1, min + 1}, {max - 1, max - 1}, {min, min}};
+  EXPECT_EQ(auditpipe::seal::merge_runs(runs), 4);
+  EXPECT_EQ(runs, (std::vector<SeqRun>{{min, min + 1}, {max - 1, max}}));
+  std::vector<SeqRun> apart{{max, max}, {min, min}};
+  EXPECT_EQ(auditpipe::seal::merge_runs(apart), 2);
+  EXPECT_EQ(apart.size(), 2u);
+  std::vector<SeqRun> forged{{min, -1}, {0, max}, {5, 6}};
+  EXPECT_EQ(auditpipe::seal::merge_runs(forged), max);
+  EXPECT_EQ(forged, (std::vector<SeqRun>{{min, max}}));
+  EXPECT_EQ(auditpipe::seal::run_keys(min, max), max);
+  EXPECT_EQ(auditpipe::seal::run_keys(max, max), 1);
+  EXPECT_TRUE(auditpipe::seal::follows(max - 1, max));
+  EXPECT_FALSE(auditpipe::seal::follows(max, min));  // no wrapping round
+  EXPECT_FALSE(auditpipe::seal::joins(min, max));
 }
 
 // Which of a source's seals, newest first, a start looks below for a

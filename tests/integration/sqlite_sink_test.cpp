@@ -15,12 +15,15 @@
 #include <filesystem>
 #include <fstream>
 #include <latch>
+#include <limits>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "audit_row.h"
 #include "auditpipe/database.h"
+#include "auditpipe/dynamic_logger.h"
 #include "auditpipe/logger.h"
 #include "auditpipe/sink/seal.h"
 #include "auditpipe/sink/seal_read_back.h"
@@ -716,6 +719,52 @@ TEST(SqliteSink, SpilledRecordsReplayedIntoASealedFileVerifyCleanWithNoNoteLeft)
   EXPECT_NE(db->query("SELECT COUNT(*) FROM notes_made")[0][0], "0") << "no note was made";
   const auto v = testing_support::run_verify(url, "audit_log", "--unsealed-window 0");
   EXPECT_EQ(v.status, 0) << v.out;
+}
+
+// Keys a caller gives (DynamicLogger's commit(source_id, seq)) may be any
+// int64, the ends included. A seal's runs reach them: seqs from INT64_MIN
+// and up to INT64_MAX, beside each other, seal and verify like any others,
+// a start finds nothing unsealed among them, and a row deleted at either
+// end is named. (Until the writer and verify stepped past a run's end
+// without going through int64's edge, the runs ending there overflowed.)
+TEST(SqliteSink, KeysAtTheEndsOfInt64SealAndVerify) {
+  if (std::string(AUDITPIPE_CLI) == "false") GTEST_SKIP() << "built without the tool";
+  TempDir dir;
+  const std::string path = dir.file("ends.db");
+  const std::string url = "sqlite://" + path + "?seal=hash";
+  constexpr std::int64_t min = std::numeric_limits<std::int64_t>::min();
+  constexpr std::int64_t max = std::numeric_limits<std::int64_t>::max();
+  const std::vector<std::pair<std::int64_t, std::int64_t>> keys = {
+      {5, min},     {5, min + 1}, {5, min + 2}, {5, -1},  {5, 0},     {5, 1},        {5, max - 2},
+      {5, max - 1}, {5, max},     {min, min},   {min, 0}, {max, max}, {max, max - 1}};
+  const auditpipe::Schema schema("audit_log", {{"message_id", auditpipe::ColumnType::int64}});
+  const auto write = [&](std::size_t from, std::size_t to) {
+    auditpipe::DynamicLogger logger(schema, auditpipe::sqlite::open(url));
+    for (std::size_t i = from; i < to; ++i) {
+      auto r = logger.acquire();
+      ASSERT_TRUE(r);
+      r.set_integer(0, static_cast<std::int64_t>(i));
+      ASSERT_EQ(r.commit(keys[i].first, keys[i].second), Status::ok);
+    }
+    ASSERT_TRUE(logger.close().drained);
+  };
+  write(0, 7);  // two seals: this one's runs end where the next one's begin
+  {
+    testing_support::CapturedWarnings warnings;
+    write(7, keys.size());
+    EXPECT_EQ(warnings.text().find("unsealed"), std::string::npos) << warnings.text();
+  }
+  EXPECT_EQ(Db(path).scalar("SELECT COUNT(*) FROM audit_log"), static_cast<long long>(keys.size()));
+  const auto clean = testing_support::run_verify(url, "audit_log");
+  EXPECT_EQ(clean.status, 0) << clean.out;
+  exec(path, "DELETE FROM audit_log WHERE source_id = 5 AND seq = " + std::to_string(min));
+  const auto low = testing_support::run_verify(url, "audit_log");
+  EXPECT_EQ(low.status, 1) << low.out;
+  EXPECT_NE(low.out.find("source_id 5 seq " + std::to_string(min)), std::string::npos) << low.out;
+  exec(path, "DELETE FROM audit_log WHERE source_id = 5 AND seq = " + std::to_string(max));
+  const auto high = testing_support::run_verify(url, "audit_log");
+  EXPECT_EQ(high.status, 1) << high.out;
+  EXPECT_NE(high.out.find("source_id 5 seq " + std::to_string(max)), std::string::npos) << high.out;
 }
 
 // Removes the seal `depth` below the newest (of a seal=hash table) and

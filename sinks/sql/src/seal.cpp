@@ -382,7 +382,7 @@ std::int64_t merge_runs(std::vector<SeqRun>& runs) {
   std::sort(runs.begin(), runs.end(), [](const SeqRun& a, const SeqRun& b) { return a.lo < b.lo; });
   std::size_t out = 0;
   for (const SeqRun& run : runs) {
-    if (out > 0 && run.lo <= runs[out - 1].hi + 1) {
+    if (out > 0 && joins(runs[out - 1].hi, run.lo)) {
       runs[out - 1].hi = std::max(runs[out - 1].hi, run.hi);
     } else {
       runs[out++] = run;
@@ -390,7 +390,7 @@ std::int64_t merge_runs(std::vector<SeqRun>& runs) {
   }
   runs.resize(out);
   std::int64_t seqs = 0;
-  for (const SeqRun& run : runs) seqs += run.hi - run.lo + 1;
+  for (const SeqRun& run : runs) seqs = add_keys(seqs, run_keys(run.lo, run.hi));
   return seqs;
 }
 

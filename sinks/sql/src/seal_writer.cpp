@@ -1021,10 +1021,11 @@ void SealWriter::add_kept_finds(SqlConnection& c,
               [](const seal::SeqRun& a, const seal::SeqRun& b) { return a.lo < b.lo; });
     std::vector<seal::SeqRun> runs;
     std::int64_t count = 0;
-    std::int64_t scanned_to = INT64_MIN;  // runs found twice are read once
+    std::optional<std::int64_t> scanned_to;  // runs found twice are read once
     for (const seal::SeqRun& run : find.runs) {
-      if (run.hi <= scanned_to) continue;
-      const std::int64_t lo = std::max(run.lo, scanned_to == INT64_MIN ? run.lo : scanned_to + 1);
+      if (scanned_to && run.hi <= *scanned_to) continue;
+      // Above what was read: *scanned_to < run.hi here, so + 1 fits.
+      const std::int64_t lo = scanned_to ? std::max(run.lo, *scanned_to + 1) : run.lo;
       scanned_to = run.hi;
       for (const auto& row :
            c.query_rows("SELECT seq FROM " + data +
@@ -1037,7 +1038,7 @@ void SealWriter::add_kept_finds(SqlConnection& c,
                                std::pair<std::int64_t, std::int64_t>{sid, seq})) {
           continue;
         }
-        if (!runs.empty() && runs.back().hi == seq - 1) {
+        if (!runs.empty() && seal::follows(runs.back().hi, seq)) {
           runs.back().hi = seq;
         } else {
           runs.push_back({seq, seq});
@@ -1146,7 +1147,7 @@ void SealWriter::add_late_rows(SqlConnection& c, std::int64_t source_id,
       seal::append_fingerprint(late.row_hashes, seal::fingerprint(late.enc.bytes()));
       ++late.rows;
       // The seal's keys exactly: runs of consecutive seqs.
-      if (open_run && seq == run_hi + 1) {
+      if (open_run && seal::follows(run_hi, seq)) {
         run_hi = seq;
       } else {
         close_run();
@@ -1347,7 +1348,7 @@ SealWriter::BatchSeal SealWriter::digest(const Batch& batch) const {
     enc.key(r->source_id, r->seq);
     seal::append_fingerprint(out.row_hashes, seal::fingerprint(enc.bytes().substr(row_at)));
     ++out.row_count;
-    if (open_run && r->source_id == sid && r->seq == hi + 1) {
+    if (open_run && r->source_id == sid && seal::follows(hi, r->seq)) {
       hi = r->seq;
       continue;
     }
@@ -1379,7 +1380,7 @@ std::map<std::int64_t, std::vector<seal::SeqRun>> runs_by_source(const Batch& ba
   std::map<std::int64_t, std::vector<seal::SeqRun>> out;
   for (const auto& [sid, seq] : keys) {
     std::vector<seal::SeqRun>& runs = out[sid];
-    if (!runs.empty() && seq <= runs.back().hi + 1) {
+    if (!runs.empty() && seal::joins(runs.back().hi, seq)) {
       runs.back().hi = std::max(runs.back().hi, seq);
     } else {
       runs.push_back({seq, seq});
@@ -1394,13 +1395,17 @@ std::vector<seal::SeqRun> without(const std::vector<seal::SeqRun>& from,
   std::vector<seal::SeqRun> out;
   std::size_t k = 0;
   for (seal::SeqRun run : from) {
+    bool left = true;  // some of `run` is not removed
     while (k < remove.size() && remove[k].hi < run.lo) ++k;
     for (std::size_t m = k; m < remove.size() && remove[m].lo <= run.hi; ++m) {
       if (remove[m].lo > run.lo) out.push_back({run.lo, remove[m].lo - 1});
-      run.lo = std::max(run.lo, remove[m].hi + 1);
-      if (run.lo > run.hi) break;
+      if (remove[m].hi >= run.hi) {
+        left = false;
+        break;
+      }
+      run.lo = std::max(run.lo, remove[m].hi + 1);  // below run.hi, so + 1 fits
     }
-    if (run.lo <= run.hi) out.push_back(run);
+    if (left) out.push_back(run);
   }
   return out;
 }

@@ -222,6 +222,33 @@ struct SeqRun {
   bool operator==(const SeqRun&) const = default;
 };
 
+// Keys are any int64 a caller gives (DynamicLogger's commit(source_id,
+// seq)), its ends included, so stepping past a run's end must not go
+// through them: these say what `hi + 1` and `hi - lo + 1` would without
+// overflowing.
+
+/// Whether `seq` comes right after `hi` (seq == hi + 1).
+constexpr bool follows(std::int64_t hi, std::int64_t seq) noexcept {
+  return seq > hi && seq - 1 == hi;
+}
+
+/// Whether a run from `lo` joins one ending at `hi` (lo <= hi + 1).
+constexpr bool joins(std::int64_t hi, std::int64_t lo) noexcept {
+  return lo <= hi || follows(hi, lo);
+}
+
+/// The keys lo to hi (lo <= hi), at most INT64_MAX: a forged run may span
+/// all of int64.
+constexpr std::int64_t run_keys(std::int64_t lo, std::int64_t hi) noexcept {
+  const std::uint64_t n = static_cast<std::uint64_t>(hi) - static_cast<std::uint64_t>(lo);
+  return n >= static_cast<std::uint64_t>(INT64_MAX) ? INT64_MAX : static_cast<std::int64_t>(n) + 1;
+}
+
+/// a + b of counts (both >= 0), at most INT64_MAX.
+constexpr std::int64_t add_keys(std::int64_t a, std::int64_t b) noexcept {
+  return a > INT64_MAX - b ? INT64_MAX : a + b;
+}
+
 /// Where a crashed run's unsealed rows are looked for (by a start, to seal
 /// them late) and reported as not yet sealed rather than inserted (by
 /// verify): from the lowest key of a source's newest seals, its newest
