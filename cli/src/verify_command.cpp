@@ -449,6 +449,7 @@ int VerifyCommand::run() {
       s.ranges = r[1].value_or("");
       s.late = seal::is_late(s.ranges);
       s.row_count = number(r[2], "row_count");
+      if (s.row_count < 0 && bad.empty()) bad = "row_count '" + std::to_string(s.row_count) + "'";
       s.prev = r[3].value_or("");
       s.digest = r[4].value_or("");
       s.sealed_at = r[5] ? number(r[5], "sealed_at") : 0;
@@ -564,6 +565,7 @@ int VerifyCommand::run() {
       std::vector<Range> runs;
       std::vector<Range>* ranges = nullptr;
       std::optional<std::int64_t> newest;  // the newest seq sealed for this source, but the tail's
+      std::optional<std::int64_t> window_lo;    // the lowest seq the tail's seals hold
       std::optional<std::int64_t> dense_floor;  // uncovered rows below it are inserted
       if (auto it = by_source.find(sid); it != by_source.end()) {
         for (const Part& part : it->second) add_runs(part.items, part.seal, part.base, runs);
@@ -628,9 +630,15 @@ int VerifyCommand::run() {
             dense_floor = std::min<std::int64_t>(0, runs.front().lo);
           }
         }
+        // (Late seals aside, as a start sets them aside: stored long after
+        // their rows, they say nothing of where the source's newest are.)
         for (const Range& r : runs) {
-          if (r.seal >= recent_from) continue;
-          newest = std::max(newest.value_or(r.hi), r.hi);
+          if (seals[r.seal].late) continue;
+          if (r.seal >= recent_from) {
+            window_lo = std::min(window_lo.value_or(r.lo), r.lo);
+          } else {
+            newest = std::max(newest.value_or(r.hi), r.hi);
+          }
         }
         ranges = &runs;
       }
@@ -680,12 +688,15 @@ int VerifyCommand::run() {
           });
         }
         if (active.empty()) {
-          // Above a source's newest sealed key, or of a source no seal
+          // Above a source's newest sealed key (but the window's), or from
+          // the lowest key the window's seals hold, or of a source no seal
           // names: a crash's unsealed rows, unless --unsealed-window 0 says
           // the writers stopped cleanly (they seal everything they store).
+          // The start looks for rows to seal late in the same place.
           if (kept != nullptr && unsealed_window_ > 0 && runs_hold(*kept, seq)) {
             ++kept_unsealed;
-          } else if (unsealed_window_ > 0 && (!newest || seq > *newest) &&
+          } else if (unsealed_window_ > 0 &&
+                     (!newest || seq > *newest || (window_lo && seq >= *window_lo)) &&
                      !(dense_floor && seq < *dense_floor)) {
             if (unsealed++ == 0) first_unsealed = seq;
             last_unsealed = seq;
@@ -703,11 +714,13 @@ int VerifyCommand::run() {
           if (!s.checked) continue;  // before --since: trusted
           // The row's place among the seal's keys, in unsigned arithmetic: a
           // forged run may span more keys than int64 counts.
-          const std::uint64_t place =
-              static_cast<std::uint64_t>(r.base) +
-              (static_cast<std::uint64_t>(seq) - static_cast<std::uint64_t>(r.lo));
-          if (place < s.row_hashes.size() / 8) {
-            const auto at = static_cast<std::size_t>(place) * 8;
+          const std::uint64_t listed = s.row_hashes.size() / 8;
+          const std::uint64_t past_lo =
+              static_cast<std::uint64_t>(seq) - static_cast<std::uint64_t>(r.lo);
+          if (static_cast<std::uint64_t>(r.base) < listed &&
+              past_lo < listed - static_cast<std::uint64_t>(r.base)) {
+            const auto at =
+                static_cast<std::size_t>(static_cast<std::uint64_t>(r.base) + past_lo) * 8;
             if (fingerprint.empty()) {
               seal::append_fingerprint(fingerprint, seal::fingerprint(enc.bytes()));
             }

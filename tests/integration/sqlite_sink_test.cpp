@@ -767,6 +767,48 @@ TEST(SqliteSink, KeysAtTheEndsOfInt64SealAndVerify) {
   EXPECT_NE(high.out.find("source_id 5 seq " + std::to_string(max)), std::string::npos) << high.out;
 }
 
+// Numbers at BIGINT's ends edited into a seal: a newest seal_no at the
+// top (numbering on from it would overflow) makes a start refuse the table,
+// saying why; a negative row_count is a rewritten seal to verify (its
+// count of the inserted rows overflowed, with a row of that seal deleted).
+TEST(SqliteSink, ExtremeNumbersEditedIntoSealsAreReportedNotOverflowed) {
+  if (std::string(AUDITPIPE_CLI) == "false") GTEST_SKIP() << "built without the tool";
+  TempDir dir;
+  const std::string path = dir.file("edited.db");
+  const std::string url = "sqlite://" + path + "?seal=hash";
+  write_batches(url, 0, 3);
+  exec(path,
+       "UPDATE audit_log_seals SET row_count = -9223372036854775807 - 1 WHERE seal_no = 1; "
+       "DELETE FROM audit_log WHERE message_id = 0");
+  const auto v = testing_support::run_verify(url, "audit_log");
+  EXPECT_EQ(v.status, 1) << v.out;
+  EXPECT_NE(v.out.find("rewritten seal: seal 1's row_count '-9223372036854775808'"),
+            std::string::npos)
+      << v.out;
+  {
+    // The newest seal renumbered, its digest made again to match (no key
+    // to stop that with seal=hash), so that the start takes it as newest.
+    auto db = auditpipe::Database::connect("sqlite://" + path);
+    const long long newest =
+        std::stoll(db->query("SELECT MAX(seal_no) FROM audit_log_seals")[0][0].value_or("0"));
+    const StoredSeal s = stored_seals(*db, newest).at(0);
+    const std::string prev = db->query("SELECT prev_digest FROM audit_log_seals WHERE seal_no = ?",
+                                       {std::to_string(newest)})[0][0]
+                                 .value_or("");
+    constexpr std::int64_t top = std::numeric_limits<std::int64_t>::max();
+    const std::string digest = auditpipe::seal::seal_digest(
+        auditpipe::seal::Mode::hash, {},
+        auditpipe::seal::seal_message(prev, top, s.sealed_at, s.ranges, s.row_count,
+                                      rows_digest(*db, s.ranges)));
+    db->execute("UPDATE audit_log_seals SET seal_no = ?, digest = ? WHERE seal_no = ?",
+                {std::to_string(top), digest, std::to_string(newest)});
+  }
+  const std::string refused = open_error(url);
+  EXPECT_NE(refused.find("has seal_no '9223372036854775807', which auditpipe does not write"),
+            std::string::npos)
+      << refused;
+}
+
 // Removes the seal `depth` below the newest (of a seal=hash table) and
 // links those above it again: its rows stored, its seal never, as a run
 // killed while the seal waited leaves them. What it covered, and its number.
@@ -935,6 +977,43 @@ TEST(SqliteSink, ARestartSealsLateABatchStoredLateBelowManyOfItsSourcesSeals) {
   EXPECT_NE(v.out.find("sealed late: seal " + late[0][0].value_or("") + " "), std::string::npos)
       << v.out;
   EXPECT_EQ(v.out.find("inserted"), std::string::npos) << v.out;
+}
+
+// The start and verify draw the window's lower edge in one place: a
+// batch left unsealed below d of its source's seals (one source, 10 keys a
+// seal, so the window is the chain's newest 256) is "not yet sealed" to
+// verify exactly when the next start finds it and seals it late, on each
+// side of that edge. Rows just below the window's oldest seal are inside;
+// below 257 seals and more, a crash's rows read as inserted (the README's
+// limit) and the start leaves them. (Before, verify took a batch below 256
+// seals for not yet sealed, and the start, which looked only from the
+// window's oldest seal up, left it: then "inserted".)
+TEST(SqliteSink, TheStartAndVerifyAgreeAtTheWindowsEdge) {
+  if (std::string(AUDITPIPE_CLI) == "false") GTEST_SKIP() << "built without the tool";
+  TempDir dir;
+  const std::string base = dir.file("base.db");
+  write_batches("sqlite://" + base + "?seal=hash", 0, auditpipe::seal::tail_chain_seals + 20);
+  for (const int depth : {255, 256, 257, 258}) {
+    SCOPED_TRACE("the batch below " + std::to_string(depth) + " seals");
+    const std::string path = dir.file("edge" + std::to_string(depth) + ".db");
+    std::filesystem::copy_file(base, path);
+    const std::string url = "sqlite://" + path + "?seal=hash";
+    const RemovedSeal removed = remove_seal(path, depth);
+    ASSERT_GT(removed.rows, 0);  // (a flush may have split a batch in two)
+    const auto crashed = testing_support::run_verify(url, "audit_log");
+    const bool unsealed = crashed.out.find("not yet sealed") != std::string::npos;
+    const bool inserted = crashed.out.find("inserted") != std::string::npos;
+    EXPECT_NE(unsealed, inserted) << crashed.out;
+    EXPECT_EQ(crashed.status, unsealed ? 3 : 1) << crashed.out;
+    EXPECT_EQ(unsealed, depth <= auditpipe::seal::tail_chain_seals) << crashed.out;
+    write_batches(url, 10'000, 1);
+    const long long late =
+        Db(path).scalar("SELECT COUNT(*) FROM audit_log_seals WHERE ranges LIKE 'late:%'");
+    EXPECT_EQ(late, unsealed ? 1 : 0) << "verify said:\n" << crashed.out;
+    const auto after = testing_support::run_verify(url, "audit_log");
+    EXPECT_EQ(after.status, unsealed ? 3 : 1) << after.out;
+    EXPECT_EQ(after.out.find("inserted") != std::string::npos, !unsealed) << after.out;
+  }
 }
 
 // What a start found unsealed and kept in audit_log_unsealed (a start

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -101,6 +102,21 @@ constexpr const char* names_source = "(ranges LIKE ? OR ranges LIKE ? OR ranges 
 std::vector<std::string> naming_params(std::int64_t source_id) {
   const std::string id = std::to_string(source_id);
   return {id + ":%", "%;" + id + ":%", std::string(seal::late_prefix) + id + ":%"};
+}
+
+/// The newest seal's number, read back to continue the chain from. Seals
+/// are numbered from 1 up; one the table says is above 2^62 (or not a
+/// number) was edited there, and numbering on from it would overflow.
+std::int64_t newest_seal_no(const std::string& text, std::string_view table) {
+  std::int64_t no = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), no);
+  if (ec != std::errc() || end != text.data() + text.size() || no > INT64_MAX / 2) {
+    throw error("auditpipe: seal=: the newest seal of " + std::string(table) + " has seal_no '" +
+                text.substr(0, 40) +
+                "', which auditpipe does not write (seals count from 1): the seals table was "
+                "edited; auditpipe verify reports how");
+  }
+  return no;
 }
 
 /// Whether seqs, asked in ascending order, fall in any of some runs (which
@@ -288,7 +304,7 @@ void SealWriter::prepare(SqlConnection& c, bool create_table) {
       newest_no_ = 0;
       newest_digest_ = seal::genesis_digest(table_.name);
     } else {
-      newest_no_ = std::stoll(*newest[0][0]);
+      newest_no_ = newest_seal_no(*newest[0][0], table_.name);
       newest_digest_ = *newest[0][1];
     }
   }
@@ -529,6 +545,9 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
     bool older_run = false;             ///< first seen below the newest tail_seals
     int tail_depth = 0;                 ///< seals read down to its last newest one
     seal::TailWindow window;            ///< its seals that count as newest past tail_seals
+    /// The highest key of its seals read below the window (not late ones):
+    /// rows above it that no seal covers are a crash's, as verify counts.
+    std::optional<std::int64_t> below_hi;
   };
   std::map<std::int64_t, Span> spans;
   // The sources checked: those of the chain's newest seals, and the other
@@ -609,8 +628,9 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
       if (newest) {
         span.lo = std::min(span.lo, run.lo);
         span.covered.push_back(run);
-      } else if (run.hi >= span.lo) {
-        span.covered.push_back({std::max(run.lo, span.lo), run.hi});
+      } else {
+        span.below_hi = std::max(span.below_hi.value_or(run.hi), run.hi);
+        if (run.hi >= span.lo) span.covered.push_back({std::max(run.lo, span.lo), run.hi});
       }
     }
   };
@@ -673,6 +693,11 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
   // Counts the rows of a source from span.lo on that the seals read do not
   // cover; those no other process is sealing become candidates.
   const auto check_source = [&](std::int64_t sid, Span& span) {
+    // Rows are looked for from the lowest key of the window's seals, or
+    // from just above the seals read below it where that is lower, as
+    // verify counts "not yet sealed": a batch stored just below the
+    // window's oldest seal. (The seals below hold no key from there on.)
+    if (span.below_hi && *span.below_hi < span.lo) span.lo = *span.below_hi + 1;
     for (const seal::SeqRun& run : span.late) {
       if (run.hi < span.lo) continue;
       span.covered.push_back({std::max(run.lo, span.lo), run.hi});
@@ -813,7 +838,16 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
           // Its place in the chain, as the main pass counts it (seal_no
           // counts from 1 without gaps), for the window: these are not
           // consecutive seals.
-          take(*row[0], sid, newest_no - std::stoll(*row[1]) + 1);
+          // (A seal_no edited above the newest, or far below: not a place
+          // in the chain the window counts.)
+          const std::int64_t no = std::stoll(*row[1]);
+          if (no > newest_no) continue;
+          const std::uint64_t below =
+              static_cast<std::uint64_t>(newest_no) - static_cast<std::uint64_t>(no);
+          take(*row[0], sid,
+               below >= static_cast<std::uint64_t>(INT64_MAX)
+                   ? INT64_MAX
+                   : static_cast<std::int64_t>(below) + 1);
         } catch (const error&) {
           // verify's to report (above)
         } catch (const std::logic_error&) {
@@ -979,7 +1013,9 @@ std::vector<seal::SeqRun> SealWriter::sealed_since(SqlConnection& c, std::int64_
 std::vector<seal::SeqRun> SealWriter::sealed_below(SqlConnection& c, std::int64_t source_id,
                                                    std::int64_t below, std::int64_t depth) const {
   return keys_sealed(c, source_id, "seal_no < ? AND seal_no >= ?",
-                     {std::to_string(below), std::to_string(below - depth)}, true);
+                     {std::to_string(below),
+                      std::to_string(below < INT64_MIN + depth ? INT64_MIN : below - depth)},
+                     true);
 }
 
 void SealWriter::add_kept_finds(SqlConnection& c,
@@ -1056,7 +1092,11 @@ void SealWriter::add_kept_finds(SqlConnection& c,
         newest = newest_no_;
       }
       std::erase_if(of_source, [newest](const UnsealedFinds::Find& f) {
-        return f.after_no + static_cast<std::int64_t>(max_pending) >= newest;
+        // (after_no + max_pending >= newest, where a forged after_no may
+        // lie near int64's top)
+        return f.after_no >= newest ||
+               static_cast<std::uint64_t>(newest) - static_cast<std::uint64_t>(f.after_no) <=
+                   max_pending;
       });
       forget_finds(c, of_source);
       continue;
@@ -1230,7 +1270,9 @@ void SealWriter::seal_late_when_due(SqlConnection& c, bool wait) noexcept {
     diagnostics()->warn(
         "auditpipe: {} {}: {} rows found unsealed at start are sealed late ({}), by a seal "
         "that auditpipe verify names until it is accepted (--accept-late)",
-        table_.name, table_location_, late.rows, late.ranges);
+        table_.name, table_location_, late.rows,
+        // (Keys far apart make a run each: a line of kilobytes, else.)
+        late.ranges.size() <= 200 ? late.ranges : late.ranges.substr(0, 197) + "...");
     if (seal_late(c, late)) forget_finds(c, finds);
   } catch (const std::exception& e) {
     detail::MutexLock lock(mutex_);
@@ -1810,7 +1852,7 @@ void SealWriter::store_one(SqlConnection& c, BatchSeal& p) {
                   " was not stored, and the seals table is empty");
     }
     detail::MutexLock lock(mutex_);
-    newest_no_ = std::stoll(*newest[0][0]);
+    newest_no_ = newest_seal_no(*newest[0][0], table_.name);
     newest_digest_ = *newest[0][1];
     if (!told_of_others_) {
       told_of_others_ = true;
