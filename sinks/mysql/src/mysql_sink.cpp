@@ -183,6 +183,7 @@ class MysqlSinkImpl final : public MysqlSink {
       e = write_text(c, table_text(), batch);
     }
     if (e || c.rows_stored >= batch.records.size()) return e;
+    c.skipped_rows = true;
     return check_skipped_rows(c, batch);
   }
 

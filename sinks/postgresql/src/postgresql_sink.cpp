@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <vector>
@@ -402,6 +403,8 @@ class PostgresqlSinkImpl final : public PostgresqlSink {
         PQclear(r);
         return e;
       }
+      // ON CONFLICT DO NOTHING: the rows inserted, fewer where keys were there.
+      if (std::strtoull(PQcmdTuples(r), nullptr, 10) < n) c.skipped_rows = true;
       PQclear(r);
     }
     return std::nullopt;

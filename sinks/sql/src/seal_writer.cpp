@@ -248,6 +248,10 @@ SealWriter::~SealWriter() {
 
 void SealWriter::prepare(SqlConnection& c, bool create_table) {
   const std::vector<ColumnSpec> columns = check_columns(c);
+  {
+    detail::MutexLock lock(mutex_);
+    columns_ = columns;
+  }
   const std::string seals = dialect_.quote(seal::seals_table(table_.name));
   const std::string probe =
       "SELECT seal_no, ranges, row_count, prev_digest, digest, sealed_at, row_hashes FROM " +
@@ -1453,6 +1457,32 @@ std::vector<seal::SeqRun> without(const std::vector<seal::SeqRun>& from,
 }
 
 }  // namespace
+
+SealWriter::BatchSeal SealWriter::digest_stored(SqlConnection& c, const Batch& batch) const {
+  std::vector<ColumnSpec> columns;
+  {
+    detail::MutexLock lock(mutex_);
+    columns = columns_;
+  }
+  LateRows rows;
+  rows.digest = seal::RowsDigest(rows_key_);
+  rows.columns = &columns;
+  rows.select = "SELECT " + seal::read_back_select(dialect_.name, columns, [&](std::string_view n) {
+                  return dialect_.quote(n);
+                });
+  {
+    ReadBackTransaction read_back(c, dialect_);
+    // In key order, as digest() takes the records.
+    for (const auto& [sid, runs] : runs_by_source(batch)) add_late_rows(c, sid, runs, {}, rows);
+    read_back.commit();
+  }
+  BatchSeal out;
+  out.ranges = std::move(rows.ranges);
+  out.row_count = rows.rows;
+  out.rows_digest = rows.digest.final_hex();
+  out.row_hashes = std::move(rows.row_hashes);
+  return out;
+}
 
 void SealWriter::keep_replayed(SqlConnection& c, const Batch& batch) noexcept {
   std::int64_t after = 0;

@@ -122,6 +122,12 @@ class SealWriter {
   /// stay put (the skeleton runs it beside the batch's statement). Throws
   /// auditpipe::error if libcrypto fails.
   BatchSeal digest(const Batch& batch) const;
+  /// The seal of `batch` from what `c`'s table holds at its keys, read
+  /// back: after its statement skipped some of its rows (their keys were
+  /// there already, maybe with other values: a caller's key given again),
+  /// the seal covers what is stored, as verify reads it. Throws if a
+  /// statement fails.
+  BatchSeal digest_stored(SqlConnection& c, const Batch& batch) const AUDITPIPE_EXCLUDES(mutex_);
 
   /// Before `c` stores a batch replayed from the spill directory: notes
   /// its keys in `<table>_unsealed`, so that a crash before their seal is
@@ -336,6 +342,8 @@ class SealWriter {
   /// them); when they are due; whether finds_ keeps them.
   std::map<std::int64_t, std::vector<seal::SeqRun>> late_candidates_ AUDITPIPE_GUARDED_BY(mutex_);
   std::vector<ColumnSpec> late_columns_ AUDITPIPE_GUARDED_BY(mutex_);
+  /// The table's columns as prepare() read them, for digest_stored().
+  std::vector<ColumnSpec> columns_ AUDITPIPE_GUARDED_BY(mutex_);
   std::map<std::int64_t, std::int64_t> late_after_ AUDITPIPE_GUARDED_BY(mutex_);
   /// The finds in finds_ that late_candidates_ hold, removed once sealed.
   std::vector<UnsealedFinds::Find> late_finds_ AUDITPIPE_GUARDED_BY(mutex_);

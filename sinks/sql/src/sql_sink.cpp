@@ -368,10 +368,24 @@ WriteResult SqlSink::write_on(SqlConnection& c, const Batch& batch, ConnectionPo
     }
   } digesting{*sealer_, sealer_->take_digest_thread()};
   if (digesting.thread) digesting.thread->begin(batch);
+  c.skipped_rows = false;
   std::optional<WriteFailure> failure = write_batch(c, batch);
   std::optional<std::string> unsealed;
   try {
     digested = digesting.thread ? digesting.thread->finish() : sealer_->digest(batch);
+    if (!failure && c.skipped_rows) {
+      // What the table holds where it kept an earlier row: sealed as
+      // stored. A failed read leaves the batch to be written again (its
+      // rows all skipped then) and read once more.
+      try {
+        digested = sealer_->digest_stored(c, batch);
+      } catch (const std::exception& e) {
+        return WriteResult::transient_error("auditpipe: " + std::string(table_->name) +
+                                            ": rows stored, some kept from before; reading "
+                                            "them back to seal them failed: " +
+                                            e.what());
+      }
+    }
     if (!failure) {
       const std::uint64_t ticket = sealer_->seal(c, std::move(digested));
       // A durable pool keeps the records until this returns ok, and writes

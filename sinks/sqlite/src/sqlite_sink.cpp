@@ -174,6 +174,7 @@ class SqliteSink final : public SqlSink {
       if ((rc = sqlite3_bind_int64(st, key, r.source_id)) != SQLITE_OK) return rc;
       if ((rc = sqlite3_bind_int64(st, key + 1, r.seq)) != SQLITE_OK) return rc;
       if ((rc = sqlite3_step(st)) != SQLITE_DONE) return rc;
+      if (sqlite3_changes(c.handle) == 0) c.skipped_rows = true;  // its key was there
       sqlite3_reset(st);
     }
     return SQLITE_OK;

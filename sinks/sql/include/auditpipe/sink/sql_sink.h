@@ -116,6 +116,13 @@ class AUDITPIPE_EXPORT SqlConnection : public PooledConnection {
   /// failure (shut its socket down; SQLite: interrupt the statement). The
   /// skeleton never calls it once the connection is being destroyed.
   virtual void cancel_io() noexcept = 0;
+
+  /// Set by a sink's write_batch() when its statement stored fewer rows
+  /// than it sent, the others' keys being there already (a retry; a key a
+  /// caller gave again, maybe with other values); cleared by the skeleton
+  /// before. With seal=, the batch's seal is then made from the rows the
+  /// table holds at its keys, read back, not from the batch.
+  bool skipped_rows = false;
 };
 
 /// What a sink tells the skeleton, mostly from its URL.
