@@ -29,6 +29,7 @@
 #include "auditpipe/schema.h"
 #include "auditpipe/sqlite/sqlite_sink.h"
 #include "auditpipe/utf8.h"
+#include "eventually.h"
 #include "multithreaded_fork.h"
 #include "mysql_probe.h"
 #include "postgresql_probe.h"
@@ -49,6 +50,8 @@ class Backend {
   virtual std::string url(const std::string& options = "") = 0;
   virtual void drop_table() = 0;
   virtual long long scalar(const std::string& sql) = 0;
+  // A statement with no result, as someone with write access would run it.
+  virtual void exec(const std::string& sql) = 0;
   // A text column of the row with message_id = id, as raw bytes.
   virtual std::optional<std::string> text(const std::string& column, long long id) = 0;
   // PostgreSQL text cannot hold NUL: the writer replaces it with U+FFFD.
@@ -82,6 +85,14 @@ class SqliteBackend : public Backend {
     return join("sqlite://" + path_, options);
   }
   void drop_table() override { std::filesystem::remove(path_); }
+  void exec(const std::string& sql) override {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    char* err = nullptr;
+    EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
+    sqlite3_free(err);
+    sqlite3_close(db);
+  }
   long long scalar(const std::string& sql) override {
     long long v = -1;
     query(sql, [&](sqlite3_stmt* st) { v = sqlite3_column_int64(st, 0); });
@@ -133,6 +144,7 @@ class MysqlBackend : public Backend {
       probe_.exec(std::string("DROP TABLE IF EXISTS ") + t);
   }
   long long scalar(const std::string& sql) override { return probe_.scalar(sql); }
+  void exec(const std::string& sql) override { probe_.exec(sql); }
   std::optional<std::string> text(const std::string& column, long long id) override {
     const auto r = probe_.rows("SELECT " + column +
                                " FROM audit_log WHERE message_id = " + std::to_string(id));
@@ -163,6 +175,7 @@ class PostgresqlBackend : public Backend {
       probe_.exec(std::string("DROP TABLE IF EXISTS ") + t);
   }
   long long scalar(const std::string& sql) override { return probe_.scalar(sql); }
+  void exec(const std::string& sql) override { probe_.exec(sql); }
   std::optional<std::string> text(const std::string& column, long long id) override {
     const auto r = probe_.rows("SELECT " + column +
                                " FROM audit_log WHERE message_id = " + std::to_string(id));
@@ -539,12 +552,36 @@ TEST_P(SinkConformance, AKeyGivenAgainWithOtherValuesIsSealedAsStored) {
   ASSERT_TRUE(sink->write({d, first_refs}).ok());
   const auto result = sink->write({d, again_refs});
   EXPECT_TRUE(result.ok()) << result.message;
-  sink->close();
   EXPECT_EQ(backend_->scalar("SELECT COUNT(*) FROM audit_log"), 150);
   EXPECT_EQ(backend_->scalar("SELECT COUNT(*) FROM audit_log WHERE message_id < 100"), 100)
       << "a row stored first was not kept";
+  // (Seals are stored by the sink's own thread, shortly after their rows.)
+  ASSERT_TRUE(testing_support::eventually(
+      [&] { return backend_->scalar("SELECT COUNT(*) FROM audit_log_seals") >= 2; }));
   const auto v = testing_support::run_verify(backend_->url(), "audit_log");
   EXPECT_EQ(v.status, 0) << v.out;
+  // A row put by someone else at a key the logger is about to use: the
+  // batch that finds it there does not vouch for it (its seal covers the
+  // batch's other keys), and verify names it.
+  backend_->exec(
+      "INSERT INTO audit_log (at, message_id, status, channel, latency_ms, delivered, sender, "
+      "receiver, payload, source_id, seq) SELECT at, 9999, status, channel, latency_ms, "
+      "delivered, sender, receiver, payload, source_id, 160 FROM audit_log WHERE source_id = 7 "
+      "AND seq = 0");
+  std::vector<AuditRow> next(20);
+  std::vector<auditpipe::RecordRef> next_refs;
+  for (std::size_t i = 0; i < next.size(); ++i) {
+    next[i].message_id = static_cast<std::int64_t>(150 + i);
+    next_refs.push_back(
+        {7, static_cast<std::int64_t>(150 + i), reinterpret_cast<const std::byte*>(&next[i])});
+  }
+  const auto over_forged = sink->write({d, next_refs});
+  EXPECT_TRUE(over_forged.ok()) << over_forged.message;
+  sink->close();
+  EXPECT_EQ(backend_->scalar("SELECT message_id FROM audit_log WHERE seq = 160"), 9999);
+  const auto forged = testing_support::run_verify(backend_->url(), "audit_log");
+  EXPECT_NE(forged.status, 0) << forged.out;
+  EXPECT_NE(forged.out.find("seq 160"), std::string::npos) << forged.out;
 }
 
 TEST_P(SinkConformance, ManyProducersLandExactlyOnce) {

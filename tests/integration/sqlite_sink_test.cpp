@@ -809,6 +809,38 @@ TEST(SqliteSink, ExtremeNumbersEditedIntoSealsAreReportedNotOverflowed) {
       << refused;
 }
 
+// A row the statement counted as stored that is not in the table (a
+// trigger that drops it: SQLite's RAISE(IGNORE)) is refused, not sealed:
+// the seal holds only the rows that are there, and the table verifies
+// clean. (Before, the seal named the dropped row's key and the record was
+// counted written; verify then reported a row deleted.)
+TEST(SqliteSink, ARowATriggerDropsIsRefusedNotSealed) {
+  if (std::string(AUDITPIPE_CLI) == "false") GTEST_SKIP() << "built without the tool";
+  TempDir dir;
+  const std::string path = dir.file("dropping.db");
+  const std::string url = "sqlite://" + path + "?seal=hash";
+  { auditpipe::Logger<AuditRow> create(auditpipe::sqlite::open(url)); }
+  exec(path,
+       "CREATE TRIGGER drop_five BEFORE INSERT ON audit_log WHEN NEW.message_id = 5 BEGIN "
+       "SELECT RAISE(IGNORE); END");
+  auditpipe::Options o;
+  o.batch_size = 10;
+  auditpipe::Logger<AuditRow> logger(auditpipe::sqlite::open(url), o);
+  for (int i = 0; i < 10; ++i) {
+    auto r = logger.acquire();
+    ASSERT_TRUE(r);
+    r->message_id = i;
+    ASSERT_EQ(r.commit(), Status::ok);
+  }
+  const auto report = logger.close();
+  EXPECT_TRUE(report.drained);
+  EXPECT_EQ(report.stats.rejected_by_sink, 1u);
+  EXPECT_EQ(report.stats.written, 9u);
+  EXPECT_EQ(Db(path).scalar("SELECT COUNT(*) FROM audit_log"), 9);
+  const auto v = testing_support::run_verify(url, "audit_log");
+  EXPECT_EQ(v.status, 0) << v.out;
+}
+
 // Removes the seal `depth` below the newest (of a seal=hash table) and
 // links those above it again: its rows stored, its seal never, as a run
 // killed while the seal waited leaves them. What it covered, and its number.

@@ -122,12 +122,20 @@ class SealWriter {
   /// stay put (the skeleton runs it beside the batch's statement). Throws
   /// auditpipe::error if libcrypto fails.
   BatchSeal digest(const Batch& batch) const;
-  /// The seal of `batch` from what `c`'s table holds at its keys, read
-  /// back: after its statement skipped some of its rows (their keys were
-  /// there already, maybe with other values: a caller's key given again),
-  /// the seal covers what is stored, as verify reads it. Throws if a
-  /// statement fails.
-  BatchSeal digest_stored(SqlConnection& c, const Batch& batch) const AUDITPIPE_EXCLUDES(mutex_);
+  /// What digest_stored() made of a batch.
+  struct StoredSeal {
+    BatchSeal seal;
+    std::int64_t kept = 0;     ///< keys holding other values than the batch sent
+    std::int64_t missing = 0;  ///< keys the table does not hold at all
+  };
+  /// After `batch`'s statement on `c` skipped some of its rows (their keys
+  /// were there already): its seal made from the rows read back at its
+  /// keys, as verify reads them, of those that hold what the batch sent
+  /// (`as_sent`: digest()'s). A key holding other values (a caller's key
+  /// given again; a row someone put there first) is left to whatever seal
+  /// covers it, and counted. Throws if a statement fails.
+  StoredSeal digest_stored(SqlConnection& c, const Batch& batch, const BatchSeal& as_sent) const
+      AUDITPIPE_EXCLUDES(mutex_);
 
   /// Before `c` stores a batch replayed from the spill directory: notes
   /// its keys in `<table>_unsealed`, so that a crash before their seal is

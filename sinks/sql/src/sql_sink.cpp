@@ -374,19 +374,42 @@ WriteResult SqlSink::write_on(SqlConnection& c, const Batch& batch, ConnectionPo
   try {
     digested = digesting.thread ? digesting.thread->finish() : sealer_->digest(batch);
     if (!failure && c.skipped_rows) {
-      // What the table holds where it kept an earlier row: sealed as
-      // stored. A failed read leaves the batch to be written again (its
-      // rows all skipped then) and read once more.
+      // Some keys were there already: sealed as the table holds them, but
+      // only where it holds what this batch sent. A failed read leaves the
+      // batch to be written again (its rows all skipped then) and read
+      // once more.
+      SealWriter::StoredSeal stored;
       try {
-        digested = sealer_->digest_stored(c, batch);
+        stored = sealer_->digest_stored(c, batch, digested);
       } catch (const std::exception& e) {
+        if (lease != nullptr && !c.ping()) lease->invalidate();
         return WriteResult::transient_error("auditpipe: " + std::string(table_->name) +
                                             ": rows stored, some kept from before; reading "
-                                            "them back to seal them failed: " +
+                                            "them back to seal them failed (under seal= the "
+                                            "writer needs SELECT on the table): " +
                                             e.what());
       }
+      if (stored.missing > 0) {
+        // Counted as stored by the statement, yet not there (a trigger or
+        // rule that drops rows): refused, one by one, as MySQL's check does.
+        failure = WriteFailure{WriteFailure::Kind::data,
+                               std::to_string(stored.missing) +
+                                   " rows of the batch are not in the table after its statement "
+                                   "(a trigger or rule dropped them?)"};
+      } else {
+        if (stored.kept > 0) {
+          diagnostics()->warn(
+              "auditpipe: {}: {} rows were given under keys the table held already with other "
+              "values; the rows stored first stay, and this batch's seal leaves them to theirs",
+              table_->name, stored.kept);
+        }
+        digested = std::move(stored.seal);
+      }
     }
-    if (!failure) {
+    if (!failure && digested.row_count == 0) {
+      // Every key held other values already: nothing of this batch's to seal.
+      if (batch.replayed) sealer_->settle_replayed(c, batch);
+    } else if (!failure) {
       const std::uint64_t ticket = sealer_->seal(c, std::move(digested));
       // A durable pool keeps the records until this returns ok, and writes
       // them again after a crash: ok only once their seal is stored, so that
