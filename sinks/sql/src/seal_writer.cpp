@@ -119,6 +119,41 @@ std::int64_t newest_seal_no(const std::string& text, std::string_view table) {
   return no;
 }
 
+/// One source's keys, fed in ascending order, as the runs a seal's ranges
+/// list for it ("0-499,612"): runs of consecutive seqs.
+class SourceRuns {
+ public:
+  void add(std::int64_t seq) {
+    if (open_ && seal::follows(hi_, seq)) {
+      hi_ = seq;
+      return;
+    }
+    close();
+    lo_ = hi_ = seq;
+    open_ = true;
+  }
+  /// Appends "sid:runs" to `ranges` (after a ';' if it holds another
+  /// source's), if any key was added.
+  void append_to(std::string& ranges, std::int64_t sid) {
+    close();
+    if (part_.empty()) return;
+    if (!ranges.empty()) ranges += ';';
+    ranges += std::to_string(sid) + ':' + part_;
+  }
+
+ private:
+  void close() {
+    if (!open_) return;
+    if (!part_.empty()) part_ += ',';
+    part_ += std::to_string(lo_);
+    if (hi_ != lo_) part_ += '-' + std::to_string(hi_);
+    open_ = false;
+  }
+  std::string part_;
+  std::int64_t lo_ = 0, hi_ = 0;
+  bool open_ = false;
+};
+
 /// Whether seqs, asked in ascending order, fall in any of some runs (which
 /// may overlap: a batch sealed twice): one sweep over them by first seq.
 class AscendingCoverage {
@@ -1165,15 +1200,7 @@ void SealWriter::add_late_rows(SqlConnection& c, std::int64_t source_id,
   const std::string data = dialect_.quote(table_.name);
   // `runs` ascend, and each one's rows are read in seq order.
   AscendingCoverage sealed_keys(sealed_since);
-  std::string part;
-  std::int64_t run_lo = 0, run_hi = 0;
-  bool open_run = false;
-  const auto close_run = [&] {
-    if (!open_run) return;
-    if (!part.empty()) part += ',';
-    part += std::to_string(run_lo);
-    if (run_hi != run_lo) part += '-' + std::to_string(run_hi);
-  };
+  SourceRuns keys;  // the seal's keys exactly
   for (const seal::SeqRun& run : runs) {
     const auto rows =
         c.query_rows(late.select + " FROM " + data +
@@ -1190,21 +1217,10 @@ void SealWriter::add_late_rows(SqlConnection& c, std::int64_t source_id,
       late.digest.add(late.enc.bytes());
       seal::append_fingerprint(late.row_hashes, seal::fingerprint(late.enc.bytes()));
       ++late.rows;
-      // The seal's keys exactly: runs of consecutive seqs.
-      if (open_run && seal::follows(run_hi, seq)) {
-        run_hi = seq;
-      } else {
-        close_run();
-        run_lo = run_hi = seq;
-        open_run = true;
-      }
+      keys.add(seq);
     }
   }
-  close_run();
-  if (!part.empty()) {
-    if (!late.ranges.empty()) late.ranges += ';';
-    late.ranges += std::to_string(source_id) + ':' + part;
-  }
+  keys.append_to(late.ranges, source_id);
 }
 
 void SealWriter::seal_late_when_due(SqlConnection& c, bool wait) noexcept {
@@ -1485,16 +1501,7 @@ SealWriter::StoredSeal SealWriter::digest_stored(SqlConnection& c, const Batch& 
   {
     ReadBackTransaction read_back(c, dialect_);
     for (const auto& [sid, runs] : runs_by_source(batch)) {
-      std::string part;
-      std::int64_t run_lo = 0, run_hi = 0;
-      bool open_run = false;
-      const auto close_run = [&] {
-        if (!open_run) return;
-        if (!part.empty()) part += ',';
-        part += std::to_string(run_lo);
-        if (run_hi != run_lo) part += '-' + std::to_string(run_hi);
-        open_run = false;
-      };
+      SourceRuns sealed;
       for (const seal::SeqRun& run : runs) {
         for (const auto& row :
              c.query_rows(select + " FROM " + data +
@@ -1513,26 +1520,15 @@ SealWriter::StoredSeal SealWriter::digest_stored(SqlConnection& c, const Batch& 
             // (its own seal covers it), or one put there by someone else
             // (which verify then reports). Not this batch's to vouch for.
             ++out.kept;
-            close_run();
             continue;
           }
           digest.add(enc.bytes());
           seal.row_hashes += fingerprint;
           ++seal.row_count;
-          if (open_run && seal::follows(run_hi, seq)) {
-            run_hi = seq;
-          } else {
-            close_run();
-            run_lo = run_hi = seq;
-            open_run = true;
-          }
+          sealed.add(seq);
         }
       }
-      close_run();
-      if (!part.empty()) {
-        if (!seal.ranges.empty()) seal.ranges += ';';
-        seal.ranges += std::to_string(sid) + ':' + part;
-      }
+      sealed.append_to(seal.ranges, sid);
     }
     read_back.commit();
   }
