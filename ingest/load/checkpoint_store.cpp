@@ -41,18 +41,31 @@ CheckpointStore::CheckpointStore(Database& db, std::string target_table,
   // key is the table and the id).
   const std::string name_type = mysql ? "VARCHAR(1024)" : "TEXT";
   const std::string integer = db_.dialect() == "sqlite" ? "INTEGER" : "BIGINT";
+  // Created only where it cannot be read: a loader's account that may use
+  // the table but not create tables (CREATE on the schema, on PostgreSQL)
+  // was refused though the table was there.
+  std::string unread;
   try {
-    db_.execute("CREATE TABLE IF NOT EXISTS " + t + " (target_table VARCHAR(64) NOT NULL, " +
-                "source_id " + integer + " NOT NULL, source_name " + name_type + " NOT NULL, " +
-                "prefix_bytes " + integer + " NOT NULL, bytes_done " + integer + " NOT NULL, " +
-                "lines_done " + integer + " NOT NULL, records_done " + integer + " NOT NULL, " +
-                "rejects " + integer + " NOT NULL, salt " + integer + " NOT NULL DEFAULT 0, " +
-                "grown_bytes " + integer + " NOT NULL DEFAULT 0, grown_id " + integer +
-                " NOT NULL DEFAULT 0, updated_at " + integer + " NOT NULL, " +
-                "PRIMARY KEY (target_table, source_id))");
+    db_.query("SELECT target_table FROM " + t + " WHERE 1 = 0");
   } catch (const error& e) {
-    throw error("auditpipe ingest: cannot create the checkpoint table " + checkpoint_table_ +
-                " on " + db_.describe() + ": " + e.what());
+    unread = e.what();
+  }
+  if (!unread.empty()) {
+    try {
+      db_.execute("CREATE TABLE IF NOT EXISTS " + t + " (target_table VARCHAR(64) NOT NULL, " +
+                  "source_id " + integer + " NOT NULL, source_name " + name_type + " NOT NULL, " +
+                  "prefix_bytes " + integer + " NOT NULL, bytes_done " + integer + " NOT NULL, " +
+                  "lines_done " + integer + " NOT NULL, records_done " + integer + " NOT NULL, " +
+                  "rejects " + integer + " NOT NULL, salt " + integer + " NOT NULL DEFAULT 0, " +
+                  "grown_bytes " + integer + " NOT NULL DEFAULT 0, grown_id " + integer +
+                  " NOT NULL DEFAULT 0, updated_at " + integer + " NOT NULL, " +
+                  "PRIMARY KEY (target_table, source_id))");
+    } catch (const error& e) {
+      throw error("auditpipe ingest: cannot create the checkpoint table " + checkpoint_table_ +
+                  " on " + db_.describe() + ": " + e.what() + " (nor read it: " + unread +
+                  "; a loader needs SELECT, INSERT and UPDATE on it, and CREATE where it is "
+                  "not there yet)");
+    }
   }
   // A table from before a column was added: given it (the table is this
   // program's own bookkeeping).

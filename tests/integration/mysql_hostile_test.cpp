@@ -366,6 +366,90 @@ TEST(MysqlConfiguration, AUserWhoMayNotInsertIsRefusedAtStartOnEveryPath) {
   admin.exec("DROP USER " + account);
 }
 
+// A least-privilege writer account, INSERT only: the insert's ON DUPLICATE
+// KEY UPDATE seq = seq also needs UPDATE (on every column it inserts) and
+// SELECT on seq. Refused at start with
+// the grants named (it said "may not INSERT" of a user who may); given
+// them, it writes. Under seal= the writer reads rows back: an account
+// without SELECT on the table is refused at start too (before, it started,
+// and the first batch that met a stored key failed at every retry).
+TEST(MysqlConfiguration, AnInsertOnlyUserIsRefusedAtStartWithTheGrantsItLacks) {
+  MysqlAdmin admin;
+  MysqlProbe probe;
+  probe.exec("DROP TABLE IF EXISTS audit_log, audit_log_seals, audit_log_unsealed");
+  {
+    auditpipe::Logger<AuditRow> setup(auditpipe::mysql::open(mysql_url_with("")));
+    setup.close();
+  }
+  const auto u = auditpipe::parse_url(testing_support::mysql_test_url());
+  const std::string account = "'ap_inserter'@'127.0.0.1'";
+  const std::string db = "`" + u.path + "`.";
+  admin.exec("DROP USER IF EXISTS " + account);
+  admin.exec("CREATE USER " + account + " IDENTIFIED BY 'Ins3rt-Only'");
+  admin.exec("GRANT INSERT ON " + db + "audit_log TO " + account);
+  const std::string base =
+      "mysql://ap_inserter:Ins3rt-Only@127.0.0.1:" + std::to_string(*u.hosts[0].port) + "/" +
+      u.path + "?create_table=false";
+  auto open_error = [](const std::string& url) -> std::string {
+    try {
+      auditpipe::Logger<AuditRow> logger(auditpipe::mysql::open(url));
+    } catch (const auditpipe::error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  for (const std::string path : {"bulk", "text", "load_data"}) {
+    const std::string what = open_error(base + "&write_path=" + path);
+    EXPECT_NE(what.find("GRANT INSERT, UPDATE, SELECT (seq) ON"), std::string::npos)
+        << path << ": " << what;
+    EXPECT_EQ(what.find("Ins3rt-Only"), std::string::npos) << path << ": " << what;
+  }
+  auto write = [](const std::string& to, int n) {
+    auditpipe::Logger<AuditRow> logger(auditpipe::mysql::open(to));
+    for (int i = 0; i < n; ++i) {
+      auto r = logger.acquire();
+      ASSERT_TRUE(r);
+      r->message_id = i;
+      ASSERT_EQ(r.commit(), Status::ok);
+    }
+    const auto report = logger.close();
+    EXPECT_TRUE(report.drained);
+    EXPECT_EQ(report.stats.written, static_cast<std::uint64_t>(n));
+  };
+  admin.exec("GRANT UPDATE, SELECT (seq) ON " + db + "audit_log TO " + account);
+  write(base, 20);
+  EXPECT_EQ(probe.scalar("SELECT COUNT(*) FROM audit_log"), 20);
+
+  probe.exec("DELETE FROM audit_log");
+  {  // The seals tables, made by the test user.
+    auditpipe::Logger<AuditRow> setup(auditpipe::mysql::open(mysql_url_with("seal=hash")));
+    setup.close();
+  }
+  probe.exec("DELETE FROM audit_log_seals");
+  admin.exec("GRANT SELECT, INSERT, DELETE ON " + db + "audit_log_unsealed TO " + account);
+  admin.exec("GRANT SELECT ON " + db + "audit_log_seals TO " + account);
+  const std::string sealed = base + "&seal=hash";
+  const std::string what = open_error(sealed);
+  EXPECT_NE(what.find("cannot be read by this user"), std::string::npos) << what;
+  EXPECT_NE(what.find("grant it SELECT on the table"), std::string::npos) << what;
+  EXPECT_EQ(what.find("Ins3rt-Only"), std::string::npos) << what;
+  admin.exec("GRANT SELECT ON " + db + "audit_log TO " + account);
+  // Able to read the seals but not to store them: it started, and every
+  // seal failed.
+  const std::string seals_refused = open_error(sealed);
+  EXPECT_NE(seals_refused.find("may not store seals in the seals table `audit_log_seals`"),
+            std::string::npos)
+      << seals_refused;
+  EXPECT_NE(seals_refused.find("grant it SELECT and INSERT on it, and UPDATE"), std::string::npos)
+      << seals_refused;
+  EXPECT_EQ(seals_refused.find("Ins3rt-Only"), std::string::npos) << seals_refused;
+  admin.exec("GRANT INSERT, UPDATE ON " + db + "audit_log_seals TO " + account);
+  write(sealed, 20);
+  EXPECT_EQ(probe.scalar("SELECT COUNT(*) FROM audit_log"), 20);
+  EXPECT_EQ(probe.scalar("SELECT COALESCE(SUM(row_count), 0) FROM audit_log_seals"), 20);
+  admin.exec("DROP USER " + account);
+}
+
 // Health said why writes failed as of the last failed write: a server
 // that dropped the connections and then refused the account's password
 // (1045) was reported as the dropped connection until a lease gave up,

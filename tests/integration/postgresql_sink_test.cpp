@@ -589,6 +589,81 @@ TEST(PostgresqlSink, AUserWhoMayNotInsertIsRefusedAtStart) {
   admin.exec("DROP TABLE audit_log");
 }
 
+// A least-privilege writer role, INSERT only. ON CONFLICT (source_id, seq)
+// needs SELECT on the key columns: COPY worked, and a batch that met a
+// stored key (every retry after a lost answer; every batch of
+// write_path=insert) failed for good. Refused at start, the grant named;
+// given it, it writes. Under seal= the writer reads rows back and stores
+// seals: without SELECT on the table, or INSERT on the seals table (it
+// started, and every seal failed), refused at start too.
+TEST(PostgresqlSink, AnInsertOnlyRoleIsRefusedAtStartWithTheGrantsItLacks) {
+  drop_table();
+  { auditpipe::Logger<AuditRow> logger(auditpipe::postgresql::open(postgresql_test_url())); }
+  PostgresqlProbe admin(PostgresqlProbe::Admin{});
+  admin.exec(
+      "DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'auditpipe_inserter') THEN "
+      "DROP OWNED BY auditpipe_inserter CASCADE; DROP ROLE auditpipe_inserter; END IF; END $$");
+  admin.exec("CREATE ROLE auditpipe_inserter LOGIN PASSWORD 'Ins3rt-Only'");
+  admin.exec("GRANT INSERT ON audit_log TO auditpipe_inserter");
+  admin.exec("GRANT USAGE ON SCHEMA public TO auditpipe_inserter");
+  const std::string url = url_as("auditpipe_inserter", "Ins3rt-Only");
+  const std::string e = open_error(url + "?write_path=insert");
+  EXPECT_NE(e.find("GRANT SELECT (source_id, seq) ON audit_log TO auditpipe_inserter"),
+            std::string::npos)
+      << e;
+  EXPECT_EQ(e.find("Ins3rt-Only"), std::string::npos) << e;
+  auto write = [](const std::string& to, int n) {
+    auditpipe::Logger<AuditRow> logger(auditpipe::postgresql::open(to));
+    for (int i = 0; i < n; ++i) {
+      auto r = logger.acquire();
+      ASSERT_TRUE(r);
+      r->message_id = i;
+      ASSERT_EQ(r.commit(), Status::ok);
+    }
+    const auto report = logger.close();
+    EXPECT_TRUE(report.drained);
+    EXPECT_EQ(report.stats.written, static_cast<std::uint64_t>(n));
+    EXPECT_EQ(report.stats.rejected_by_sink, 0u);
+  };
+  admin.exec("GRANT SELECT (source_id, seq) ON audit_log TO auditpipe_inserter");
+  write(url + "?write_path=insert", 20);
+  PostgresqlProbe probe;
+  EXPECT_EQ(probe.scalar("SELECT COUNT(*) FROM audit_log"), 20);
+
+  probe.exec("DELETE FROM audit_log");
+  // The seals tables, made by the test user; the writer role may not create
+  // tables.
+  { auditpipe::Logger<AuditRow> logger(auditpipe::postgresql::open(url_with("seal=hash"))); }
+  probe.exec("DELETE FROM audit_log_seals");
+  const std::string sealed = open_error(url + "?seal=hash");
+  EXPECT_NE(sealed.find("cannot be read by this user"), std::string::npos) << sealed;
+  EXPECT_NE(sealed.find("grant it SELECT on the table"), std::string::npos) << sealed;
+  admin.exec("GRANT SELECT ON audit_log TO auditpipe_inserter");
+  // No grant on the seals table: the catalog hides it, and the start tries
+  // to create it (a bare "permission denied for schema public" before).
+  const std::string hidden = open_error(url + "?seal=hash");
+  EXPECT_NE(hidden.find("cannot create the seals table \"audit_log_seals\""), std::string::npos)
+      << hidden;
+  EXPECT_NE(hidden.find("if it exists already, this user may not read it"), std::string::npos)
+      << hidden;
+  // Able to read the seals but not to store them: it started, and every
+  // seal failed.
+  admin.exec("GRANT SELECT ON audit_log_seals TO auditpipe_inserter");
+  admin.exec("GRANT SELECT, INSERT, DELETE ON audit_log_unsealed TO auditpipe_inserter");
+  const std::string refused = open_error(url + "?seal=hash");
+  EXPECT_NE(refused.find("may not store seals in the seals table \"audit_log_seals\""),
+            std::string::npos)
+      << refused;
+  EXPECT_NE(refused.find("grant it SELECT and INSERT on it"), std::string::npos) << refused;
+  EXPECT_EQ(refused.find("Ins3rt-Only"), std::string::npos) << refused;
+  admin.exec("GRANT INSERT ON audit_log_seals TO auditpipe_inserter");
+  write(url + "?seal=hash", 20);
+  EXPECT_EQ(probe.scalar("SELECT COUNT(*) FROM audit_log"), 20);
+  EXPECT_EQ(probe.scalar("SELECT COALESCE(SUM(row_count), 0) FROM audit_log_seals"), 20);
+  admin.exec("DROP OWNED BY auditpipe_inserter CASCADE");
+  admin.exec("DROP ROLE auditpipe_inserter");
+}
+
 // A server that is not in recovery but takes no writes for this user
 // (default_transaction_read_only): a configuration error at start, said as
 // such, even for a logger that may start while the database is

@@ -67,6 +67,7 @@ class MysqlSinkImpl final : public MysqlSink {
   void table_ready(SqlConnection& setup) override {
     auto& c = static_cast<MysqlConnection&>(setup);
     check_insert_privilege(c, table_text().single_row_insert());
+    check_seals_insert_privilege(c);
     check_write_path(c);
   }
 
@@ -90,11 +91,44 @@ class MysqlSinkImpl final : public MysqlSink {
     }
   }
 
-  // Every write path needs INSERT on the table. Preparing the insert asks
-  // the server itself, which knows the user's grants (roles, wildcard
-  // database grants) better than any catalog query: a user who may only
-  // read is refused here, at start, not at every batch.
+  // Every write path needs INSERT on the table, and the insert's ON
+  // DUPLICATE KEY UPDATE seq = seq (what skips a stored key) UPDATE on
+  // every column it inserts (MariaDB asks that much) and SELECT on seq.
+  // Preparing the insert asks the server itself, which knows the user's
+  // grants (roles, wildcard database grants, column grants) better than
+  // any catalog query, and takes no lock a writer could be waiting behind:
+  // a user who may only read, or only insert, is refused here, at start,
+  // not at every batch.
   void check_insert_privilege(MysqlConnection& c, const std::string& text) const {
+    if (const auto e = prepare_refused(c, text)) {
+      throw error(c.hide_password(
+          "auditpipe: table " + std::string(table().name) + " " + config_.sink.table_location +
+          ": the user may not INSERT into it as auditpipe does (INSERT ... ON DUPLICATE KEY "
+          "UPDATE seq = seq, which skips a stored key: the server asks for INSERT and UPDATE "
+          "on the table and SELECT on its seq column, e.g. GRANT INSERT, UPDATE, SELECT (seq) "
+          "ON " +
+          table_text().table + "); every batch would fail (" + e->describe() + ")"));
+    }
+  }
+
+  // With seal=, the same for the seals' insert (the seal writer has checked
+  // that the user may read the seals table).
+  void check_seals_insert_privilege(MysqlConnection& c) const {
+    if (config_.sink.seal.mode == seal::Mode::none) return;
+    const std::string seals = mysql_dialect.quote(seal::seals_table(table().name));
+    const std::string columns =
+        "seal_no, ranges, row_count, prev_digest, digest, sealed_at, "
+        "row_hashes";
+    if (const auto e = prepare_refused(c, "INSERT INTO " + seals + " (" + columns +
+                                              ") VALUES (?, ?, ?, ?, ?, ?, ?) ON DUPLICATE KEY "
+                                              "UPDATE seal_no = seal_no")) {
+      throw error(c.hide_password(seal::seals_insert_refused(
+          seals + " " + config_.sink.table_location, e->describe(), true)));
+    }
+  }
+
+  // What the server said when it would not prepare `text`, or nothing.
+  static std::optional<MysqlError> prepare_refused(MysqlConnection& c, const std::string& text) {
     MYSQL_STMT* stmt = mysql_stmt_init(c.handle());
     if (stmt == nullptr) {
       throw error(c.hide_password("auditpipe: cannot create a MySQL statement: " +
@@ -103,11 +137,8 @@ class MysqlSinkImpl final : public MysqlSink {
     const bool prepared = mysql_stmt_prepare(stmt, text.data(), text.size()) == 0;
     const MysqlError e{mysql_stmt_errno(stmt), mysql_stmt_sqlstate(stmt), mysql_stmt_error(stmt)};
     mysql_stmt_close(stmt);
-    if (!prepared) {
-      throw error(c.hide_password(
-          "auditpipe: table " + std::string(table().name) + " " + config_.sink.table_location +
-          ": the user may not INSERT into it; every batch would fail (" + e.describe() + ")"));
-    }
+    if (prepared) return std::nullopt;
+    return e;
   }
 
   void prepare_writes(SqlConnection& connection) override {

@@ -153,9 +153,17 @@ const SqlDialect postgresql_dialect{
         "a.attnum = ANY((i.indkey::int2[])[0:i.indnkeyatts - 1]) "
         "WHERE i.indrelid = to_regclass(quote_ident($1)) AND i.indisunique",
     // Table-level INSERT, which COPY and INSERT ... ON CONFLICT DO NOTHING
-    // need; without it every batch would fail with 42501.
+    // need; without it every batch would fail with 42501. And SELECT on the
+    // key columns, which the server requires of ON CONFLICT (source_id,
+    // seq): without it COPY works until a batch meets a stored key (every
+    // retry does), and then that batch fails for good. By attnum, so that
+    // a key column's catalog spelling does not matter.
     .insert_privilege_query =
-        "SELECT has_table_privilege(to_regclass(quote_ident($1)), 'INSERT'), current_user",
+        "SELECT has_table_privilege(r, 'INSERT'), current_user, "
+        "(SELECT bool_and(has_column_privilege(r, a.attnum, 'SELECT')) FROM pg_attribute a "
+        "WHERE a.attrelid = r AND a.attnum > 0 AND NOT a.attisdropped AND "
+        "lower(a.attname) IN ('source_id', 'seq')) "
+        "FROM (SELECT to_regclass(quote_ident($1)) AS r) AS t",
     .name = "postgresql",
     // Found as the table check finds it (current_schema()).
     .schema_query =

@@ -126,8 +126,15 @@ std::string read_key_file(const std::string& path) {
     throw error("auditpipe: seal key file '" + path +
                 "' is readable by everyone: chmod o-r (better 0400) it first");
   }
+  errno = 0;
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw error("auditpipe: cannot read seal key file '" + path + "'");
+  if (!in) {
+    // (libstdc++ opens with open(2), whose errno says why: a service
+    // account that may not read the file is the usual cause.)
+    const int why = errno;
+    throw error("auditpipe: cannot read seal key file '" + path +
+                "': " + (why != 0 ? std::strerror(why) : "open failed"));
+  }
   std::ostringstream s;
   s << in.rdbuf();
   std::string key = s.str();
@@ -147,6 +154,17 @@ std::string read_sealing_key(const std::string& path) {
 
 std::string seals_table(std::string_view table) {
   return std::string(table) + "_seals";
+}
+
+std::string seals_insert_refused(std::string_view where, std::string_view why,
+                                 bool on_duplicate_key_update) {
+  return "auditpipe: seal=: this user may not store seals in the seals table " +
+         std::string(where) + " (" + std::string(why) +
+         "), so every seal would fail and the rows stay not yet sealed: grant it SELECT and "
+         "INSERT on it" +
+         (on_duplicate_key_update ? ", and UPDATE (the seals' insert ends in ON DUPLICATE KEY "
+                                    "UPDATE seal_no = seal_no)"
+                                  : "");
 }
 
 std::string unsealed_table(std::string_view table) {

@@ -283,6 +283,19 @@ SealWriter::~SealWriter() {
 
 void SealWriter::prepare(SqlConnection& c, bool create_table) {
   const std::vector<ColumnSpec> columns = check_columns(c);
+  // Sealing reads the table back (a crashed run's unsealed rows at the next
+  // start, a batch's rows whose keys were stored already): an account that
+  // may only insert is refused here, not met at the first such batch and
+  // retried for good.
+  try {
+    c.query_rows("SELECT * FROM " + dialect_.quote(table_.name) + " WHERE 1 = 0", {});
+  } catch (const std::exception& e) {
+    throw error("auditpipe: seal=: table " + std::string(table_.name) + " " + table_location_ +
+                " cannot be read by this user, and a sealing writer reads rows back (those a "
+                "crash left unsealed, at the next start; those a batch finds stored already): "
+                "grant it SELECT on the table (" +
+                e.what() + ")");
+  }
   {
     detail::MutexLock lock(mutex_);
     columns_ = columns;
@@ -306,7 +319,15 @@ void SealWriter::prepare(SqlConnection& c, bool create_table) {
       // Processes starting at once all create it; IF NOT EXISTS is not
       // atomic everywhere (PostgreSQL: a unique violation on pg_type). The
       // second try finds the table, or fails for the real reason.
-      c.execute_ddl(create);
+      try {
+        c.execute_ddl(create);
+      } catch (const std::exception& e) {
+        throw error("auditpipe: seal=: cannot create the seals table " + seals + " " +
+                    table_location_ + ": " + e.what() +
+                    " (if it exists already, this user may not read it: grant it SELECT and "
+                    "INSERT on it" +
+                    seals_update_grant() + ")");
+      }
     }
     // Only where the probe found no table, which this start created: the
     // change takes PostgreSQL's strongest table lock, which every start
@@ -330,6 +351,19 @@ void SealWriter::prepare(SqlConnection& c, bool create_table) {
                 " is missing or lacks columns (seal_no, ranges, row_count, prev_digest, digest, "
                 "sealed_at, row_hashes): " +
                 e.what());
+  }
+  // Seals are stored by this account: one that could read the seals table
+  // but not write it started, and every seal failed, its rows "not yet
+  // sealed" for good. Asked of the catalog where the dialect can (a write
+  // at start would wait for a lock others hold on the table); MySQL's sink
+  // prepares the seals' insert instead (seal::seals_insert_refused).
+  if (!dialect_.insert_privilege_query.empty()) {
+    const auto rows =
+        c.catalog_rows(dialect_.insert_privilege_query, seal::seals_table(table_.name));
+    if (rows.empty() || (rows[0].at(0) != "t" && rows[0].at(0) != "1")) {
+      throw error(seal::seals_insert_refused(seals + " " + table_location_, "it lacks INSERT on it",
+                                             false));
+    }
   }
   // Before this start is ready: a refusal holds for every later try too (a
   // start while the server was down met it at the first contact, and the
@@ -468,6 +502,12 @@ void SealWriter::check_newest_seal(SqlConnection& c, const std::string& seals,
       "or mode, or that seal was edited since (auditpipe verify with the table's key "
       "tells which), and seals made with this one would fail verification for good. Open "
       "it with the seal= and key it is sealed with (a new key needs a new table)");
+}
+
+std::string SealWriter::seals_update_grant() const {
+  return dialect_.idempotent_insert == SqlDialect::IdempotentInsert::on_duplicate_key_update
+             ? ", and UPDATE (its insert ends in ON DUPLICATE KEY UPDATE)"
+             : "";
 }
 
 std::vector<ColumnSpec> SealWriter::check_columns(SqlConnection& c) {

@@ -237,6 +237,9 @@ class SealWriter {
   /// record's, in its order: verify encodes the values in the table's.
   /// Returns them.
   std::vector<ColumnSpec> check_columns(SqlConnection& c);
+  /// ", and UPDATE" where the seals' insert ends in ON DUPLICATE KEY
+  /// UPDATE (MySQL), for messages naming the grants it needs.
+  std::string seals_update_grant() const;
   /// That the table's newest seal verifies with this writer's mode and key.
   /// A second host with another key (or seal=hash on a seal=hmac table)
   /// opened without a word, and every seal it made failed verification

@@ -66,7 +66,9 @@ void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const Sq
   std::vector<std::vector<std::string>> existing = catalog(dialect.table_columns_query());
   if (existing.empty()) {
     if (!settings.create_table) {
-      throw error("auditpipe: " + where + " does not exist (and create_table=false)");
+      throw error("auditpipe: " + where +
+                  " does not exist (and create_table=false), or this user holds no privilege on "
+                  "it (the catalog shows only tables a user holds a privilege on)");
     }
     before_changes(false);
     bool created = false;
@@ -80,7 +82,11 @@ void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const Sq
       // A table that is there now was made by another opener: it is
       // checked like any existing one.
       existing = catalog(dialect.table_columns_query());
-      if (existing.empty()) throw error("auditpipe: cannot create " + where + ": " + e.what());
+      if (existing.empty()) {
+        throw error("auditpipe: cannot create " + where + ": " + e.what() +
+                    " (if it exists already, this user holds no privilege on it, and the catalog "
+                    "hides it: grant the user SELECT and INSERT on it)");
+      }
     }
     if (created) {
       // The catalog (information_schema) shows only tables the user holds
@@ -240,6 +246,17 @@ void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const Sq
       throw error("auditpipe: " + where + ": user " + user +
                   " may not INSERT into it; every batch would fail (GRANT INSERT ON " + name +
                   " TO " + user + ")");
+    }
+    const bool may_read_key = rows[0].size() < 3 || (rows[0][2] != "f" && rows[0][2] != "0");
+    if (!may_read_key) {
+      throw error("auditpipe: " + where + ": user " + rows[0][1] +
+                  " may INSERT into it but not SELECT its key columns (" +
+                  std::string(source_id_column) + ", " + std::string(seq_column) +
+                  "), which the server requires of the insert that skips a stored key (INSERT "
+                  "... ON CONFLICT (source_id, seq) DO NOTHING): a batch that meets a stored key "
+                  "(any retry after a lost answer) would fail until granted (GRANT SELECT (" +
+                  std::string(source_id_column) + ", " + std::string(seq_column) + ") ON " + name +
+                  " TO " + rows[0][1] + ")");
     }
   }
   before_changes(true);

@@ -96,6 +96,13 @@ AUDITPIPE_EXPORT std::string read_sealing_key(const std::string& path);
 /// The companion table of `table`: `<table>_seals`.
 AUDITPIPE_EXPORT std::string seals_table(std::string_view table);
 
+/// The open's refusal of a user who may not store seals in the seals table
+/// `where` (its quoted name and location), `why` saying what the server or
+/// catalog said: the grants it needs, UPDATE too where the seals' insert
+/// ends in ON DUPLICATE KEY UPDATE (`on_duplicate_key_update`, MySQL).
+AUDITPIPE_EXPORT std::string seals_insert_refused(std::string_view where, std::string_view why,
+                                                  bool on_duplicate_key_update);
+
 /// Where a start keeps the rows it found stored and covered by no seal
 /// until it has sealed them late: `<table>_unsealed`.
 AUDITPIPE_EXPORT std::string unsealed_table(std::string_view table);

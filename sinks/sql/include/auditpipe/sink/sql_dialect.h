@@ -138,10 +138,12 @@ struct AUDITPIPE_EXPORT SqlDialect {
   /// index of the table. No standard view has them.
   std::string_view unique_keys_query = "";
   /// One row (whether the connection's user may INSERT into the table: "t"
-  /// or "1" if so, the user's name) for an existing table, checked at open
-  /// so that a read-only user is refused at start instead of retried
-  /// forever; empty where the sink checks it itself (SQLite: a read-only
-  /// file; MySQL: by preparing the insert at open, on every write path).
+  /// or "1" if so, the user's name, and optionally whether it may SELECT
+  /// the key columns, which an insert that names its conflict target reads)
+  /// for an existing table, checked at open so that a read-only user is
+  /// refused at start instead of retried forever; empty where the sink
+  /// checks it itself (SQLite: a read-only file; MySQL: by preparing the
+  /// insert at open, on every write path).
   std::string_view insert_privilege_query = "";
 
   /// What auditpipe::Database::dialect() calls it: "mysql", "postgresql", "sqlite".
