@@ -382,6 +382,34 @@ TEST(MysqlSink, TlsWithAVerifiedCertificate) {
   EXPECT_EQ(probe.scalar("SELECT COUNT(*) FROM audit_log"), 1);
 }
 
+// verify_ca checks the chain, not the name: a server reached by a name its
+// certificate does not list (127.1, the same address written short; its
+// certificate lists 127.0.0.1 and localhost) is taken under verify_ca and
+// refused under verify_identity. (verify_ca checked the name too.)
+TEST(MysqlSink, TlsVerifyCaChecksTheChainAndNotTheName) {
+  drop_table();
+  const auto u = auditpipe::parse_url(testing_support::mysql_test_url());
+  const std::string by_other_name = "mysql://" + u.user + ":" + u.password.value_or("") +
+                                    "@127.1:" + std::to_string(*u.hosts[0].port) + "/" + u.path +
+                                    "?tls_ca=" + testing_support::mariadb_dir() +
+                                    "/tls/ca.pem&tls=";
+  {
+    auditpipe::Logger<AuditRow> logger(auditpipe::mysql::open(by_other_name + "verify_ca"));
+    ASSERT_EQ(logger.acquire().commit(), Status::ok);
+    EXPECT_TRUE(logger.close().drained);
+  }
+  MysqlProbe probe;
+  EXPECT_EQ(probe.scalar("SELECT COUNT(*) FROM audit_log"), 1);
+  const std::string e = open_error(by_other_name + "verify_identity");
+  EXPECT_NE(e.find("cannot connect"), std::string::npos) << e;
+  // The chain still counts under verify_ca reached by that name.
+  const std::string wrong = open_error("mysql://" + u.user + ":" + u.password.value_or("") +
+                                       "@127.1:" + std::to_string(*u.hosts[0].port) + "/" + u.path +
+                                       "?tls=verify_ca&tls_ca=" + testing_support::mariadb_dir() +
+                                       "/tls/server-cert.pem");
+  EXPECT_NE(wrong.find("cannot connect"), std::string::npos) << wrong;
+}
+
 TEST(MysqlSink, TlsRefusesAServerItCannotVerify) {
   drop_table();
   // The server's own certificate is not a CA: verification must fail.

@@ -75,7 +75,11 @@ void set_options(MYSQL* m, const MysqlConfig& c, const MysqlEndpoint& e, bool lo
   if (c.tls != TlsMode::disabled) {
     const my_bool yes = 1;
     mysql_options(m, MYSQL_OPT_SSL_ENFORCE, &yes);
-    const my_bool verify = c.tls == TlsMode::verify_ca || c.tls == TlsMode::verify_identity;
+    // Connector/C checks the certificate's chain against a CA it is given
+    // (verify_ca needs one), and the host name only under this option: set
+    // for verify_ca too, a host reached by a name its certificate does not
+    // list was refused, as under verify_identity.
+    const my_bool verify = c.tls == TlsMode::verify_identity;
     mysql_options(m, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, &verify);
     if (!c.tls_ca.empty()) mysql_options(m, MYSQL_OPT_SSL_CA, c.tls_ca.c_str());
     if (!c.tls_cert.empty()) mysql_options(m, MYSQL_OPT_SSL_CERT, c.tls_cert.c_str());
