@@ -1156,6 +1156,80 @@ TEST(SqliteSink, ARestartSealsLateWhatAnEarlierStartKeptButNotAForgedFind) {
   EXPECT_NE(v.out.find("sealed late: seal"), std::string::npos) << v.out;
 }
 
+// A find of negative seqs (caller keys may be any BIGINT) is named as
+// verify names other spans: "-9 to -5", not the stored "-9--5".
+TEST(SqliteSink, VerifyNamesAKeptFindOfNegativeSeqsReadably) {
+  TempDir dir;
+  const std::string path = dir.file("negative_find.db");
+  const std::string key = dir.file("seal.key");
+  {
+    std::ofstream k(key);
+    k << "the negative finds' key";
+  }
+  std::filesystem::permissions(key, std::filesystem::perms::owner_read);
+  write_batches("sqlite://" + path + "?seal=hmac&seal_key_file=" + key, 0, 1);
+  const long long newest = Db(path).scalar("SELECT MAX(seal_no) FROM audit_log_seals");
+  const std::string runs = "-9--5,-2-3";
+  const std::string message =
+      "auditpipe-unsealed\naudit_log_unsealed\n3000001\n" + std::to_string(newest) + "\n" + runs;
+  exec(path, "INSERT INTO audit_log_unsealed (source_id, after_no, runs, mac) VALUES (3000001, " +
+                 std::to_string(newest) + ", '" + runs + "', '" +
+                 auditpipe::seal::seal_digest(auditpipe::seal::Mode::hmac,
+                                              "the negative finds' key", message) +
+                 "')");
+  const auto v = testing_support::run_verify("sqlite://" + path, "audit_log", "--key-file " + key);
+  EXPECT_NE(v.out.find("kept by a writer: audit_log_unsealed: source_id 3000001 seq -9 to -5,"
+                       "-2 to 3 (after seal " +
+                       std::to_string(newest) + ")"),
+            std::string::npos)
+      << v.out;
+  EXPECT_EQ(v.out.find("forged find"), std::string::npos) << v.out;
+}
+
+// A find whose rows have all been sealed since (its writer's seal stored
+// after the find; a spill replay killed in close(), run again) keeps
+// nothing unsealed: verify said "kept by a writer" (exit 3) until a start
+// removed it, for a table whose every row verifies.
+TEST(SqliteSink, AFindWhoseRowsAreAllSealedSinceIsNotPending) {
+  TempDir dir;
+  const std::string path = dir.file("settled_find.db");
+  const std::string key = dir.file("seal.key");
+  {
+    std::ofstream k(key);
+    k << "the settled finds' key";
+  }
+  std::filesystem::permissions(key, std::filesystem::perms::owner_read);
+  write_batches("sqlite://" + path + "?seal=hmac&seal_key_file=" + key, 0, 3);
+  Db db(path);
+  const long long sid = db.scalar("SELECT MIN(source_id) FROM audit_log");
+  ASSERT_EQ(db.scalar("SELECT COUNT(*) FROM audit_log WHERE source_id = " + std::to_string(sid)),
+            30);
+  const auto add_find = [&](const std::string& runs) {
+    const std::string message =
+        "auditpipe-unsealed\naudit_log_unsealed\n" + std::to_string(sid) + "\n1\n" + runs;
+    exec(path, "INSERT INTO audit_log_unsealed (source_id, after_no, runs, mac) VALUES (" +
+                   std::to_string(sid) + ", 1, '" + runs + "', '" +
+                   auditpipe::seal::seal_digest(auditpipe::seal::Mode::hmac,
+                                                "the settled finds' key", message) +
+                   "')");
+  };
+  // Keys 5-24 span the three batches' seals.
+  add_find("5-24");
+  const std::string verify_url = "sqlite://" + path;
+  auto v = testing_support::run_verify(verify_url, "audit_log", "--key-file " + key);
+  EXPECT_EQ(v.status, 0) << v.out;
+  EXPECT_EQ(v.out.find("kept by a writer"), std::string::npos) << v.out;
+  // One key beyond the seals: still pending, and named.
+  add_find("28-30");
+  v = testing_support::run_verify(verify_url, "audit_log", "--key-file " + key);
+  EXPECT_EQ(v.status, 3) << v.out;
+  EXPECT_NE(v.out.find("kept by a writer: audit_log_unsealed: source_id " + std::to_string(sid) +
+                       " seq 28-30"),
+            std::string::npos)
+      << v.out;
+  EXPECT_EQ(v.out.find("seq 5-24"), std::string::npos) << v.out;
+}
+
 // A pre-forking server whose parent made its SQLite logger before forking,
 // each worker then making its own on the same file (README, fork()): the
 // workers' connections took SQLite's per-process records of the file,
