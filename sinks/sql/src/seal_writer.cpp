@@ -777,6 +777,12 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
     // verify counts "not yet sealed": a batch stored just below the
     // window's oldest seal. (The seals below hold no key from there on.)
     if (span.below_hi && *span.below_hi < span.lo) span.lo = *span.below_hi + 1;
+    // The whole chain read, and none of the source's seals below its
+    // window: none lies anywhere below, so every row of it that no seal
+    // covers is a crash's or someone's, as verify counts them (the
+    // source's first batch, left unsealed while a later one, finished
+    // first, was sealed: "not yet sealed" at every verify, before).
+    if (whole_chain && !span.below_hi) span.lo = INT64_MIN;
     for (const seal::SeqRun& run : span.late) {
       if (run.hi < span.lo) continue;
       span.covered.push_back({std::max(run.lo, span.lo), run.hi});
