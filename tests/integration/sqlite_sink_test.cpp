@@ -94,6 +94,18 @@ void exec(const std::string& path, const std::string& sql) {
   sqlite3_close(db);
 }
 
+// A find in audit_log_unsealed as a start writes it: its MAC (seal=hmac,
+// `key`) over the table's name and the find, spelled out here as verify
+// reads it.
+void write_find(const std::string& path, long long source, long long after_no,
+                const std::string& runs, const std::string& key) {
+  const std::string message = "auditpipe-unsealed\naudit_log_unsealed\n" + std::to_string(source) +
+                              '\n' + std::to_string(after_no) + '\n' + runs;
+  exec(path, "INSERT INTO audit_log_unsealed (source_id, after_no, runs, mac) VALUES (" +
+                 std::to_string(source) + ", " + std::to_string(after_no) + ", '" + runs + "', '" +
+                 auditpipe::seal::seal_digest(auditpipe::seal::Mode::hmac, key, message) + "')");
+}
+
 std::string open_error(const std::string& url) {
   try {
     auditpipe::Logger<AuditRow> logger(auditpipe::sqlite::open(url));
@@ -1122,18 +1134,8 @@ TEST(SqliteSink, ARestartSealsLateWhatAnEarlierStartKeptButNotAForgedFind) {
              std::to_string(source) +
              ", seq FROM audit_log WHERE source_id = " + std::to_string(sid) + " AND seq < 10");
   }
-  // As a start writes a find: its MAC over the table's name and the find.
-  const auto find = [&](long long source, const std::string& with_key) {
-    const std::string message = "auditpipe-unsealed\naudit_log_unsealed\n" +
-                                std::to_string(source) + '\n' + std::to_string(newest) + "\n0-9";
-    const std::string mac =
-        auditpipe::seal::seal_digest(auditpipe::seal::Mode::hmac, with_key, message);
-    exec(path, "INSERT INTO audit_log_unsealed (source_id, after_no, runs, mac) VALUES (" +
-                   std::to_string(source) + ", " + std::to_string(newest) + ", '0-9', '" + mac +
-                   "')");
-  };
-  find(kept, "the kept finds' key");
-  find(forged, "another key");
+  write_find(path, kept, newest, "0-9", "the kept finds' key");
+  write_find(path, forged, newest, "0-9", "another key");
   exec(path, "INSERT INTO audit_log_unsealed (source_id, after_no, runs, mac) VALUES (" +
                  std::to_string(forged) + ", 0, '0-9', 'no mac')");
 
@@ -1208,14 +1210,7 @@ TEST(SqliteSink, VerifyNamesAKeptFindOfNegativeSeqsReadably) {
   std::filesystem::permissions(key, std::filesystem::perms::owner_read);
   write_batches("sqlite://" + path + "?seal=hmac&seal_key_file=" + key, 0, 1);
   const long long newest = Db(path).scalar("SELECT MAX(seal_no) FROM audit_log_seals");
-  const std::string runs = "-9--5,-2-3";
-  const std::string message =
-      "auditpipe-unsealed\naudit_log_unsealed\n3000001\n" + std::to_string(newest) + "\n" + runs;
-  exec(path, "INSERT INTO audit_log_unsealed (source_id, after_no, runs, mac) VALUES (3000001, " +
-                 std::to_string(newest) + ", '" + runs + "', '" +
-                 auditpipe::seal::seal_digest(auditpipe::seal::Mode::hmac,
-                                              "the negative finds' key", message) +
-                 "')");
+  write_find(path, 3000001, newest, "-9--5,-2-3", "the negative finds' key");
   const auto v = testing_support::run_verify("sqlite://" + path, "audit_log", "--key-file " + key);
   EXPECT_NE(v.out.find("kept by a writer: audit_log_unsealed: source_id 3000001 seq -9 to -5,"
                        "-2 to 3 (after seal " +
@@ -1244,13 +1239,7 @@ TEST(SqliteSink, AFindWhoseRowsAreAllSealedSinceIsNotPending) {
   ASSERT_EQ(db.scalar("SELECT COUNT(*) FROM audit_log WHERE source_id = " + std::to_string(sid)),
             30);
   const auto add_find = [&](const std::string& runs) {
-    const std::string message =
-        "auditpipe-unsealed\naudit_log_unsealed\n" + std::to_string(sid) + "\n1\n" + runs;
-    exec(path, "INSERT INTO audit_log_unsealed (source_id, after_no, runs, mac) VALUES (" +
-                   std::to_string(sid) + ", 1, '" + runs + "', '" +
-                   auditpipe::seal::seal_digest(auditpipe::seal::Mode::hmac,
-                                                "the settled finds' key", message) +
-                   "')");
+    write_find(path, sid, 1, runs, "the settled finds' key");
   };
   // Keys 5-24 span the three batches' seals.
   add_find("5-24");
