@@ -63,8 +63,8 @@ CheckpointStore::CheckpointStore(Database& db, std::string target_table,
     } catch (const error& e) {
       throw error("auditpipe ingest: cannot create the checkpoint table " + checkpoint_table_ +
                   " on " + db_.describe() + ": " + e.what() + " (nor read it: " + unread +
-                  "; a loader needs SELECT, INSERT and UPDATE on it, and CREATE where it is "
-                  "not there yet)");
+                  "; a loader needs SELECT, INSERT, UPDATE and DELETE on it, and CREATE where "
+                  "it is not there yet)");
     }
   }
   // A table from before a column was added: given it (the table is this

@@ -1097,6 +1097,19 @@ TEST(SqliteSink, ARestartSealsLateASourcesFirstBatchLeftUnsealed) {
   EXPECT_EQ(after.status, 3) << after.out;
   EXPECT_EQ(after.out.find("not yet sealed"), std::string::npos) << after.out;
   EXPECT_NE(after.out.find("sealed late: seal"), std::string::npos) << after.out;
+  // A row put below 0, where verify calls a producer source's rows
+  // inserted: a start does not seal it late (it would then be a late seal
+  // to accept, not tampering).
+  exec(path,
+       "INSERT INTO audit_log (at, message_id, status, channel, latency_ms, delivered, sender, "
+       "receiver, payload, source_id, seq) SELECT at, message_id, status, channel, latency_ms, "
+       "delivered, sender, receiver, payload, source_id, -5 FROM audit_log WHERE source_id = " +
+           sid + " AND seq = 0");
+  write_batches(url, 20'000, 1);
+  EXPECT_EQ(Db(path).scalar("SELECT COUNT(*) FROM audit_log_seals WHERE ranges LIKE 'late:%'"), 1);
+  const auto forged = testing_support::run_verify(url, "audit_log");
+  EXPECT_EQ(forged.status, 1) << forged.out;
+  EXPECT_NE(forged.out.find("inserted"), std::string::npos) << forged.out;
 }
 
 // What a start found unsealed and kept in audit_log_unsealed (a start
@@ -1247,15 +1260,26 @@ TEST(SqliteSink, AFindWhoseRowsAreAllSealedSinceIsNotPending) {
   auto v = testing_support::run_verify(verify_url, "audit_log", "--key-file " + key);
   EXPECT_EQ(v.status, 0) << v.out;
   EXPECT_EQ(v.out.find("kept by a writer"), std::string::npos) << v.out;
-  // One key beyond the seals: still pending, and named.
-  add_find("28-30");
+  // A run over keys with no row (a refused record's, a sparse source's)
+  // whose rows are all sealed: settled too.
+  add_find("28-35");
+  v = testing_support::run_verify(verify_url, "audit_log", "--key-file " + key);
+  EXPECT_EQ(v.status, 0) << v.out;
+  // One row beyond the seals: still pending, and named.
+  exec(path,
+       "INSERT INTO audit_log (at, message_id, status, channel, latency_ms, delivered, sender, "
+       "receiver, payload, source_id, seq) SELECT at, message_id, status, channel, latency_ms, "
+       "delivered, sender, receiver, payload, source_id, 40 FROM audit_log WHERE source_id = " +
+           std::to_string(sid) + " AND seq = 29");
+  add_find("29-40");
   v = testing_support::run_verify(verify_url, "audit_log", "--key-file " + key);
   EXPECT_EQ(v.status, 3) << v.out;
   EXPECT_NE(v.out.find("kept by a writer: audit_log_unsealed: source_id " + std::to_string(sid) +
-                       " seq 28-30"),
+                       " seq 29-40"),
             std::string::npos)
       << v.out;
   EXPECT_EQ(v.out.find("seq 5-24"), std::string::npos) << v.out;
+  EXPECT_EQ(v.out.find("seq 28-35"), std::string::npos) << v.out;
 }
 
 // A pre-forking server whose parent made its SQLite logger before forking,
