@@ -1060,58 +1060,6 @@ TEST(SqliteSink, TheStartAndVerifyAgreeAtTheWindowsEdge) {
   }
 }
 
-// A source's first batch left unsealed by a crash, its later batches
-// sealed (another writer's, finished first): verify said "not yet sealed"
-// (exit 3), and every start left those rows, looking only from the
-// source's lowest sealed key, so that exit 3 never ended. With the whole
-// chain read and no seal of the source below the window, a start now
-// looks at all its rows, as verify counts them.
-TEST(SqliteSink, ARestartSealsLateASourcesFirstBatchLeftUnsealed) {
-  if (std::string(AUDITPIPE_CLI) == "false") GTEST_SKIP() << "built without the tool";
-  TempDir dir;
-  const std::string path = dir.file("first.db");
-  const std::string url = "sqlite://" + path + "?seal=hash";
-  write_batches(url, 0, 1);  // another source's seals below
-  write_batches(url, 0, 5);
-  auto db = auditpipe::Database::connect("sqlite://" + path);
-  const long long newest = Db(path).scalar("SELECT MAX(seal_no) FROM audit_log_seals");
-  const std::string newest_ranges =
-      db->query("SELECT ranges FROM audit_log_seals WHERE seal_no = ?", {std::to_string(newest)})
-          .at(0)
-          .at(0)
-          .value_or("");
-  const std::string sid = newest_ranges.substr(0, newest_ranges.find(':'));
-  const long long first =
-      Db(path).scalar("SELECT MIN(seal_no) FROM audit_log_seals WHERE ranges LIKE '" + sid + ":%'");
-  ASSERT_GE(first, 2);
-  const RemovedSeal removed = remove_seal(path, newest - first);
-  ASSERT_EQ(removed.ranges.rfind(sid + ":0", 0), 0u) << removed.ranges;
-  const auto crashed = testing_support::run_verify(url, "audit_log");
-  EXPECT_EQ(crashed.status, 3) << crashed.out;
-  EXPECT_NE(crashed.out.find("not yet sealed"), std::string::npos) << crashed.out;
-  write_batches(url, 10'000, 1);
-  EXPECT_EQ(Db(path).scalar("SELECT COUNT(*) FROM audit_log_seals WHERE ranges = 'late:" +
-                            removed.ranges + "'"),
-            1);
-  const auto after = testing_support::run_verify(url, "audit_log");
-  EXPECT_EQ(after.status, 3) << after.out;
-  EXPECT_EQ(after.out.find("not yet sealed"), std::string::npos) << after.out;
-  EXPECT_NE(after.out.find("sealed late: seal"), std::string::npos) << after.out;
-  // A row put below 0, where verify calls a producer source's rows
-  // inserted: a start does not seal it late (it would then be a late seal
-  // to accept, not tampering).
-  exec(path,
-       "INSERT INTO audit_log (at, message_id, status, channel, latency_ms, delivered, sender, "
-       "receiver, payload, source_id, seq) SELECT at, message_id, status, channel, latency_ms, "
-       "delivered, sender, receiver, payload, source_id, -5 FROM audit_log WHERE source_id = " +
-           sid + " AND seq = 0");
-  write_batches(url, 20'000, 1);
-  EXPECT_EQ(Db(path).scalar("SELECT COUNT(*) FROM audit_log_seals WHERE ranges LIKE 'late:%'"), 1);
-  const auto forged = testing_support::run_verify(url, "audit_log");
-  EXPECT_EQ(forged.status, 1) << forged.out;
-  EXPECT_NE(forged.out.find("inserted"), std::string::npos) << forged.out;
-}
-
 // What a start found unsealed and kept in audit_log_unsealed (a start
 // killed within its grace leaves it there) is sealed late by the next
 // start, which would not find those rows by itself (their source belongs to

@@ -777,13 +777,6 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
     // verify counts "not yet sealed": a batch stored just below the
     // window's oldest seal. (The seals below hold no key from there on.)
     if (span.below_hi && *span.below_hi < span.lo) span.lo = *span.below_hi + 1;
-    // The whole chain read, and none of the source's seals below its
-    // window: none lies anywhere below, so rows of it from 0 up that no
-    // seal covers are a crash's or someone's, "not yet sealed" to verify
-    // (the source's first batch, left unsealed while a later one, finished
-    // first, was sealed: so at every verify, before). Not below 0: verify
-    // calls a producer source's rows there inserted, and they stay so.
-    if (whole_chain && !span.below_hi) span.lo = std::min<std::int64_t>(span.lo, 0);
     for (const seal::SeqRun& run : span.late) {
       if (run.hi < span.lo) continue;
       span.covered.push_back({std::max(run.lo, span.lo), run.hi});
