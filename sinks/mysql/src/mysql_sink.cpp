@@ -116,12 +116,8 @@ class MysqlSinkImpl final : public MysqlSink {
   void check_seals_insert_privilege(MysqlConnection& c) const {
     if (config_.sink.seal.mode == seal::Mode::none) return;
     const std::string seals = mysql_dialect.quote(seal::seals_table(table().name));
-    const std::string columns =
-        "seal_no, ranges, row_count, prev_digest, digest, sealed_at, "
-        "row_hashes";
-    if (const auto e = prepare_refused(c, "INSERT INTO " + seals + " (" + columns +
-                                              ") VALUES (?, ?, ?, ?, ?, ?, ?) ON DUPLICATE KEY "
-                                              "UPDATE seal_no = seal_no")) {
+    if (const auto e =
+            prepare_refused(c, seal::seal_insert_statement(mysql_dialect, table().name))) {
       throw error(c.hide_password(seal::seals_insert_refused(
           seals + " " + config_.sink.table_location, e->describe(), true)));
     }

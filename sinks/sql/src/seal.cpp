@@ -19,6 +19,7 @@
 #include <optional>
 #include <sstream>
 
+#include "auditpipe/sink/sql_dialect.h"
 #include "auditpipe/sink/url.h"
 #include "auditpipe/status.h"
 #include "common/crc32c.h"
@@ -154,6 +155,15 @@ std::string read_sealing_key(const std::string& path) {
 
 std::string seals_table(std::string_view table) {
   return std::string(table) + "_seals";
+}
+
+std::string seal_insert_statement(const SqlDialect& dialect, std::string_view table) {
+  return "INSERT INTO " + dialect.quote(seals_table(table)) +
+         " (seal_no, ranges, row_count, prev_digest, digest, sealed_at, row_hashes) VALUES "
+         "(?, ?, ?, ?, ?, ?, ?)" +
+         (dialect.idempotent_insert == SqlDialect::IdempotentInsert::on_duplicate_key_update
+              ? " ON DUPLICATE KEY UPDATE seal_no = seal_no"
+              : " ON CONFLICT (seal_no) DO NOTHING RETURNING seal_no");
 }
 
 std::string seals_insert_refused(std::string_view where, std::string_view why,

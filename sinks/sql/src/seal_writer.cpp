@@ -256,12 +256,7 @@ SealWriter::SealWriter(const SqlDialect& dialect, const seal::SealSettings& sett
   // Where the insert says whether it stored the row (RETURNING: PostgreSQL,
   // SQLite), the read-back runs only when it did not; MySQL has no such
   // answer to ON DUPLICATE KEY UPDATE, so it reads back every seal.
-  insert_ = "INSERT INTO " + seals +
-            " (seal_no, ranges, row_count, prev_digest, digest, sealed_at, row_hashes) VALUES "
-            "(?, ?, ?, ?, ?, ?, ?)";
-  insert_ += dialect_.idempotent_insert == SqlDialect::IdempotentInsert::on_duplicate_key_update
-                 ? " ON DUPLICATE KEY UPDATE seal_no = seal_no"
-                 : " ON CONFLICT (seal_no) DO NOTHING RETURNING seal_no";
+  insert_ = seal::seal_insert_statement(dialect_, table_.name);
   returning_ = dialect_.idempotent_insert == SqlDialect::IdempotentInsert::on_conflict_do_nothing;
   // Plain: a conflict fails the whole statement, so a group is stored
   // whole or not at all, never with a gap in its chain.

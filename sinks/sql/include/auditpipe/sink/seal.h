@@ -27,6 +27,10 @@
 
 #include "auditpipe/export.h"
 
+namespace auditpipe {
+struct SqlDialect;
+}
+
 namespace auditpipe::seal {
 
 /// How a sink seals what it stores (URL option seal=).
@@ -95,6 +99,14 @@ AUDITPIPE_EXPORT std::string read_sealing_key(const std::string& path);
 
 /// The companion table of `table`: `<table>_seals`.
 AUDITPIPE_EXPORT std::string seals_table(std::string_view table);
+
+/// The statement that stores one seal in `table`'s seals table, seven `?`
+/// (seal_no, ranges, row_count, prev_digest, digest, sealed_at,
+/// row_hashes), idempotent as `dialect` can: ON DUPLICATE KEY UPDATE
+/// seal_no = seal_no, or ON CONFLICT (seal_no) DO NOTHING RETURNING seal_no
+/// (which says whether it stored the row).
+AUDITPIPE_EXPORT std::string seal_insert_statement(const SqlDialect& dialect,
+                                                   std::string_view table);
 
 /// The open's refusal of a user who may not store seals in the seals table
 /// `where` (its quoted name and location), `why` saying what the server or
