@@ -18,9 +18,11 @@
 
 #include <dirent.h>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -489,6 +491,50 @@ void expect_a_start_refused_unreachable_leaves_nothing_retrying(
 TEST(MysqlUnreachable, AServerDownWithNowhereToKeepRecordsFailsTheStart) {
   const std::string url = with_hosts("mysql", "127.0.0.1:" + std::to_string(free_port()), "");
   expect_a_start_refused_unreachable_leaves_nothing_retrying(auditpipe::mysql::open(url));
+}
+
+// A loopback port that takes connections (the kernel completes them from
+// its backlog) and never says a word: a server stopped, hung, or not a
+// database at all.
+class SilentListener {
+ public:
+  SilentListener() : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(fd_, 16) != 0 ||
+        getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+      ADD_FAILURE() << "cannot listen on loopback: " << std::strerror(errno);
+    }
+    port_ = ntohs(a.sin_port);
+  }
+  ~SilentListener() { close(fd_); }
+  SilentListener(const SilentListener&) = delete;
+  SilentListener& operator=(const SilentListener&) = delete;
+  unsigned port() const { return port_; }
+
+ private:
+  int fd_;
+  unsigned port_ = 0;
+};
+
+// The library's own words for it were "Lost connection to server at
+// 'handshake: reading initial communication packet', system error: 11".
+TEST(MysqlUnreachable, AServerThatNeverAnswersIsNamedAsATimeout) {
+  SilentListener silent;
+  const std::string url =
+      "mysql://auditpipe:auditpipe-test@127.0.0.1:" + std::to_string(silent.port()) +
+      "/auditpipe_test?connect_timeout=1";
+  std::string message;
+  try {
+    Logger logger(auditpipe::mysql::open(url));
+    ADD_FAILURE() << "started against a server that never answers";
+  } catch (const auditpipe::error& e) {
+    message = e.what();
+  }
+  EXPECT_NE(message.find("no answer within connect_timeout=1 s"), std::string::npos) << message;
+  EXPECT_EQ(message.find("auditpipe-test"), std::string::npos) << message;
 }
 
 // The first host is down; the second (the shared test server) has no

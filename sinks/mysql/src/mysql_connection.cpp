@@ -100,9 +100,11 @@ constexpr std::size_t connect_stack_size = 256 * 1024;
 // waits for. Each wait goes through `cancel`; once cancelled, every wait is
 // reported to the library as timed out, so the call fails at once and
 // cleans up after itself (the handle is never freed in the middle of it).
-// The library's own timeouts (connect_timeout, read_timeout) still apply.
+// The library's own timeouts (connect_timeout, read_timeout) still apply:
+// true if one of them ended a wait.
 template <class Start, class Cont>
-void run_nonblocking(MYSQL* m, const Cancellation& cancel, Start start, Cont cont) {
+bool run_nonblocking(MYSQL* m, const Cancellation& cancel, Start start, Cont cont) {
+  bool library_timeout = false;
   int status = start();
   while (status != 0) {
     short events = 0;
@@ -124,19 +126,24 @@ void run_nonblocking(MYSQL* m, const Cancellation& cancel, Start start, Cont con
         if (happened == 0) happened = status & ~MYSQL_WAIT_TIMEOUT;
         break;
       case Cancellation::Wait::timed_out:
+        library_timeout = true;
+        happened = MYSQL_WAIT_TIMEOUT;
+        break;
       case Cancellation::Wait::cancelled:
         happened = MYSQL_WAIT_TIMEOUT;
         break;
     }
     status = cont(happened);
   }
+  return library_timeout;
 }
 
-// mysql_real_connect(), cancellable. True if connected.
+// mysql_real_connect(), cancellable. True if connected; `timed_out` tells
+// whether connect_timeout ended a wait.
 bool connect_nonblocking(MYSQL* m, const MysqlConfig& c, const MysqlEndpoint& e,
-                         const Cancellation& cancel) {
+                         const Cancellation& cancel, bool& timed_out) {
   MYSQL* connected = nullptr;
-  run_nonblocking(
+  timed_out = run_nonblocking(
       m, cancel,
       [&] {
         return mysql_real_connect_start(&connected, m,
@@ -215,7 +222,8 @@ std::unique_ptr<MysqlConnection> MysqlConnection::connect(const MysqlConfig& c, 
     if (m == nullptr) throw error("auditpipe: out of memory creating a MySQL connection");
     set_options(m, c, e, local_infile);
     mysql_options(m, MYSQL_OPT_NONBLOCK, &connect_stack_size);
-    if (connect_nonblocking(m, c, e, cancel)) {
+    bool timed_out = false;
+    if (connect_nonblocking(m, c, e, cancel, timed_out)) {
       auto connection = std::unique_ptr<MysqlConnection>(new MysqlConnection(m, e, c.password));
       connection->endpoint_index_ = index;
       // SHOW works on a Galera node outside the primary component (a
@@ -273,6 +281,12 @@ std::unique_ptr<MysqlConnection> MysqlConnection::connect(const MysqlConfig& c, 
     if (!is_unreachable_error(failure.code)) answered = true;
     if (health != nullptr) health->avoid(index);
     failures += (failures.empty() ? "" : "; ") + e.describe() + ": " + failure.describe();
+    // The library names the timeout only by the system error (EAGAIN: 11).
+    if (timed_out && !cancel.cancelled()) {
+      failures += " (no answer within connect_timeout=" + std::to_string(c.connect_timeout_s) +
+                  " s: the server is stopped, overloaded or not a MySQL server, or a network "
+                  "drops the packets)";
+    }
     mysql_close(m);
   }
   const std::string message =
