@@ -114,7 +114,8 @@ if [ $quick -eq 0 ]; then
   # -O1 -g1 (line tables: the reports still name file and line): GCC
   # compiles a sanitized file in half the time it takes at RelWithDebInfo's
   # -O2 -g (sql_sink.cpp 30.8 s -> 14.6 s, fault_test.cpp 33.6 -> 14.6), and
-  # the two sanitizer trees were most of this command's time.
+  # the two sanitizer trees were most of this command's time. (The files
+  # under tests/ compile at -Og there too: AUDITPIPE_TEST_OPTIMIZATION.)
   sanitizer_flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
                    -DAUDITPIPE_BUILD_EXAMPLES=OFF -DAUDITPIPE_BUILD_BENCH=OFF)
   # The sanitizer and fuzz trees build in the background, one after another,

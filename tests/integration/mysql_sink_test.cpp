@@ -110,7 +110,8 @@ TEST_P(MysqlWritePath, OneStatementPerBatchAndNothingElse) {
   // has finished tearing its thread down (SetUp's DROP arrived up to a read
   // late), so the reads start once the server lists no connection of this
   // user but the probe and the logger's one, and the cost is taken from
-  // three reads whose two steps agree.
+  // three reads whose two steps agree. (With pool_size=1 the logger holds
+  // one connection, opened before its constructor returned.)
   std::map<std::string, long long> m0, m1, before;
   long long others = -1;
   bool steady = false;
@@ -118,7 +119,7 @@ TEST_P(MysqlWritePath, OneStatementPerBatchAndNothingElse) {
     others = probe.scalar(
         "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND "
         "USER = SUBSTRING_INDEX(CURRENT_USER(), '@', 1)");
-    if (others != 1) {
+    if (others != 1) {  // the logger's
       std::this_thread::sleep_for(20ms);
       continue;
     }
@@ -155,7 +156,7 @@ TEST_P(MysqlWritePath, OneStatementPerBatchAndNothingElse) {
       GetParam().c_str(), batches, data.c_str(), delta(data), delta("Com_insert"),
       delta("Com_stmt_execute"), delta("Com_load"), delta("Com_commit"), delta("Com_rollback"),
       delta("Com_set_option"), delta("Questions"));
-  // Every statement counts in exactly one Com_ counter: name each that moved.
+  // On a failure, which statements they were: each Com_ counter that moved.
   std::string moved;
   for (const auto& [name, value] : after) {
     if (name.rfind("Com_", 0) == 0 && delta(name) != 0) {

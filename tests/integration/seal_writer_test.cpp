@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -242,6 +243,73 @@ std::size_t threads_now() {
 
 bool threads_become(std::size_t n) {
   return testing_support::eventually([n] { return threads_now() == n; });
+}
+
+// Forwards to a real connection until a statement holding `at` comes: that
+// one fails as a connection lost under it would, and so does every ping and
+// statement after.
+class LostAt final : public auditpipe::SqlConnection {
+ public:
+  LostAt(auditpipe::SqlConnection& real, std::string at) : real_(real), at_(std::move(at)) {}
+  bool ping() noexcept override { return !lost_; }
+  std::vector<std::vector<std::string>> catalog_rows(std::string_view query,
+                                                     const std::string& table) override {
+    fail_if_lost(query);
+    return real_.catalog_rows(query, table);
+  }
+  void execute_ddl(const std::string& sql) override {
+    fail_if_lost(sql);
+    real_.execute_ddl(sql);
+  }
+  std::vector<std::vector<std::optional<std::string>>> query_rows(
+      std::string_view sql, const std::vector<std::string>& params) override {
+    fail_if_lost(sql);
+    return real_.query_rows(sql, params);
+  }
+  std::string server() const override { return real_.server(); }
+  void cancel_io() noexcept override {}
+
+ private:
+  void fail_if_lost(std::string_view sql) {
+    if (sql.find(at_) != std::string_view::npos) lost_ = true;
+    if (lost_) throw auditpipe::error("lost connection to the server (test)");
+  }
+  auditpipe::SqlConnection& real_;
+  std::string at_;
+  bool lost_ = false;
+};
+
+// A start's checks name a cause (a missing grant, a seals table without its
+// columns) only while the connection is there: one lost under a check is
+// reported as what it is, and the start's retries say so.
+TEST(SealWriter, AConnectionLostUnderAStartsCheckIsNotTakenForAGrantOrAColumn) {
+  for (const std::string at :
+       {"pragma_table_info", "WHERE 1 = 0", "CREATE TABLE", "ORDER BY seal_no DESC"}) {
+    TempDir dir;
+    const std::string path = (dir.path() / "seals.db").string();
+    { auditpipe::Logger<AuditRow> create(auditpipe::sqlite::open("sqlite://" + path)); }
+    auditpipe::sqlite::SqliteConfig config;
+    config.path = path;
+    const auto real =
+        auditpipe::sqlite::open_connection(config, auditpipe::sqlite::Threading::caller_serializes);
+    auditpipe::seal::SealSettings settings;
+    settings.mode = auditpipe::seal::Mode::hash;
+    auditpipe::SealWriter writer(auditpipe::sqlite::sqlite_dialect, settings,
+                                 auditpipe::descriptor_of<AuditRow>(), "in '" + path + "'");
+    LostAt lost(*real, at);
+    try {
+      writer.prepare(lost, true);
+      ADD_FAILURE() << "prepared over a connection lost at " << at;
+    } catch (const auditpipe::error& e) {
+      const std::string said = e.what();
+      EXPECT_NE(said.find("the connection was lost while the start checked it"), std::string::npos)
+          << "lost at " << at << ": " << said;
+      EXPECT_NE(said.find("lost connection to the server (test)"), std::string::npos) << said;
+      EXPECT_EQ(said.find("grant"), std::string::npos) << said;
+      EXPECT_EQ(said.find("lacks columns"), std::string::npos) << said;
+      EXPECT_EQ(said.find("not exactly the record's"), std::string::npos) << said;
+    }
+  }
 }
 
 // A batch digested on a kept thread gives the seal digest() gives on the

@@ -284,8 +284,8 @@ std::unique_ptr<MysqlConnection> MysqlConnection::connect(const MysqlConfig& c, 
     // The library names the timeout only by the system error (EAGAIN: 11).
     if (timed_out && !cancel.cancelled()) {
       failures += " (no answer within connect_timeout=" + std::to_string(c.connect_timeout_s) +
-                  " s: the server is stopped, overloaded or not a MySQL server, or a network "
-                  "drops the packets)";
+                  " s: the server is paused, hung or overloaded, or not a MySQL server, or a "
+                  "network drops the packets)";
     }
     mysql_close(m);
   }

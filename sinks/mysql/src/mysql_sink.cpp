@@ -123,7 +123,9 @@ class MysqlSinkImpl final : public MysqlSink {
     }
   }
 
-  // What the server said when it would not prepare `text`, or nothing.
+  // What the server said when it would not prepare `text`, or nothing. A
+  // connection lost under it is an outage, not a refusal: its error is
+  // thrown as it is.
   static std::optional<MysqlError> prepare_refused(MysqlConnection& c, const std::string& text) {
     MYSQL_STMT* stmt = mysql_stmt_init(c.handle());
     if (stmt == nullptr) {
@@ -134,6 +136,10 @@ class MysqlSinkImpl final : public MysqlSink {
     const MysqlError e{mysql_stmt_errno(stmt), mysql_stmt_sqlstate(stmt), mysql_stmt_error(stmt)};
     mysql_stmt_close(stmt);
     if (prepared) return std::nullopt;
+    if (is_connection_error(e.code) || !c.ping()) {
+      throw error(c.hide_password("auditpipe: " + c.endpoint().describe() +
+                                  ": lost while checking the user's grants: " + e.describe()));
+    }
     return e;
   }
 

@@ -282,9 +282,13 @@ void SealWriter::prepare(SqlConnection& c, bool create_table) {
   // start, a batch's rows whose keys were stored already): an account that
   // may only insert is refused here, not met at the first such batch and
   // retried for good.
+  // Each check here names a cause (a grant, a column) only while the
+  // connection is there: one lost meanwhile is an outage, said as such
+  // (throw_if_lost), which the start's retries report.
   try {
     c.query_rows("SELECT * FROM " + dialect_.quote(table_.name) + " WHERE 1 = 0", {});
   } catch (const std::exception& e) {
+    throw_if_lost(c, e);
     throw error("auditpipe: seal=: table " + std::string(table_.name) + " " + table_location_ +
                 " cannot be read by this user, and a sealing writer reads rows back (those a "
                 "crash left unsealed, at the next start; those a batch finds stored already): "
@@ -317,6 +321,7 @@ void SealWriter::prepare(SqlConnection& c, bool create_table) {
       try {
         c.execute_ddl(create);
       } catch (const std::exception& e) {
+        throw_if_lost(c, e);
         throw error("auditpipe: seal=: cannot create the seals table " + seals + " " +
                     table_location_ + ": " + e.what() +
                     " (if it exists already, this user may not read it: grant it SELECT and "
@@ -342,6 +347,7 @@ void SealWriter::prepare(SqlConnection& c, bool create_table) {
     if (!found) c.query_rows(probe, {});  // again, for what is wrong with the table
     newest = c.query_rows(newest_query_, {});
   } catch (const std::exception& e) {
+    throw_if_lost(c, e);
     throw error("auditpipe: seal=: the seals table " + seals + " " + table_location_ +
                 " is missing or lacks columns (seal_no, ranges, row_count, prev_digest, digest, "
                 "sealed_at, row_hashes): " +
@@ -505,12 +511,19 @@ std::string SealWriter::seals_update_grant() const {
              : "";
 }
 
+void SealWriter::throw_if_lost(SqlConnection& c, const std::exception& e) const {
+  if (c.ping()) return;
+  throw error("auditpipe: seal=: table " + std::string(table_.name) + " " + table_location_ +
+              ": the connection was lost while the start checked it: " + e.what());
+}
+
 std::vector<ColumnSpec> SealWriter::check_columns(SqlConnection& c) {
   std::optional<Schema> schema;
   std::string why;
   try {
     schema = read_table_schema(c, dialect_, table_.name, 1024, false, table_location_);
   } catch (const std::exception& e) {
+    throw_if_lost(c, e);
     why = e.what();
   }
   std::string record, table;

@@ -240,6 +240,9 @@ class SealWriter {
   /// ", and UPDATE" where the seals' insert ends in ON DUPLICATE KEY
   /// UPDATE (MySQL), for messages naming the grants it needs.
   std::string seals_update_grant() const;
+  /// Throws "the connection was lost" with `e` if `c` no longer answers a
+  /// ping; returns otherwise (the caller then names the cause it found).
+  void throw_if_lost(SqlConnection& c, const std::exception& e) const;
   /// That the table's newest seal verifies with this writer's mode and key.
   /// A second host with another key (or seal=hash on a seal=hmac table)
   /// opened without a word, and every seal it made failed verification
