@@ -125,7 +125,8 @@ struct SealsFile {
   std::unique_ptr<auditpipe::SqlConnection> real;
   std::optional<auditpipe::SealWriter> writer;
 
-  SealsFile() {
+  // `prepared`: the writer's start checks have run on `real`.
+  explicit SealsFile(bool prepared = true) {
     { auditpipe::Logger<AuditRow> create(auditpipe::sqlite::open("sqlite://" + path)); }
     auditpipe::sqlite::SqliteConfig config;
     config.path = path;
@@ -135,7 +136,7 @@ struct SealsFile {
     settings.mode = auditpipe::seal::Mode::hash;
     writer.emplace(auditpipe::sqlite::sqlite_dialect, settings,
                    auditpipe::descriptor_of<AuditRow>(), "in '" + path + "'");
-    writer->prepare(*real, true);
+    if (prepared) writer->prepare(*real, true);
   }
   static auditpipe::SealWriter::BatchSeal batch(int i) {
     auditpipe::SealWriter::BatchSeal b;
@@ -285,20 +286,10 @@ class LostAt final : public auditpipe::SqlConnection {
 TEST(SealWriter, AConnectionLostUnderAStartsCheckIsNotTakenForAGrantOrAColumn) {
   for (const std::string at :
        {"pragma_table_info", "WHERE 1 = 0", "CREATE TABLE", "ORDER BY seal_no DESC"}) {
-    TempDir dir;
-    const std::string path = (dir.path() / "seals.db").string();
-    { auditpipe::Logger<AuditRow> create(auditpipe::sqlite::open("sqlite://" + path)); }
-    auditpipe::sqlite::SqliteConfig config;
-    config.path = path;
-    const auto real =
-        auditpipe::sqlite::open_connection(config, auditpipe::sqlite::Threading::caller_serializes);
-    auditpipe::seal::SealSettings settings;
-    settings.mode = auditpipe::seal::Mode::hash;
-    auditpipe::SealWriter writer(auditpipe::sqlite::sqlite_dialect, settings,
-                                 auditpipe::descriptor_of<AuditRow>(), "in '" + path + "'");
-    LostAt lost(*real, at);
+    SealsFile f(false);
+    LostAt lost(*f.real, at);
     try {
-      writer.prepare(lost, true);
+      f.writer->prepare(lost, true);
       ADD_FAILURE() << "prepared over a connection lost at " << at;
     } catch (const auditpipe::error& e) {
       const std::string said = e.what();
