@@ -323,12 +323,11 @@ VerifyCommand::VerifyCommand(CLI::App& app) {
   command_
       ->add_option("--unsealed-window", unsealed_window_,
                    "rows no seal covers among the keys of their source's last N seals (for "
-                   "N of 16 or more, also of its seals among the chain's newest 256 where a "
-                   "start looks, up to 8,192 keys; of the chain's newest 1,024 if its seqs "
-                   "are sparse), "
-                   "above its newest sealed row or of a source no seal names are 'not yet "
-                   "sealed' (a crash), not 'inserted' (default 16); 0, for writers stopped "
-                   "cleanly: every row no seal covers is 'inserted'")
+                   "N of 16 or more, also of its seals among the 256 of the chain from its own "
+                   "newest down, where a start looks, up to 8,192 keys; of the chain's newest "
+                   "1,024 if its seqs are sparse), above its newest sealed row or of a source no "
+                   "seal names are 'not yet sealed' (a crash), not 'inserted' (default 16); 0, "
+                   "for writers stopped cleanly: every row no seal covers is 'inserted'")
       ->check(count);
   command_
       ->add_option("--accept-late", accept_late_,
@@ -646,22 +645,26 @@ int VerifyCommand::run() {
           recent_from = of_source.size() > unsealed_window_
                             ? of_source[of_source.size() - unsealed_window_]
                             : 0;
-          // And its seals among the chain's newest seal::tail_chain_seals
-          // that seal::TailWindow takes, as a start does when it looks for
-          // a crashed run's rows to seal late (unless a narrower window
-          // than the default was asked for).
+          // And its seals among the seal::tail_chain_seals of the chain
+          // from its own newest one down that seal::TailWindow takes, as a
+          // start does when it looks for a crashed run's rows to seal late
+          // (unless a narrower window than the default was asked for).
           if (unsealed_window_ >= static_cast<std::size_t>(seal::tail_seals)) {
+            std::optional<std::size_t> top;  // the source's newest seal, but late ones
+            for (const Range& r : runs) {
+              if (!seals[r.seal].late) top = std::max(top.value_or(r.seal), r.seal);
+            }
             std::map<std::size_t, std::vector<seal::SeqRun>> runs_of_seal;
             for (const Range& r : runs) {
               if (seals[r.seal].late ||
-                  seals.size() - r.seal > static_cast<std::size_t>(seal::tail_chain_seals)) {
+                  *top - r.seal >= static_cast<std::size_t>(seal::tail_chain_seals)) {
                 continue;
               }
               runs_of_seal[r.seal].push_back({r.lo, r.hi});
             }
             seal::TailWindow window;
             for (auto k = runs_of_seal.rbegin(); k != runs_of_seal.rend(); ++k) {
-              if (!window.extends(k->second, static_cast<std::int64_t>(seals.size() - k->first))) {
+              if (!window.extends(k->second, static_cast<std::int64_t>(*top - k->first) + 1)) {
                 break;
               }
               recent_from = std::min(recent_from, k->first);

@@ -1025,7 +1025,7 @@ TEST(SqliteSink, ARestartSealsLateABatchStoredLateBelowManyOfItsSourcesSeals) {
 
 // The start and verify draw the window's lower edge in one place: a
 // batch left unsealed below d of its source's seals (one source, 10 keys a
-// seal, so the window is the chain's newest 256) is "not yet sealed" to
+// seal, so the window is the newest 256 seals) is "not yet sealed" to
 // verify exactly when the next start finds it and seals it late, on each
 // side of that edge. Rows just below the window's oldest seal are inside;
 // below 257 seals and more, a crash's rows read as inserted (the README's
@@ -1058,6 +1058,46 @@ TEST(SqliteSink, TheStartAndVerifyAgreeAtTheWindowsEdge) {
     EXPECT_EQ(after.status, unsealed ? 3 : 1) << after.out;
     EXPECT_EQ(after.out.find("inserted") != std::string::npos, !unsealed) << after.out;
   }
+}
+
+// A crashed run's batch left unsealed below 40 of its source's seals, and
+// then 300 seals of another run stored above them all (a run killed within
+// its start's grace, whose kept finds are gone): the batch is still "not
+// yet sealed", and the next start finds it and seals it late. The window
+// counts from the source's own newest seal. (Before, it counted from the
+// chain's newest: verify called the rows inserted and the start left them;
+// CI saw it under TSan in Fault.ASecondCrashWithinTheFirstRestartsGrace...)
+TEST(SqliteSink, AnotherRunsSealsAboveACrashedRunsBatchDoNotTurnItInserted) {
+  if (std::string(AUDITPIPE_CLI) == "false") GTEST_SKIP() << "built without the tool";
+  TempDir dir;
+  const std::string path = dir.file("buried.db");
+  const std::string url = "sqlite://" + path + "?seal=hash";
+  write_batches(url, 0, 80);
+  constexpr int above = auditpipe::seal::tail_chain_seals + 44;
+  write_batches(url, 1000, above);  // another logger: another run, its own source
+  const RemovedSeal removed = remove_seal(path, above + 40);
+  ASSERT_EQ(removed.rows, 10);
+  const auto crashed = testing_support::run_verify(url, "audit_log");
+  EXPECT_EQ(crashed.status, 3) << crashed.out;
+  EXPECT_NE(crashed.out.find("not yet sealed: source_id"), std::string::npos) << crashed.out;
+  EXPECT_EQ(crashed.out.find("inserted"), std::string::npos) << crashed.out;
+  {
+    testing_support::CapturedWarnings warnings;
+    write_batches(url, 5000, 1);
+    const std::string said = warnings.text();
+    EXPECT_NE(said.find("10 rows found unsealed at start are sealed late"), std::string::npos)
+        << said;
+  }
+  auto db = auditpipe::Database::connect("sqlite://" + path);
+  const auto late =
+      db->query("SELECT seal_no, ranges FROM audit_log_seals WHERE ranges LIKE 'late:%'");
+  ASSERT_EQ(late.size(), 1u);
+  EXPECT_EQ(late[0][1].value_or(""), std::string(auditpipe::seal::late_prefix) + removed.ranges);
+  const auto v = testing_support::run_verify(url, "audit_log");
+  EXPECT_EQ(v.status, 3) << v.out;
+  EXPECT_NE(v.out.find("sealed late: seal " + late[0][0].value_or("") + " "), std::string::npos)
+      << v.out;
+  EXPECT_EQ(v.out.find("inserted"), std::string::npos) << v.out;
 }
 
 // What a start found unsealed and kept in audit_log_unsealed (a start

@@ -632,6 +632,9 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
     bool older_run = false;             ///< first seen below the newest tail_seals
     int tail_depth = 0;                 ///< seals read down to its last newest one
     seal::TailWindow window;            ///< its seals that count as newest past tail_seals
+    /// The chain depth of its newest seal (not a late one): the window's
+    /// depth counts from there (seal::TailWindow).
+    std::optional<std::int64_t> window_top;
     /// The highest key of its seals read below the window (not late ones):
     /// rows above it that no seal covers are a crash's, as verify counts.
     std::optional<std::int64_t> below_hi;
@@ -708,7 +711,8 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
       return;
     }
     // (Every seal is fed to the window, newest first, as verify feeds it.)
-    const bool extends = span.window.extends(runs, chain_depth);
+    if (!span.window_top) span.window_top = chain_depth;
+    const bool extends = span.window.extends(runs, chain_depth - *span.window_top + 1);
     const bool newest = span.seals++ < tail_seals || extends;
     if (newest) span.tail_depth = depth;
     for (const seal::SeqRun& run : runs) {

@@ -271,16 +271,21 @@ constexpr std::int64_t add_keys(std::int64_t a, std::int64_t b) noexcept {
 /// Where a crashed run's unsealed rows are looked for (by a start, to seal
 /// them late) and reported as not yet sealed rather than inserted (by
 /// verify): from the lowest key of a source's newest seals, its newest
-/// tail_seals (verify's default --unsealed-window) and also those among the chain's newest
-/// tail_chain_seals, up to the first (newest first) past which its seals
-/// hold more than tail_keys_max keys or reach further than tail_keys_max
-/// below its highest key. A writer held off its core (or in a slow
-/// statement) while the others store batch after batch stores its batch
-/// late, and a crash then leaves those rows below many more of their
-/// source's seals than 16 (seen: a batch of 7 rows below 28 sealed batches
-/// of its source, under a sanitizer on two busy cores). The caps bound the
-/// rows a start counts, and keep a seal of old seqs (a spill replayed
-/// late) from taking the window down to them.
+/// tail_seals (verify's default --unsealed-window) and also those among
+/// the tail_chain_seals seals of the chain from its own newest one down,
+/// up to the first (newest first) past which its seals hold more than
+/// tail_keys_max keys or reach further than tail_keys_max below its
+/// highest key. A writer held off its core (or in a slow statement) while
+/// the others store batch after batch stores its batch late, and a crash
+/// then leaves those rows below many more of their source's seals than 16
+/// (seen: a batch of 7 rows below 28 sealed batches of its source, under a
+/// sanitizer on two busy cores). Counted from the source's own newest
+/// seal, not the chain's: another process's seals stored above a crashed
+/// run's do not move its window (seen: a run killed within its start's
+/// grace stored 250 seals above such a batch, which then read as inserted
+/// and the start after left it). The caps bound the rows a start counts,
+/// and keep a seal of old seqs (a spill replayed late) from taking the
+/// window down to them.
 inline constexpr int tail_seals = 16;
 inline constexpr int tail_chain_seals = 256;
 inline constexpr std::int64_t tail_keys_max = 8192;
@@ -291,7 +296,8 @@ inline constexpr std::int64_t tail_keys_max = 8192;
 class TailWindow {
  public:
   /// `runs`: the seal's keys of this source; `depth`: its place in the
-  /// chain, 1 for the newest seal.
+  /// chain counted from the source's newest seal (not a late one), 1 for
+  /// that seal.
   bool extends(const std::vector<SeqRun>& runs, std::int64_t depth) noexcept {
     for (const SeqRun& run : runs) {
       keys_ = std::min(keys_ + count(run.lo, run.hi), tail_keys_max + 1);
