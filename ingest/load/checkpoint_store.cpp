@@ -12,7 +12,7 @@
 namespace auditpipe::ingest {
 namespace {
 
-constexpr std::string_view columns =
+constexpr std::string_view checkpoint_columns =
     "target_table, source_id, source_name, prefix_bytes, bytes_done, lines_done, records_done, "
     "rejects, salt, grown_bytes, grown_id, updated_at";
 
@@ -90,7 +90,7 @@ CheckpointStore::CheckpointStore(Database& db, std::string target_table,
                     ": " + e.what());
     }
   }
-  upsert_ = "INSERT INTO " + t + " (" + std::string(columns) +
+  upsert_ = "INSERT INTO " + t + " (" + std::string(checkpoint_columns) +
             ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
   static constexpr std::string_view updated[] = {
       "source_name", "prefix_bytes", "bytes_done",  "lines_done", "records_done",

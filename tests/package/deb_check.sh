@@ -26,11 +26,14 @@ if [ "$phase" = build ]; then
   mkdir -p "$work"
   # Debian's hardening flags (dpkg-buildflags), so lintian has nothing to say
   # of them; without -g, which CPack strips again anyway, to build faster.
+  # A unity build: this phase took 255 s (442 CPU s) as separate files and
+  # 145 s (245 CPU s) so, back to back here, and the test command is bound
+  # by CPU as a whole.
   cflags="$(dpkg-buildflags --get CXXFLAGS | sed 's/\(^\| \)-g\( \|$\)/ /') $(dpkg-buildflags --get CPPFLAGS)"
   ldflags="$(dpkg-buildflags --get LDFLAGS)"
   cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON \
     -DCMAKE_INSTALL_PREFIX=/usr -DAUDITPIPE_BUILD_TESTS=OFF -DAUDITPIPE_BUILD_BENCH=OFF \
-    -DAUDITPIPE_BUILD_EXAMPLES=ON -DAUDITPIPE_WERROR=ON \
+    -DAUDITPIPE_BUILD_EXAMPLES=ON -DAUDITPIPE_WERROR=ON -DCMAKE_UNITY_BUILD=ON \
     -DCMAKE_CXX_FLAGS="$cflags" -DCMAKE_SHARED_LINKER_FLAGS="$ldflags" -DCMAKE_EXE_LINKER_FLAGS="$ldflags" \
     >"$work/configure.log"
   cmake --build "$build" -j2 >"$work/build.log"
