@@ -894,6 +894,33 @@ RemovedSeal remove_seal(const std::string& path, long long depth) {
   return out;
 }
 
+// The next start (a logger that writes one batch from batch `from` on)
+// finds the rows of the seal remove_seal() took and seals them late, in one
+// seal with the same ranges, which verify names (exit 3); no row reads as
+// inserted.
+void next_start_seals_late(const std::string& path, int from, const RemovedSeal& removed) {
+  const std::string url = "sqlite://" + path + "?seal=hash";
+  {
+    testing_support::CapturedWarnings warnings;
+    write_batches(url, from, 1);
+    const std::string said = warnings.text();
+    const std::string rows = std::to_string(removed.rows);
+    EXPECT_NE(said.find(rows + " rows of source_id"), std::string::npos) << said;
+    EXPECT_NE(said.find(rows + " rows found unsealed at start are sealed late"), std::string::npos)
+        << said;
+  }
+  auto db = auditpipe::Database::connect("sqlite://" + path);
+  const auto late =
+      db->query("SELECT seal_no, ranges FROM audit_log_seals WHERE ranges LIKE 'late:%'");
+  ASSERT_EQ(late.size(), 1u);
+  EXPECT_EQ(late[0][1].value_or(""), std::string(auditpipe::seal::late_prefix) + removed.ranges);
+  const auto v = testing_support::run_verify(url, "audit_log");
+  EXPECT_EQ(v.status, 3) << v.out;
+  EXPECT_NE(v.out.find("sealed late: seal " + late[0][0].value_or("") + " "), std::string::npos)
+      << v.out;
+  EXPECT_EQ(v.out.find("inserted"), std::string::npos) << v.out;
+}
+
 TEST(SqliteSink, ARestartSealsLateTheRowsAStoppedRunLeftUnsealedBelowSealedOnes) {
   if (std::string(AUDITPIPE_CLI) == "false") GTEST_SKIP() << "built without the tool";
   TempDir dir;
@@ -1003,24 +1030,7 @@ TEST(SqliteSink, ARestartSealsLateABatchStoredLateBelowManyOfItsSourcesSeals) {
   EXPECT_EQ(crashed.status, 3) << crashed.out;
   EXPECT_NE(crashed.out.find("not yet sealed"), std::string::npos) << crashed.out;
   EXPECT_EQ(crashed.out.find("inserted"), std::string::npos) << crashed.out;
-  {
-    testing_support::CapturedWarnings warnings;
-    write_batches(url, 100, 1);
-    const std::string said = warnings.text();
-    EXPECT_NE(said.find("10 rows of source_id"), std::string::npos) << said;
-    EXPECT_NE(said.find("10 rows found unsealed at start are sealed late"), std::string::npos)
-        << said;
-  }
-  auto db = auditpipe::Database::connect("sqlite://" + path);
-  const auto late =
-      db->query("SELECT seal_no, ranges FROM audit_log_seals WHERE ranges LIKE 'late:%'");
-  ASSERT_EQ(late.size(), 1u);
-  EXPECT_EQ(late[0][1].value_or(""), std::string(auditpipe::seal::late_prefix) + removed.ranges);
-  const auto v = testing_support::run_verify(url, "audit_log");
-  EXPECT_EQ(v.status, 3) << v.out;
-  EXPECT_NE(v.out.find("sealed late: seal " + late[0][0].value_or("") + " "), std::string::npos)
-      << v.out;
-  EXPECT_EQ(v.out.find("inserted"), std::string::npos) << v.out;
+  next_start_seals_late(path, 100, removed);
 }
 
 // The start and verify draw the window's lower edge in one place: a
@@ -1081,23 +1091,7 @@ TEST(SqliteSink, AnotherRunsSealsAboveACrashedRunsBatchDoNotTurnItInserted) {
   EXPECT_EQ(crashed.status, 3) << crashed.out;
   EXPECT_NE(crashed.out.find("not yet sealed: source_id"), std::string::npos) << crashed.out;
   EXPECT_EQ(crashed.out.find("inserted"), std::string::npos) << crashed.out;
-  {
-    testing_support::CapturedWarnings warnings;
-    write_batches(url, 5000, 1);
-    const std::string said = warnings.text();
-    EXPECT_NE(said.find("10 rows found unsealed at start are sealed late"), std::string::npos)
-        << said;
-  }
-  auto db = auditpipe::Database::connect("sqlite://" + path);
-  const auto late =
-      db->query("SELECT seal_no, ranges FROM audit_log_seals WHERE ranges LIKE 'late:%'");
-  ASSERT_EQ(late.size(), 1u);
-  EXPECT_EQ(late[0][1].value_or(""), std::string(auditpipe::seal::late_prefix) + removed.ranges);
-  const auto v = testing_support::run_verify(url, "audit_log");
-  EXPECT_EQ(v.status, 3) << v.out;
-  EXPECT_NE(v.out.find("sealed late: seal " + late[0][0].value_or("") + " "), std::string::npos)
-      << v.out;
-  EXPECT_EQ(v.out.find("inserted"), std::string::npos) << v.out;
+  next_start_seals_late(path, 5000, removed);
 }
 
 // What a start found unsealed and kept in audit_log_unsealed (a start
