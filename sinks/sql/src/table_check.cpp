@@ -83,9 +83,13 @@ void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const Sq
       // checked like any existing one.
       existing = catalog(dialect.table_columns_query());
       if (existing.empty()) {
+        // (A file has no users: SQLite's catalog hides no table.)
         throw error("auditpipe: cannot create " + where + ": " + e.what() +
-                    " (if it exists already, this user holds no privilege on it, and the catalog "
-                    "hides it: grant the user SELECT and INSERT on it)");
+                    (dialect.name == "sqlite"
+                         ? std::string()
+                         : std::string(" (if it exists already, this user holds no privilege on "
+                                       "it, and the catalog hides it: grant the user SELECT and "
+                                       "INSERT on it)")));
       }
     }
     if (created) {

@@ -356,7 +356,38 @@ std::vector<std::vector<std::string>> SqliteConnection::catalog_rows(std::string
 }
 
 void SqliteConnection::execute_ddl(const std::string& sql) {
-  session << sql;
+  using namespace sqlite_api;  // where SOCI's sqlite3.h puts the C API
+  // The busy handler waits for another connection's lock; SQLite also
+  // answers SQLITE_BUSY at once where waiting could deadlock or a WAL
+  // file is being recovered. A statement refused so is tried again until
+  // the busy timeout has passed (CREATE TABLE IF NOT EXISTS and the rest
+  // run before any batch: nothing of theirs is done when it is refused).
+  // Seen once in CI: two loads started at once on one file, one refused
+  // its CREATE TABLE with "database is locked", which did not say how
+  // long it had waited; it now does.
+  const auto started = std::chrono::steady_clock::now();
+  const auto give_up = started + busy_timeout;
+  for (;;) {
+    try {
+      session << sql;
+      return;
+    } catch (const std::exception& e) {
+      const int code = sqlite3_errcode(handle) & 0xff;
+      const bool busy = code == SQLITE_BUSY || code == SQLITE_LOCKED;
+      if (!busy) throw;
+      const auto now = std::chrono::steady_clock::now();
+      if (now < give_up && !cancelled.load(std::memory_order_relaxed)) {
+        std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+            std::chrono::milliseconds(10), give_up - now));
+        continue;
+      }
+      const auto waited =
+          std::chrono::duration_cast<std::chrono::milliseconds>(now - started).count();
+      throw error(std::string(e.what()) + " (another connection held the database locked for " +
+                  std::to_string(waited) +
+                  " ms, busy_timeout_ms=" + std::to_string(busy_timeout.count()) + ")");
+    }
+  }
 }
 
 bool SqliteConnection::file_moved() const {
