@@ -40,6 +40,14 @@ int wait_while_busy(void* connection, int count) noexcept {
   return 1;
 }
 
+// Whether the statement that just failed on `handle` was refused for a
+// lock another connection holds (SQLITE_BUSY, SQLITE_LOCKED, any extended
+// form), which trying again later may get past.
+bool refused_as_busy(sqlite_api::sqlite3* handle) noexcept {
+  const int code = sqlite_api::sqlite3_errcode(handle) & 0xff;
+  return code == SQLITE_BUSY || code == SQLITE_LOCKED;
+}
+
 [[noreturn]] void bad_url(std::string_view url, const std::string& why) {
   throw url_error("auditpipe: malformed SQLite URL '" + redact_url(url) + "': " + why);
 }
@@ -267,8 +275,7 @@ std::unique_ptr<SqliteConnection> open_connection(const SqliteConfig& config, Th
       c->session << "PRAGMA journal_mode=WAL", ::soci::into(mode);
       break;
     } catch (const std::exception& e) {
-      const int code = sqlite_api::sqlite3_errcode(handle) & 0xff;
-      const bool busy = code == SQLITE_BUSY || code == SQLITE_LOCKED;
+      const bool busy = refused_as_busy(handle);
       if (busy && std::chrono::steady_clock::now() < give_up) {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
         continue;
@@ -356,7 +363,6 @@ std::vector<std::vector<std::string>> SqliteConnection::catalog_rows(std::string
 }
 
 void SqliteConnection::execute_ddl(const std::string& sql) {
-  using namespace sqlite_api;  // where SOCI's sqlite3.h puts the C API
   // The busy handler waits for another connection's lock; SQLite also
   // answers SQLITE_BUSY at once where waiting could deadlock or a WAL
   // file is being recovered. A statement refused so is tried again until
@@ -372,9 +378,7 @@ void SqliteConnection::execute_ddl(const std::string& sql) {
       session << sql;
       return;
     } catch (const std::exception& e) {
-      const int code = sqlite3_errcode(handle) & 0xff;
-      const bool busy = code == SQLITE_BUSY || code == SQLITE_LOCKED;
-      if (!busy) throw;
+      if (!refused_as_busy(handle)) throw;
       const auto now = std::chrono::steady_clock::now();
       if (now < give_up && !cancelled.load(std::memory_order_relaxed)) {
         std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
