@@ -102,6 +102,23 @@ void pg_exec(PGconn* c, const std::string& sql) {
   PQclear(r);
 }
 
+// CHECKPOINT, so that a run does not pay for writing out the one before
+// it: a 1,000,000-row run writes about 1 GB of WAL (max_wal_size's
+// default), and the server checkpointed inside whichever contender ran
+// next. Needs pg_checkpoint (scripts/postgres.sh grants it); without it the
+// runs go on without one, and this says so once.
+void pg_checkpoint(PGconn* c) {
+  static bool refused = false;
+  if (refused) return;
+  PGresult* r = PQexec(c, "CHECKPOINT");
+  if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+    refused = true;
+    std::fprintf(stderr, "sink_ceiling: CHECKPOINT refused, runs start without one: %s",
+                 PQerrorMessage(c));
+  }
+  PQclear(r);
+}
+
 long long pg_count(PGconn* c) {
   PGresult* r = PQexec(c, "SELECT count(*) FROM bench_audit");
   const long long n = PQresultStatus(r) == PGRES_TUPLES_OK ? std::atoll(PQgetvalue(r, 0, 0)) : -1;
@@ -433,8 +450,9 @@ int main(int argc, char** argv) {
       pg_exec(c, "DROP TABLE IF EXISTS bench_audit");
       pg_exec(c, "DROP TABLE IF EXISTS bench_audit_seals");
       pg_exec(c, "DROP TABLE IF EXISTS bench_audit_unsealed");
-      PQfinish(c);
       auditpipe::Logger<AuditEvent>(auditpipe::open(url)).close();
+      pg_checkpoint(c);
+      PQfinish(c);
     };
   };
   const auto pg_fresh = pg_fresh_for(pg_url);
@@ -490,7 +508,14 @@ int main(int argc, char** argv) {
   std::map<std::string, std::vector<double>> rate, cpu, server;
   std::printf("sink_ceiling: %lld rows, %d runs\n", rows, runs);
   for (int run = 1; run <= runs; ++run) {
-    for (const Contender& c : contenders) {
+    // Every other round in reverse: what one run leaves the next (the
+    // server's caches, its background writes, the page cache) falls on each
+    // contender alike.
+    std::vector<const Contender*> order;
+    for (const Contender& c : contenders) order.push_back(&c);
+    if (run % 2 == 0) std::reverse(order.begin(), order.end());
+    for (const Contender* contender : order) {
+      const Contender& c = *contender;
       c.reset();
       c.prepare();
       const bool pg = c.group == "postgresql";

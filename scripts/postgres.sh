@@ -43,7 +43,9 @@ start() {
   fi
   if [ $fresh -eq 1 ]; then
     # CREATEROLE: a test makes an account without grants, to see verify name them.
+    # pg_checkpoint: bench/sink_ceiling starts each timed run from a checkpoint.
     psql_admin -c "CREATE ROLE $user LOGIN CREATEROLE PASSWORD '$password'" \
+               -c "GRANT pg_checkpoint TO $user" \
                -c "CREATE DATABASE $database OWNER $user ENCODING 'UTF8'"
   fi
 }
