@@ -18,7 +18,8 @@
 // (`only`: run just the contenders whose name contains it, or one of its
 // `|`-separated parts, e.g. `auditpipe default|raw array` to compare one
 // with its baseline; the ratios then lack the baselines that did not run.)
-// Every contender runs `runs` times, interleaved; the table shows, for
+// Every contender runs `runs` times, interleaved (every other round in
+// reverse); the table shows, for
 // each, the run with the median rate. Writes <results-dir>/ingest.csv and
 // prints the table.
 #include <auditpipe/auditpipe.h>
@@ -512,8 +513,10 @@ int main(int argc, char** argv) {
   auditpipe::diagnostics()->set_level(spdlog::level::warn);
   const std::string url = server_url + (server_url.find('?') == std::string::npos ? "?" : "&");
 
-  // Every contender runs `reps` times, in turn (A B C ... A B C ...), and
-  // the run with the median rate stands for it.
+  // Every contender runs `reps` times, in turn, every other round in
+  // reverse (A B C, C B A, ...): what one run leaves the next (InnoDB's
+  // dirty pages still being flushed, the page cache) falls on each alike.
+  // The run with the median rate stands for it.
   struct Contender {
     std::string name;
     std::function<Result()> run;
@@ -637,7 +640,10 @@ int main(int argc, char** argv) {
   std::map<std::string, std::vector<Result>> runs;
   for (int rep = 1; rep <= reps; ++rep) {
     std::printf(" run %d\n", rep);
-    for (const Contender& c : contenders) runs[c.name].push_back(c.run());
+    std::vector<const Contender*> order;
+    for (const Contender& c : contenders) order.push_back(&c);
+    if (rep % 2 == 0) std::reverse(order.begin(), order.end());
+    for (const Contender* c : order) runs[c->name].push_back(c->run());
   }
   std::vector<Result> results;
   for (const Contender& c : contenders) {

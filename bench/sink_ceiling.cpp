@@ -1,7 +1,8 @@
 // sink_ceiling: auditpipe's PostgreSQL and SQLite sinks against the
 // hand-written client loops they have to match, the same rows
 // (bench/audit_event.h) into the same tables (the ones the sinks create),
-// runs interleaved (A B C A B C ...), medians:
+// runs interleaved, every other round in reverse (A B C C B A ...), each
+// PostgreSQL run from a CHECKPOINT; medians:
 // auditpipe's two producers copy rows built beforehand into their records,
 // as the raw loops use rows built beforehand.
 //   PostgreSQL  auditpipe default (2 writers, COPY), and the same with
