@@ -48,6 +48,34 @@ bool refused_as_busy(sqlite_api::sqlite3* handle) noexcept {
   return code == SQLITE_BUSY || code == SQLITE_LOCKED;
 }
 
+// Runs `statement` on `c`, again every 10 ms while it is refused as busy,
+// until `c.busy_timeout` has passed since the first try or `c` is
+// cancelled. SQLite answers SQLITE_BUSY at once, without the busy handler's
+// wait, where waiting could deadlock or a WAL file is being recovered.
+// When it gives up, or on any other error, `fail(e, busy, waited)` may
+// throw an error of its own; if it returns, the original one is rethrown.
+template <class Statement, class Fail>
+void retry_while_busy(SqliteConnection& c, Statement statement, Fail fail) {
+  const auto started = std::chrono::steady_clock::now();
+  const auto give_up = started + c.busy_timeout;
+  for (;;) {
+    try {
+      statement();
+      return;
+    } catch (const std::exception& e) {
+      const bool busy = refused_as_busy(c.handle);
+      const auto now = std::chrono::steady_clock::now();
+      if (busy && now < give_up && !c.cancelled.load(std::memory_order_relaxed)) {
+        std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+            std::chrono::milliseconds(10), give_up - now));
+        continue;
+      }
+      fail(e, busy, std::chrono::duration_cast<std::chrono::milliseconds>(now - started));
+      throw;
+    }
+  }
+}
+
 [[noreturn]] void bad_url(std::string_view url, const std::string& why) {
   throw url_error("auditpipe: malformed SQLite URL '" + redact_url(url) + "': " + why);
 }
@@ -266,26 +294,15 @@ std::unique_ptr<SqliteConnection> open_connection(const SqliteConfig& config, Th
   std::string mode;
   // Switching to WAL is refused with SQLITE_BUSY at once, not after the
   // busy timeout, while another process holds the file in a way that would
-  // deadlock (it is creating the table, or switching too): tried again
-  // until the busy timeout has passed.
-  const auto give_up =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(config.busy_timeout_ms);
-  for (;;) {
-    try {
-      c->session << "PRAGMA journal_mode=WAL", ::soci::into(mode);
-      break;
-    } catch (const std::exception& e) {
-      const bool busy = refused_as_busy(handle);
-      if (busy && std::chrono::steady_clock::now() < give_up) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        continue;
-      }
-      throw error("auditpipe: cannot switch SQLite database '" + config.path +
-                  "' to WAL: " + e.what() +
-                  (busy ? " (another process held it for longer than busy_timeout_ms)"
-                        : " (is its directory writable?)"));
-    }
-  }
+  // deadlock (it is creating the table, or switching too).
+  retry_while_busy(
+      *c, [&] { c->session << "PRAGMA journal_mode=WAL", ::soci::into(mode); },
+      [&](const std::exception& e, bool busy, std::chrono::milliseconds) {
+        throw error("auditpipe: cannot switch SQLite database '" + config.path +
+                    "' to WAL: " + e.what() +
+                    (busy ? " (another process held it for longer than busy_timeout_ms)"
+                          : " (is its directory writable?)"));
+      });
   c->session << "PRAGMA synchronous=" + config.synchronous;
   return c;
 }
@@ -363,35 +380,19 @@ std::vector<std::vector<std::string>> SqliteConnection::catalog_rows(std::string
 }
 
 void SqliteConnection::execute_ddl(const std::string& sql) {
-  // The busy handler waits for another connection's lock; SQLite also
-  // answers SQLITE_BUSY at once where waiting could deadlock or a WAL
-  // file is being recovered. A statement refused so is tried again until
-  // the busy timeout has passed (CREATE TABLE IF NOT EXISTS and the rest
-  // run before any batch: nothing of theirs is done when it is refused).
-  // Seen once in CI: two loads started at once on one file, one refused
-  // its CREATE TABLE with "database is locked", which did not say how
-  // long it had waited; it now does.
-  const auto started = std::chrono::steady_clock::now();
-  const auto give_up = started + busy_timeout;
-  for (;;) {
-    try {
-      session << sql;
-      return;
-    } catch (const std::exception& e) {
-      if (!refused_as_busy(handle)) throw;
-      const auto now = std::chrono::steady_clock::now();
-      if (now < give_up && !cancelled.load(std::memory_order_relaxed)) {
-        std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
-            std::chrono::milliseconds(10), give_up - now));
-        continue;
-      }
-      const auto waited =
-          std::chrono::duration_cast<std::chrono::milliseconds>(now - started).count();
-      throw error(std::string(e.what()) + " (another connection held the database locked for " +
-                  std::to_string(waited) +
-                  " ms, busy_timeout_ms=" + std::to_string(busy_timeout.count()) + ")");
-    }
-  }
+  // A statement refused as busy is tried again (CREATE TABLE IF NOT EXISTS
+  // and the rest run before any batch: nothing of theirs is done when it is
+  // refused). Seen once in CI: two loads started at once on one file, one
+  // refused its CREATE TABLE with "database is locked", which did not say
+  // how long it had waited; it now does.
+  retry_while_busy(
+      *this, [&] { session << sql; },
+      [&](const std::exception& e, bool busy, std::chrono::milliseconds waited) {
+        if (!busy) return;  // rethrown as it is
+        throw error(std::string(e.what()) + " (another connection held the database locked for " +
+                    std::to_string(waited.count()) +
+                    " ms, busy_timeout_ms=" + std::to_string(busy_timeout.count()) + ")");
+      });
 }
 
 bool SqliteConnection::file_moved() const {
