@@ -6,12 +6,14 @@
 
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 
 #include <spdlog/spdlog.h>
 
 #include "auditpipe/diagnostics.h"
 #include "auditpipe/sink/seal.h"
 #include "auditpipe/status.h"
+#include "hidden_arguments.h"
 #include "input/byte_source.h"
 #include "input/record_reader.h"
 #include "input/schema_file.h"
@@ -70,7 +72,10 @@ COLUMNS
   Input fields go to the column of the same name; --map column=path takes a
   nested JSON field (user.name) or another CSV header; --set column=value puts
   a constant. A field that is missing or null becomes NULL if the column is
-  nullable, else the column's default, else the line is rejected.
+  nullable, else the column's default, else the line is rejected. An empty
+  CSV field is such a missing one, but in a text column with neither NULL nor
+  a default, where it is empty text (as a quoted "" always is). true/false go
+  into an integer column as 1/0.
   A column the database fills (identity, AUTO_INCREMENT, serial, a default
   like now()) is left to it unless --map/--set names it or an input's first
   64 KiB have its field; a later line with a value for it is rejected.
@@ -128,7 +133,8 @@ EXAMPLES
 
 // A usage error: the message, and exit status 2 as for the parser's own.
 int usage(const std::string& message) {
-  std::fprintf(stderr, "auditpipe ingest: %s (see --help)\n", message.c_str());
+  std::fprintf(stderr, "auditpipe ingest: %s (see --help)\n",
+               HiddenArguments::shown(message).c_str());
   return 2;
 }
 
@@ -264,7 +270,7 @@ int IngestCommand::run() {
     if (!seal::contradiction(sealing, false)) seal::check_files(sealing);
   } catch (const url_error&) {
   } catch (const error& e) {
-    std::fprintf(stderr, "%s\n", e.what());
+    std::fprintf(stderr, "%s\n", HiddenArguments::shown(e.what()).c_str());
     return 2;
   }
 
@@ -287,6 +293,14 @@ int IngestCommand::run() {
 
 int IngestCommand::infer() {
   if (arguments_.empty()) return usage("--infer needs the input files");
+  for (const std::string& f : arguments_) {
+    // A URL here is the load's command line with --infer added: infer
+    // reads files only, and would say "cannot open" of the URL.
+    if (f.find("://") != std::string::npos && !std::filesystem::exists(f)) {
+      return usage("--infer reads input files and prints a schema; '" + redact_url(f) +
+                   "' looks like a database URL (load with --schema, without --infer)");
+    }
+  }
   std::vector<std::string> records_text;
   ingest::Format format = ingest::Format::jsonl;
   for (const std::string& f : arguments_) {

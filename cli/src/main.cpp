@@ -10,6 +10,7 @@
 
 #include "auditpipe/status.h"
 #include "auditpipe/version.h"
+#include "hidden_arguments.h"
 #include "ingest_command.h"
 #include "verify_command.h"
 
@@ -19,6 +20,11 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   auditpipe::cli::IngestCommand ingest(app);
   auditpipe::cli::VerifyCommand verify(app);
+  using auditpipe::cli::HiddenArguments;
+  HiddenArguments::remember(argc, argv);
+  app.failure_message([](const CLI::App* failed, const CLI::Error& e) {
+    return HiddenArguments::shown(CLI::FailureMessage::simple(failed, e));
+  });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -29,13 +35,13 @@ int main(int argc, char** argv) {
   try {
     return ingest.run();
   } catch (const auditpipe::url_error& e) {
-    std::fprintf(stderr, "%s\n", e.what());
+    std::fprintf(stderr, "%s\n", HiddenArguments::shown(e.what()).c_str());
     return 2;  // a usage error: nothing was tried
   } catch (const auditpipe::ingest::usage_error& e) {
-    std::fprintf(stderr, "%s\n", e.what());
+    std::fprintf(stderr, "%s\n", HiddenArguments::shown(e.what()).c_str());
     return 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s\n", e.what());
+    std::fprintf(stderr, "%s\n", HiddenArguments::shown(e.what()).c_str());
     return 1;
   }
 }

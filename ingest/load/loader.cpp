@@ -419,8 +419,19 @@ LoadSummary Load::run() {
     }
   }
 
-  rejects_ = std::make_unique<RejectFile>(config_.reject_file.empty() ? table + ".rejects.jsonl"
-                                                                      : config_.reject_file);
+  const std::string reject_path =
+      config_.reject_file.empty() ? table + ".rejects.jsonl" : config_.reject_file;
+  for (const std::string& f : config_.files) {
+    // Rejects appended to an input being read (a reject file loaded again
+    // after a fix, under its default name) changed the input.
+    std::error_code ec;
+    if (f != "-" && std::filesystem::equivalent(f, reject_path, ec)) {
+      throw usage_error("auditpipe ingest: " + f +
+                        " is also the reject file, which the load appends to: give another "
+                        "--reject-file (or load a copy of it)");
+    }
+  }
+  rejects_ = std::make_unique<RejectFile>(reject_path);
 
   for (const std::string& f : config_.files) {
     auto in = std::make_unique<InputState>();

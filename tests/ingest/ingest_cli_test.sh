@@ -825,6 +825,23 @@ c.execute("COMMIT")' "$work/audit.db" "$2" "$1" & locker=$!
     printf 'a,b\n1,2\n3,4,5\n6,7' > noend.csv
     out=$("$bin" ingest --infer noend.csv 2>&1 >/dev/null) || fail "--infer of noend.csv exited $?"
     grep -q "left out 1 of the 3 records looked at" <<<"$out" || fail "records miscounted: $out"
+    # A URL where a file or a number goes is echoed back masked: its
+    # password was printed whole ("...: cannot open", "--writers: Value ...").
+    secret_url='postgresql://loader:Pw-Not-To-Show@127.0.0.1:1/db'
+    set +e; out=$("$bin" ingest --infer "$secret_url" a.jsonl 2>&1); rc=$?; set -e
+    [ "$rc" = 2 ] && grep -q "looks like a database URL" <<<"$out" || fail "--infer URL: exit $rc: $out"
+    set +e; out2=$("$bin" ingest --writers "$secret_url" --table t "$url" a.jsonl 2>&1); rc=$?; set -e
+    [ "$rc" = 2 ] || fail "--writers URL: exit $rc: $out2"
+    grep -q "Pw-Not-To-Show" <<<"$out$out2" && fail "a message shows the password: $out $out2"
+    grep -q "loader:\*\*\*@" <<<"$out2" || fail "the URL is not shown masked: $out2"
+    # The reject file is never an input: the rejects went into it.
+    cp a.jsonl again.jsonl
+    set +e
+    out=$("$bin" ingest --schema schema.json --set host=h --reject-file again.jsonl "$url" again.jsonl 2>&1)
+    rc=$?
+    set -e
+    [ "$rc" = 2 ] && grep -q "is also the reject file" <<<"$out" || fail "reject file = input: exit $rc: $out"
+    cmp -s a.jsonl again.jsonl || fail "the input was changed"
     ;;
 
   partial)
