@@ -158,11 +158,21 @@ struct RowMapper::Impl {
       default:
         if (auto i = parse_integer(s)) return range_checked(c, *i, out, reason);
         if (auto b = parse_bool(s)) return range_checked(c, *b ? 1 : 0, out, reason);  // as above
-        if (parse_float(s))
-          return bad(c, quoted(s) + " is not an integer (it has a fraction)", reason);
-        if (!s.empty() && (s[0] == '-' || (s[0] >= '0' && s[0] <= '9')) &&
+        // Digits alone that did not parse are past int64: out of range,
+        // not "a fraction" (they parse as a float too).
+        if (!s.empty() && s.size() > (s[0] == '-' ? 1u : 0u) &&
+            (s[0] == '-' || (s[0] >= '0' && s[0] <= '9')) &&
             std::all_of(s.begin() + 1, s.end(), [](char ch) { return ch >= '0' && ch <= '9'; }))
           return bad(c, quoted(s) + " is out of range (" + std::string(to_string(t)) + ")", reason);
+        if (auto d = parse_float(s)) {
+          // 1e3 is the integer JSON's 1e3 is: taken where it is exact.
+          if (*d != std::trunc(*d))
+            return bad(c, quoted(s) + " is not an integer (it has a fraction)", reason);
+          if (*d < -9.2e18 || *d > 9.2e18)
+            return bad(c, quoted(s) + " is out of range (" + std::string(to_string(t)) + ")",
+                       reason);
+          return range_checked(c, static_cast<std::int64_t>(*d), out, reason);
+        }
         return bad(c, quoted(s) + " is not an integer", reason);
     }
   }

@@ -378,6 +378,26 @@ TEST(RowMapper, BooleansIntoIntegerColumnsAreOneAndZero) {
   EXPECT_EQ(r.calls.at(1), "int:1");
 }
 
+// CSV integers as JSON's: digits past int64 are out of range (they read
+// "has a fraction"), and an exponent that makes an integer is one (1e3).
+TEST(RowMapper, CsvIntegersOutOfRangeAndWithExponents) {
+  const std::vector<ColumnSpec> cols = {{"big", ColumnType::int64}};
+  RowMapper csv(cols, Format::csv);
+  csv.set_header(*Padded("big"));
+  auto r = fill(csv, cols, "9223372036854775808");
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.reason, "column big: \"9223372036854775808\" is out of range (int64)");
+  r = fill(csv, cols, "-99999999999999999999");
+  EXPECT_NE(r.reason.find("out of range"), std::string::npos) << r.reason;
+  r = fill(csv, cols, "1e3");
+  ASSERT_TRUE(r.ok) << r.reason;
+  EXPECT_EQ(r.calls.at(0), "int:1000");
+  r = fill(csv, cols, "1.5");
+  EXPECT_NE(r.reason.find("has a fraction"), std::string::npos) << r.reason;
+  r = fill(csv, cols, "-");
+  EXPECT_EQ(r.reason, "column big: \"-\" is not an integer");
+}
+
 TEST(RowMapper, TsvFields) {
   const std::vector<ColumnSpec> cols = {{"a", ColumnType::text, 16}, {"b", ColumnType::float64}};
   RowMapper m(cols, Format::tsv);
