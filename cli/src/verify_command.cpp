@@ -24,6 +24,7 @@
 #include "auditpipe/sink/seal_read_back.h"
 #include "auditpipe/sink/url.h"
 #include "auditpipe/status.h"
+#include "hidden_arguments.h"
 #include "read_only_database.h"
 #include "validators.h"
 
@@ -293,7 +294,15 @@ VerifyCommand::VerifyCommand(CLI::App& app) {
   command_ = app.add_subcommand("verify", description);
   command_->footer(footer);
   command_->add_option("URL", url_, "the database (as for ingest)")->required();
-  command_->add_option("--table,-t", table_, "the sealed table")->required();
+  command_->add_option("--table,-t", table_, "the sealed table")
+      ->required()
+      ->check(
+          [](const std::string& value) {
+            // --table "$UNSET": said as such, not "no table  in ...".
+            return value.empty() ? std::string("is empty: give the sealed table's name")
+                                 : std::string();
+          },
+          "TABLE");
   command_->add_option("--key-file,-k", key_file_,
                        "the seal key (seal=hmac); without it, seals are checked as seal=hash");
   command_
@@ -364,29 +373,22 @@ int VerifyCommand::run() {
     const bool has_since = !since_.empty();
     const std::int64_t since_us = has_since ? parse_since(since_) : 0;
     // The anchor, before anything is read: a seal_anchor_file or SEALNO:DIGEST.
-    std::optional<std::pair<std::int64_t, std::string>> anchor;
+    std::optional<seal::Anchor> anchor;
     if (!anchor_.empty()) {
-      std::string text = anchor_;
       const bool is_pair =
           anchor_.find(':') != std::string::npos && anchor_.find('/') == std::string::npos;
-      if (!is_pair) {
-        std::ifstream in(anchor_);
-        if (!in) {
-          throw UsageError("auditpipe verify: --anchor '" + anchor_ + "': cannot read it (" +
-                           std::strerror(errno) + "); give a seal_anchor_file or SEALNO:DIGEST");
-        }
-        std::getline(in, text);
+      try {
+        anchor = is_pair ? seal::parse_anchor(anchor_) : seal::read_anchor_file(anchor_);
+      } catch (const error& e) {
+        throw UsageError("auditpipe verify: --anchor: " + std::string(e.what()));
       }
-      const std::size_t sep = text.find_first_of(": ");
-      std::int64_t no = 0;
-      const auto [p, ec] =
-          std::from_chars(text.data(), text.data() + std::min(sep, text.size()), no);
-      if (sep == std::string::npos || ec != std::errc() || p != text.data() + sep || no < 1 ||
-          text.size() - sep - 1 != 64) {
-        throw UsageError("auditpipe verify: --anchor '" + anchor_ +
-                         "': not a seal_anchor_file's 'SEALNO DIGEST' nor SEALNO:DIGEST");
+      if (!anchor) {
+        throw UsageError(
+            "auditpipe verify: --anchor '" + anchor_ +
+            (is_pair
+                 ? "': not SEALNO:DIGEST (64 hex digits)"
+                 : "': cannot read it (no such file); give a seal_anchor_file or SEALNO:DIGEST"));
       }
-      anchor.emplace(no, text.substr(sep + 1));
     }
     auto db = ingest::connect_read_only(url_);
     const std::string dialect(db->dialect());
@@ -439,6 +441,25 @@ int VerifyCommand::run() {
           "SELECT seal_no, ranges, row_count, prev_digest, digest, sealed_at, row_hashes FROM " +
           seals_name + " ORDER BY seal_no");
     } catch (const std::exception& e) {
+      // With an anchor, a seals table that is gone is the chain cut off
+      // whole: what the anchor is there to catch, so a finding (exit 1),
+      // not "could not verify" (exit 4) as an emptied one was not either.
+      const std::string why = e.what();
+      const bool refused = why.find("permission denied") != std::string::npos ||
+                           why.find("command denied") != std::string::npos;
+      if (anchor && !refused) {
+        db.reset();  // PostgreSQL's transaction is aborted: a new session asks
+        auto fresh = ingest::connect_read_only(url_);
+        if (!fresh->read_schema(seal::seals_table(table_))) {
+          std::printf(
+              "truncated: the anchor names seal %lld but there is no seals table %s "
+              "(every seal was removed)\n",
+              static_cast<long long>(anchor->seal_no), seal::seals_table(table_).c_str());
+          std::printf("%s: 0 seals: 1 tampering findings\n", table_.c_str());
+          std::fflush(stdout);
+          return 1;
+        }
+      }
       throw error("auditpipe verify: cannot read the seals of " + table_ + " (" +
                   seal::seals_table(table_) +
                   "; was it written with seal=hmac or seal=hash?): " + e.what());
@@ -1026,8 +1047,8 @@ int VerifyCommand::run() {
     // The anchor: the newest seal published outside the database.
     if (anchor) {
       // Not a structured binding: clang 14 cannot capture one in a lambda.
-      const std::int64_t no = anchor->first;
-      const auto& digest = anchor->second;
+      const std::int64_t no = anchor->seal_no;
+      const auto& digest = anchor->digest;
       const std::int64_t last = seals.empty() ? 0 : seals.back().no;
       if (last < no) {
         findings.tampered("truncated: the anchor names seal " + std::to_string(no) +
@@ -1121,15 +1142,15 @@ int VerifyCommand::run() {
     return findings.unsealed_count() > 0 || findings.late_count() > 0 ? 3 : 0;
   } catch (const UsageError& e) {
     std::fflush(stdout);
-    std::fprintf(stderr, "%s\n", e.what());
+    std::fprintf(stderr, "%s\n", HiddenArguments::shown(e.what()).c_str());
     return 2;
   } catch (const url_error& e) {
     std::fflush(stdout);
-    std::fprintf(stderr, "%s\n", e.what());
+    std::fprintf(stderr, "%s\n", HiddenArguments::shown(e.what()).c_str());
     return 2;
   } catch (const std::exception& e) {
     std::fflush(stdout);
-    std::fprintf(stderr, "%s\n", e.what());
+    std::fprintf(stderr, "%s\n", HiddenArguments::shown(e.what()).c_str());
     return 4;
   }
 }

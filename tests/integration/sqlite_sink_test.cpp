@@ -613,6 +613,54 @@ TEST(SqliteSink, ARestartWarnsOfNoSealedRowsWhenSealsFinishedOutOfOrder) {
                                  << " and " << lower;
 }
 
+// The anchor file's directory removed while seals are stored: said with
+// the cause (it read "Inappropriate ioctl for device", a stale errno) and
+// not once per seal (ten lines a second), then said again when writes
+// succeed; the seals themselves are stored all along.
+TEST(SqliteSink, AFailingAnchorFileIsSaidOnceWithItsCause) {
+  TempDir dir;
+  const std::string path = dir.file("anchored.db");
+  const std::filesystem::path anchors = dir.file("anchors");
+  std::filesystem::create_directory(anchors);
+  const std::string anchor = (anchors / "seal.anchor").string();
+  const std::string url = "sqlite://" + path + "?seal=hash&seal_anchor_file=" + anchor;
+  testing_support::CapturedWarnings warnings(spdlog::level::info);
+  auditpipe::Options o;
+  o.batch_size = 10;
+  auditpipe::Logger<AuditRow> logger(auditpipe::sqlite::open(url), o);
+  auto write = [&](int from, int to) {
+    for (int i = from; i < to; ++i) {
+      auto r = logger.acquire();
+      ASSERT_TRUE(r);
+      r->message_id = i;
+      ASSERT_EQ(r.commit(), Status::ok);
+      if (i % 10 == 9) {
+        ASSERT_TRUE(logger.flush(std::chrono::seconds(30)));
+      }
+    }
+  };
+  write(0, 20);
+  ASSERT_TRUE(std::filesystem::exists(anchor));
+  std::filesystem::remove_all(anchors);
+  write(20, 100);  // seals stored, each failing to publish
+  std::filesystem::create_directory(anchors);
+  write(100, 110);
+  ASSERT_TRUE(logger.close().drained);
+  const std::string text = warnings.text();
+  const std::string said =
+      "cannot write seal anchor file " + anchor + ": No such file or directory";
+  const std::size_t first = text.find(said);
+  EXPECT_NE(first, std::string::npos) << text;
+  EXPECT_EQ(text.find(said, first + 1), std::string::npos) << "said more than once: " << text;
+  EXPECT_NE(text.find("seal anchor file " + anchor + " written again ("), std::string::npos)
+      << text;
+  EXPECT_EQ(Db(path).scalar("SELECT SUM(row_count) FROM audit_log_seals"), 110);
+  std::ifstream in(anchor);
+  long long no = 0;
+  in >> no;
+  EXPECT_EQ(no, Db(path).scalar("SELECT MAX(seal_no) FROM audit_log_seals"));
+}
+
 namespace {
 
 // What a seal=hash table's seals hold, by seal_no.

@@ -279,10 +279,32 @@ PY
     # Said in words (it was "not in range 0.000000 to 1797693134862315708...").
     run_verify --key-file key --accept-late 0
     expect_found 2 "--accept-late: a whole number from 1 up, not '0'"
+    # A writer started with that anchor file refuses: its first seal would
+    # rewrite the anchor, and verify --anchor then said "verified".
+    cp anchor anchor.before
+    set +e; restart=$(load "$sealed_url" a.jsonl b.jsonl 2>&1); restart_rc=$?; set -e
+    [ "$restart_rc" = 1 ] || fail "a start behind its anchor: exit $restart_rc, expected 1: $restart"
+    grep -q "the seal anchor file $work/anchor names seal $last, and $table .* has no seal $last (its seals end at $((last - 2)))" <<<"$restart" ||
+      fail "the start did not say why: $restart"
+    cmp -s anchor anchor.before || fail "the refused start rewrote the anchor"
+    # Moved away, the next start seals on from the table as it is.
+    mv anchor anchor.evidence
+    load "$sealed_url" a.jsonl b.jsonl || fail "a start without the old anchor exited $?"
+    # Another table's anchor (a digest this chain does not have) is refused too.
+    printf '1 %064d\n' 0 > anchor
+    set +e; restart=$(load "$sealed_url" a.jsonl b.jsonl 2>&1); restart_rc=$?; set -e
+    [ "$restart_rc" = 1 ] && grep -q "names seal 1, and seal 1 of $table .* has another digest" <<<"$restart" ||
+      fail "a rewritten chain: exit $restart_rc: $restart"
+    rm anchor
     # A seal in the middle removed: its rows are inserted ones now.
     q "DELETE FROM ${table}_seals WHERE seal_no = 2"
     run_verify --key-file key --unsealed-window 0
-    expect_found 1 "seals removed: seal_no 2 missing before seal 3" "chain broken at seal 3" "inserted: row" ;;
+    expect_found 1 "seals removed: seal_no 2 missing before seal 3" "chain broken at seal 3" "inserted: row"
+    # The seals table dropped: cut off whole, which the anchor shows (it
+    # was "could not verify", exit 4).
+    q "DROP TABLE ${table}_seals"
+    run_verify --key-file key --anchor anchor.evidence
+    expect_found 1 "truncated: the anchor names seal $last but there is no seals table" ;;
   renumbered)
     # Seal numbers edited to the ends of BIGINT: named in words (a negative
     # first number read "seal_no -3-1"), and nothing after the largest
@@ -307,6 +329,8 @@ PY
     last=$(q "SELECT MAX(seal_no) FROM ${table}_seals")
     lost=$(q "SELECT row_count FROM ${table}_seals WHERE seal_no = $last")
     q "DELETE FROM ${table}_seals WHERE seal_no = $last"
+    # A crash before the seal was stored never published it either.
+    printf '%s %s\n' "$((last - 1))" "$(q "SELECT digest FROM ${table}_seals WHERE seal_no = $((last - 1))")" > anchor
     run_verify --key-file key
     expect_found 3 "not yet sealed: source_id" "some rows not yet sealed"
     # The next run says so at start and seals them late, in one seal marked
@@ -334,6 +358,7 @@ PY
     expect_found 1 "changed: source_id $sid seq $seq of seal $last "
     # Rows and no seals at all (a run that stopped before its first seal).
     q "DELETE FROM ${table}_seals"
+    rm anchor  # (a run that made no seal published none)
     load "$sealed_url" a.jsonl b.jsonl 2> rerun2.err || fail "the second rerun exited $?"
     grep -q "holds rows but no seals yet" rerun2.err || fail "no warning of a table without seals: $(cat rerun2.err)" ;;
   since)
@@ -393,6 +418,8 @@ PY
     expect_found 2 "give epoch seconds"
     run_verify --key-file key --anchor "$work/no-such-anchor"
     expect_found 2 "cannot read it"
+    set +e; out=$("$bin" verify --quiet "$url" --table "" 2>&1); rc=$?; set -e
+    expect_found 2 "--table: is empty"
     # A negative count wrapped round (window -16 acted as 0), silently.
     run_verify --key-file key --unsealed-window=-16
     expect_found 2 "a count, not -16"

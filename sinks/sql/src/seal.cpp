@@ -112,6 +112,39 @@ void check_anchor_file(const std::string& path) {
   std::remove(probe.c_str());
 }
 
+std::optional<Anchor> parse_anchor(std::string_view text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.remove_suffix(1);
+  const std::size_t sep = text.find_first_of(": ");
+  if (sep == std::string_view::npos || text.size() - sep - 1 != 64) return std::nullopt;
+  Anchor anchor;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + sep, anchor.seal_no);
+  if (ec != std::errc() || end != text.data() + sep || anchor.seal_no < 1) return std::nullopt;
+  anchor.digest = std::string(text.substr(sep + 1));
+  for (char& c : anchor.digest) {
+    if (c >= 'A' && c <= 'F') c = static_cast<char>(c - 'A' + 'a');  // as stored
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return std::nullopt;
+  }
+  return anchor;
+}
+
+std::optional<Anchor> read_anchor_file(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "r");
+  if (f == nullptr) {
+    if (errno == ENOENT) return std::nullopt;
+    throw error("auditpipe: seal anchor file '" + path + "': cannot read it (" +
+                std::strerror(errno) + ")");
+  }
+  char line[256] = {};
+  const bool read = std::fgets(line, sizeof line, f) != nullptr;
+  std::fclose(f);
+  std::optional<Anchor> anchor = read ? parse_anchor(line) : std::nullopt;
+  if (!anchor) {
+    throw error("auditpipe: seal anchor file '" + path +
+                "' holds no anchor ('SEALNO DIGEST', as a sealing writer writes it)");
+  }
+  return anchor;
+}
+
 std::string read_key_file(const std::string& path) {
   if (path.empty()) {
     throw error(

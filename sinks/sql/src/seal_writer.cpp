@@ -370,6 +370,7 @@ void SealWriter::prepare(SqlConnection& c, bool create_table) {
   // start while the server was down met it at the first contact, and the
   // next try went on to seal with the wrong key or mode).
   check_newest_seal(c, seals, columns);
+  check_anchor(c, seals);
   {
     detail::MutexLock lock(mutex_);
     if (ready_) return;
@@ -503,6 +504,34 @@ void SealWriter::check_newest_seal(SqlConnection& c, const std::string& seals,
       "or mode, or that seal was edited since (auditpipe verify with the table's key "
       "tells which), and seals made with this one would fail verification for good. Open "
       "it with the seal= and key it is sealed with (a new key needs a new table)");
+}
+
+void SealWriter::check_anchor(SqlConnection& c, const std::string& seals) const {
+  if (settings_.anchor_file.empty()) return;
+  const std::optional<seal::Anchor> anchor = seal::read_anchor_file(settings_.anchor_file);
+  if (!anchor) return;  // none yet: the first seal writes it
+  const auto named = c.query_rows("SELECT digest FROM " + seals + " WHERE seal_no = ?",
+                                  {std::to_string(anchor->seal_no)});
+  if (!named.empty() && !named[0].empty() && named[0][0] && *named[0][0] == anchor->digest) return;
+  const auto newest = c.query_rows("SELECT MAX(seal_no) FROM " + seals, {});
+  const std::string last =
+      newest.empty() || newest[0].empty() || !newest[0][0] ? "0" : *newest[0][0];
+  const std::string what =
+      named.empty()
+          ? std::string(table_.name) + " " + table_location_ + " has no seal " +
+                std::to_string(anchor->seal_no) + " (its seals end at " + last +
+                "): seals were removed since, with their rows or without"
+          : "seal " + std::to_string(anchor->seal_no) + " of " + std::string(table_.name) + " " +
+                table_location_ + " has another digest: the chain was rewritten since";
+  throw error("auditpipe: seal=: the seal anchor file " + settings_.anchor_file + " names seal " +
+              std::to_string(anchor->seal_no) + ", and " + what +
+              " (by someone who can write the database, a restore from a backup, a failover to "
+              "a server that had not received them, or tables dropped and made anew). auditpipe "
+              "verify --anchor " +
+              settings_.anchor_file +
+              " shows what is missing. This start would rewrite the anchor and hide it: keep "
+              "the file as evidence, move it away, and start again to seal on from the table as "
+              "it is");
 }
 
 std::string SealWriter::seals_update_grant() const {
@@ -806,11 +835,16 @@ void SealWriter::check_tail(SqlConnection& c, const std::string& seals,
     // are written again first (skipped by key) and sealed then.
     const std::int64_t pooled = recovered_from(sid, span.lo);
     if (pooled >= unsealed) {
+      // From the first recovered key: span.lo is only where the count
+      // began (0 for a source with no seal read), which the line gave.
+      const auto first_pooled =
+          std::lower_bound(recovered_.begin(), recovered_.end(),
+                           std::pair<std::int64_t, std::int64_t>{sid, span.lo});
       diagnostics()->info(
           "auditpipe: {} {}: {} rows of source_id {} from seq {} on are covered by none of its "
           "newest seals; the durable pool recovered {} records of that source from there on, "
           "which are written again first and sealed",
-          table_.name, table_location_, unsealed, sid, span.lo, pooled);
+          table_.name, table_location_, unsealed, sid, first_pooled->second, pooled);
       return;
     }
     // (Counted first: more than a start seals late are not read at all.)
@@ -2015,16 +2049,47 @@ void SealWriter::publish(std::int64_t first, std::int64_t no, const std::string&
   }
   if (settings_.anchor_file.empty()) return;
   const std::string tmp = anchor_tmp();
-  bool written = false;
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << no << ' ' << digest << '\n';
-    out.flush();
-    written = out.good();
+  // The errno of the step that failed, taken right there: a stream's
+  // failure left an unrelated one ("Inappropriate ioctl for device").
+  int failed = 0;
+  if (std::FILE* f = std::fopen(tmp.c_str(), "w"); f == nullptr) {
+    failed = errno;
+  } else {
+    if (std::fprintf(f, "%lld %s\n", static_cast<long long>(no), digest.c_str()) < 0)
+      failed = errno != 0 ? errno : EIO;
+    if (std::fclose(f) != 0 && failed == 0) failed = errno != 0 ? errno : EIO;
+    if (failed == 0 && std::rename(tmp.c_str(), settings_.anchor_file.c_str()) != 0) failed = errno;
+    if (failed != 0) std::remove(tmp.c_str());
   }
-  if (!written || std::rename(tmp.c_str(), settings_.anchor_file.c_str()) != 0) {
-    diagnostics()->warn("auditpipe: cannot write seal anchor file {}: {}", settings_.anchor_file,
-                        std::strerror(errno));
+  note_anchor_write(failed);
+}
+
+void SealWriter::note_anchor_write(int failed) {
+  const auto now = std::chrono::steady_clock::now();
+  std::uint64_t failures = 0;
+  bool say = false;
+  {
+    detail::MutexLock lock(mutex_);
+    if (failed == 0) {
+      failures = anchor_failures_;
+      anchor_failures_ = 0;
+      say = failures > 0;
+    } else {
+      failures = ++anchor_failures_;
+      // Every seal tries (up to ten a second): said once a minute.
+      say = failures == 1 || now - anchor_warned_at_ >= std::chrono::minutes(1);
+      if (say) anchor_warned_at_ = now;
+    }
+  }
+  if (!say) return;
+  if (failed == 0) {
+    diagnostics()->info("auditpipe: seal anchor file {} written again ({} writes had failed)",
+                        settings_.anchor_file, failures);
+  } else {
+    diagnostics()->warn(
+        "auditpipe: cannot write seal anchor file {}: {} ({} failed in a row; said at most once a "
+        "minute until a write succeeds)",
+        settings_.anchor_file, std::strerror(failed), failures);
   }
 }
 

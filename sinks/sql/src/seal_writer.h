@@ -252,6 +252,11 @@ class SealWriter {
   /// cannot be read back.
   void check_newest_seal(SqlConnection& c, const std::string& seals,
                          const std::vector<ColumnSpec>& columns) const;
+  /// That the seal the anchor file names (if there is one) is in the seals
+  /// table with the anchor's digest. Throws auditpipe::error if not: the
+  /// newest seals were removed or the chain rewritten since it was written,
+  /// which this start's first seal would hide by rewriting the file.
+  void check_anchor(SqlConnection& c, const std::string& seals) const;
   /// Finds rows stored and covered by none of the newest seals (a run that
   /// stopped between storing and sealing, or another process still
   /// sealing), warns of them and keeps their keys to be sealed late
@@ -319,6 +324,10 @@ class SealWriter {
   /// The anchor file and the periodic info line (at each thousandth seal),
   /// after seals `first` to `no` were stored, `digest` seal `no`'s.
   void publish(std::int64_t first, std::int64_t no, const std::string& digest);
+  /// Says a failed anchor write (`failed`: its errno) when the failing
+  /// begins and at most once a minute while it lasts, and when writes
+  /// succeed again (`failed` 0).
+  void note_anchor_write(int failed);
   /// Whether publish() of seals `first` to `no` writes the info line.
   static bool publish_tells(std::int64_t first, std::int64_t no);
 
@@ -375,6 +384,9 @@ class SealWriter {
   /// The seal the last "sealed through" line named.
   std::int64_t told_no_ AUDITPIPE_GUARDED_BY(mutex_) = 0;
   std::string last_error_ AUDITPIPE_GUARDED_BY(mutex_);
+  /// Anchor writes failed in a row, and when that was last said.
+  std::uint64_t anchor_failures_ AUDITPIPE_GUARDED_BY(mutex_) = 0;
+  std::chrono::steady_clock::time_point anchor_warned_at_ AUDITPIPE_GUARDED_BY(mutex_);
 
   Lender lend_;  ///< set before the storer starts, then read by it alone
   /// The storer waits here for seals, for storing_ to end, or to stop.

@@ -84,6 +84,22 @@ AUDITPIPE_EXPORT void check_files(const SealSettings& settings);
 /// it). Throws auditpipe::error naming the file.
 AUDITPIPE_EXPORT void check_anchor_file(const std::string& path);
 
+/// A published seal: a seal_anchor_file's "SEALNO DIGEST", or verify's
+/// --anchor SEALNO:DIGEST.
+struct AUDITPIPE_EXPORT Anchor {
+  std::int64_t seal_no = 0;  ///< 1 or more
+  std::string digest;        ///< 64 hex digits
+};
+
+/// `text` read as an anchor ("SEALNO DIGEST" or "SEALNO:DIGEST", a line
+/// end after it ignored), or nothing if it is not one.
+AUDITPIPE_EXPORT std::optional<Anchor> parse_anchor(std::string_view text);
+
+/// The anchor a seal_anchor_file at `path` holds, or nothing if there is no
+/// file there. Throws auditpipe::error naming the file if it cannot be read
+/// or holds no anchor.
+AUDITPIPE_EXPORT std::optional<Anchor> read_anchor_file(const std::string& path);
+
 /// The key file's bytes. Throws auditpipe::error for a missing, unreadable,
 /// empty or world-readable file (the message names the file, never the key).
 AUDITPIPE_EXPORT std::string read_key_file(const std::string& path);
