@@ -3,6 +3,7 @@
 // own diagnostics), records written as lines through a spdlog logger, and
 // the diagnostics logger itself.
 #include <gtest/gtest.h>
+#include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
 
@@ -24,6 +25,7 @@
 #include "eventually.h"
 #include "null_row.h"
 #include "temp_dir.h"
+#include "wait_slack.h"
 
 namespace {
 
@@ -193,6 +195,43 @@ TEST(SpdlogBridge, ADiagnosticFromInsideTheSinksOwnCommitDoesNotHang) {
             looped.to_audit->committed());
 }
 
+// Threads that find the pool full wait for it side by side, each at most
+// max_wait: the sink held spdlog's base_sink lock across the wait, so the
+// 4th caller waited out three others' max_wait before its own (a trial:
+// 3.5 s with max_wait 500 ms).
+TEST(SpdlogBridge, ThreadsWaitForThePoolSideBySideNotInTurn) {
+  auto sink = std::make_shared<CollectingSink>();
+  sink->hold();  // the database is stalled
+  auditpipe::Options o;
+  o.capacity = 16;
+  o.batch_size = 8;
+  o.max_wait = std::chrono::milliseconds(300);
+  auto audit = std::make_shared<auditpipe::Logger<LogRecord>>(sink, o);
+  auto to_audit = std::make_shared<auditpipe::spdlog_bridge::from_spdlog_mt>(audit);
+  auto logger = std::make_shared<spdlog::logger>("stalled", to_audit);
+  for (int i = 0; i < 16; ++i) logger->info("filling {}", i);
+  ASSERT_EQ(to_audit->committed(), 16u);
+  std::vector<std::chrono::steady_clock::duration> took(4);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      const auto start = std::chrono::steady_clock::now();
+      logger->info("waiting {}", t);
+      took[static_cast<std::size_t>(t)] = std::chrono::steady_clock::now() - start;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(to_audit->not_committed(), 4u);  // each timed out at max_wait
+  // In turn, the last would have waited 4 x 300 ms; side by side each
+  // waits its own 300 ms (and the wake-up).
+  for (const auto d : took) {
+    EXPECT_LT(d, o.max_wait + o.max_wait / 2 + testing_support::wait_slack())
+        << std::chrono::duration_cast<std::chrono::milliseconds>(d).count() << " ms";
+  }
+  sink->release();
+  EXPECT_EQ(audit->close().stats.written, 16u);
+}
+
 TEST(SpdlogBridge, TheSingleThreadedSinkWorks) {
   auto sink = std::make_shared<CollectingSink>();
   auto audit = std::make_shared<auditpipe::Logger<LogRecord>>(sink);
@@ -227,6 +266,32 @@ TEST(SpdlogBridge, RecordsAsLinesThroughASpdlogLogger) {
       << out[0];
   EXPECT_NE(out[0].find(R"(sender="quote \" back\\slash\nnewline")"), std::string::npos) << out[0];
   EXPECT_NE(out[0].find("delivered=true"), std::string::npos) << out[0];
+}
+
+// A line its file cannot take (a full disk: /dev/full) fails the batch,
+// kept and retried; spdlog's logger caught the sink's error, printed it,
+// and every record was counted as written.
+TEST(SpdlogBridge, ALineTheFileCannotTakeIsNotCountedWritten) {
+  auto full = std::make_shared<spdlog::logger>(
+      "full-disk", std::make_shared<spdlog::sinks::basic_file_sink_mt>("/dev/full"));
+  auditpipe::Options o;
+  o.retry_backoff_initial = std::chrono::milliseconds(10);
+  o.retry_backoff_max = std::chrono::milliseconds(50);
+  auditpipe::Logger<testing_support::AuditRow> logger(
+      auditpipe::spdlog_bridge::make_line_sink(full), o);
+  for (int i = 0; i < 20; ++i) {
+    auto r = logger.acquire();
+    ASSERT_TRUE(r);
+    r->message_id = i;
+    ASSERT_EQ(r.commit(), Status::ok);
+  }
+  EXPECT_TRUE(testing_support::eventually([&] { return logger.stats().write_failures >= 2; }));
+  const auto report = logger.close(std::chrono::milliseconds(200));
+  EXPECT_FALSE(report.drained);
+  EXPECT_EQ(report.stats.written, 0u);
+  EXPECT_EQ(report.unwritten, 20u);
+  EXPECT_NE(report.stats.health_reason.find("No space left on device"), std::string::npos)
+      << report.stats.health_reason;
 }
 
 // An empty nullable member is `null`, not the zero value: a line said

@@ -2,6 +2,7 @@
 // logger.
 #include "auditpipe/spdlog/line_sink.h"
 
+#include <spdlog/sinks/sink.h>
 #include <spdlog/spdlog.h>
 
 #include <cmath>
@@ -33,6 +34,7 @@ class LineSink final : public Sink {
   void open(const TableDescriptor&, const SinkContext&) override {}
 
   WriteResult write(const Batch& batch) noexcept override {
+    if (!logger_->should_log(level_)) return WriteResult::success();  // the logger's own filter
     try {
       std::string line;
       for (const RecordRef& r : batch.records) {
@@ -76,9 +78,15 @@ class LineSink final : public Sink {
               break;
           }
         }
-        logger_->log(level_, "{}", line);
+        // To the sinks themselves: the logger's log() and flush() catch
+        // what a sink throws (a full disk) and report it on stderr only,
+        // and the batch counted as written was not.
+        const ::spdlog::details::log_msg msg(logger_->name(), level_, line);
+        for (const auto& sink : logger_->sinks()) {
+          if (sink->should_log(level_)) sink->log(msg);
+        }
       }
-      logger_->flush();
+      for (const auto& sink : logger_->sinks()) sink->flush();
       return WriteResult::success();
     } catch (const std::exception& e) {
       return WriteResult::transient_error(e.what());

@@ -25,14 +25,15 @@
 // The other direction, auditpipe records out as spdlog lines, is
 // line_sink.h.
 //
-// Thread safety: as spdlog's own sinks: from_spdlog_mt locks, from_spdlog_st
-// is for one thread.
+// Thread safety: any threads at once. It takes no lock of its own (spdlog's
+// base_sink would hold one across the pool's wait, so that callers waited
+// out each other's max_wait in turn: 3.5 s for a max_wait of 500 ms with 4
+// threads); the Logger it commits into takes any number of producers.
+// from_spdlog_mt and from_spdlog_st are the same sink under spdlog's names.
 #pragma once
 
 #include <spdlog/details/null_mutex.h>
-#include <spdlog/sinks/base_sink.h>
-// The compiled spdlog instantiates base_sink for its own mutex types only.
-#include <spdlog/sinks/base_sink-inl.h>
+#include <spdlog/sinks/sink.h>
 
 #include <atomic>
 #include <chrono>
@@ -47,16 +48,10 @@
 
 namespace auditpipe::spdlog_bridge {
 
-/// The lock of from_spdlog_mt: an ordinary mutex, except that auditpipe's own
-/// threads never take it. A producer may hold the sink's lock while it waits
-/// (up to max_wait) for a pool slot that only a writer can free; if that
-/// writer then logged a diagnostic into this sink and waited for the same
-/// lock, each would wait on the other until max_wait ran out. The writer's
-/// path through sink_it_ touches only atomics and the fallback sink (which
-/// has its own lock), so it needs none. The thread that holds it may take
-/// it again: a producer's commit inside sink_it_ may report a diagnostic
-/// (a full spill directory) into this very sink, and waiting for the lock
-/// it holds itself hung the application.
+/// Kept for programs that name it; FromSpdlog no longer locks (see the
+/// file's comment). It was from_spdlog_mt's lock: an ordinary mutex, except
+/// that auditpipe's own threads never take it, and the thread that holds
+/// it may take it again.
 class AUDITPIPE_EXPORT internal_aware_mutex {
  public:
   void lock() {
@@ -86,10 +81,10 @@ class AUDITPIPE_EXPORT internal_aware_mutex {
   unsigned depth_ = 0;  ///< times the owner took it again; only the owner touches it
 };
 
-/// An spdlog sink that commits every message it is given into a Logger<LogRecord> (use
-/// from_spdlog_mt or from_spdlog_st).
+/// An spdlog sink that commits every message it is given into a
+/// Logger<LogRecord> (from_spdlog_mt or from_spdlog_st; `Mutex` is unused).
 template <class Mutex>
-class FromSpdlog final : public ::spdlog::sinks::base_sink<Mutex> {
+class FromSpdlog final : public ::spdlog::sinks::sink {
  public:
   /// `flush_timeout`: the longest spdlog's flush() waits for the pipeline.
   explicit FromSpdlog(std::shared_ptr<Logger<LogRecord>> logger,
@@ -110,22 +105,22 @@ class FromSpdlog final : public ::spdlog::sinks::base_sink<Mutex> {
     return internal_.load(std::memory_order_relaxed);
   }
 
- protected:
-  /// spdlog's per-message hook: one record per message (auditpipe's own threads' messages go to the
-  /// fallback).
-  void sink_it_(const ::spdlog::details::log_msg& msg) override {
-    const std::thread::id me = std::this_thread::get_id();
-    // From inside this thread's own commit below: auditpipe reporting on it.
-    if (on_internal_thread() || committing_.load(std::memory_order_relaxed) == me) {
+  /// spdlog's per-message hook: one record per message (auditpipe's own
+  /// threads' messages, and those made inside this thread's commit here,
+  /// go to the fallback).
+  void log(const ::spdlog::details::log_msg& msg) override {
+    // Set while this thread commits here: a message made meanwhile is
+    // auditpipe reporting on that commit (a full spill directory).
+    static thread_local const FromSpdlog* committing = nullptr;
+    if (on_internal_thread() || committing == this) {
       internal_.fetch_add(1, std::memory_order_relaxed);
       if (fallback_ && fallback_->should_log(msg.level)) fallback_->log(msg);
       return;
     }
-    committing_.store(me, std::memory_order_relaxed);
+    committing = this;
     struct Done {
-      std::atomic<std::thread::id>& committing;
-      ~Done() { committing.store(std::thread::id(), std::memory_order_relaxed); }
-    } done{committing_};
+      ~Done() { committing = nullptr; }
+    } done;
     auto r = logger_->acquire();
     if (!r) {
       not_committed_.fetch_add(1, std::memory_order_relaxed);
@@ -150,9 +145,14 @@ class FromSpdlog final : public ::spdlog::sinks::base_sink<Mutex> {
   }
 
   /// spdlog's flush(): waits up to the flush timeout for the pipeline to write what was committed.
-  void flush_() override {
+  void flush() override {
     if (!on_internal_thread()) logger_->flush(flush_timeout_);
   }
+
+  /// Records are not text: there is no pattern to apply.
+  void set_pattern(const std::string&) override {}
+  /// Likewise: no formatter is used.
+  void set_formatter(std::unique_ptr<::spdlog::formatter>) override {}
 
  private:
   std::shared_ptr<Logger<LogRecord>> logger_;
@@ -161,14 +161,11 @@ class FromSpdlog final : public ::spdlog::sinks::base_sink<Mutex> {
   std::atomic<std::uint64_t> committed_{0};
   std::atomic<std::uint64_t> not_committed_{0};
   std::atomic<std::uint64_t> internal_{0};
-  /// The thread in sink_it_'s acquire and commit (sink_it_ runs under the
-  /// sink's lock, or on one thread: one at a time, bar its own re-entry).
-  std::atomic<std::thread::id> committing_{};
 };
 
-/// For spdlog's thread-safe loggers (the *_mt ones): locks, except on auditpipe's own threads.
+/// For spdlog's thread-safe loggers (the *_mt ones).
 using from_spdlog_mt = FromSpdlog<internal_aware_mutex>;
-/// For single-threaded loggers (the *_st ones): no lock.
+/// For single-threaded loggers (the *_st ones): the same sink.
 using from_spdlog_st = FromSpdlog<::spdlog::details::null_mutex>;
 
 }  // namespace auditpipe::spdlog_bridge

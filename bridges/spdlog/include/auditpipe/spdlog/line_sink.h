@@ -6,8 +6,11 @@
 //
 // One line per record, logfmt style: the table, source_id and seq, then
 // each column as name=value; text is quoted with \" \\ \n \r \t escaped,
-// timestamps are RFC 3339 UTC. Each batch is flushed through the logger
-// before write() returns.
+// timestamps are RFC 3339 UTC. Each batch goes to the logger's sinks
+// themselves and is flushed before write() returns: what a sink throws (a
+// full disk), which the logger's own log() would catch and print, fails
+// the batch, which the writer retries (lines written before the failure
+// then appear twice, told apart by source_id and seq).
 //
 // Thread safety: write() may be called from several writers (spdlog's _mt
 // loggers are thread-safe).
