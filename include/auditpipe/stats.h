@@ -111,8 +111,11 @@ struct AUDITPIPE_EXPORT SealStats {
 /// Every record a producer offers ends up in exactly one of: written,
 /// spilled (and later replayed), dropped, timed_out, pool_exhausted,
 /// abandoned, rejected_by_sink, or (only when close() ran out of time and
-/// there was no spill directory, or it was full or failed) unwritten. (One offered once close() has
-/// begun is refused with Status::closed and counted nowhere.)
+/// there was no spill directory, or it was full or failed) unwritten. One
+/// exception: records lost with a spill directory removed under the logger
+/// are counted in unwritten as well as in spilled (spilled only ever
+/// grows). (One offered once close() has begun is refused with
+/// Status::closed and counted nowhere.)
 struct AUDITPIPE_EXPORT Stats {
   std::uint64_t committed = 0;  ///< commit() returned Status::ok
 #define AUDITPIPE_STATS_FIELD(field, metric, meaning) std::uint64_t field = 0;

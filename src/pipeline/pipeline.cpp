@@ -481,8 +481,11 @@ class Pipeline::Engine {
                          std::string("the latest connect failed: ") + pool->last_connect_error;
     }
     // A close that ran out of time before any write had failed (a server
-    // that hangs) left these: the last word on the logger is not ok.
-    if (s.unwritten != 0) {
+    // that hangs) left these: the last word on the logger is not ok. (A
+    // spill directory removed while the logger runs counts its records
+    // unwritten too, and says so itself: a running logger was said to be
+    // "closed with" them.)
+    if (s.unwritten != 0 && intake_.stopped()) {
       s.health = Health::down;
       s.health_reason =
           "auditpipe: closed with " + std::to_string(s.unwritten) + " committed records unwritten" +
