@@ -272,6 +272,14 @@ class PostgresqlSinkImpl final : public PostgresqlSink {
         return e;
       }
       if (e->sqlstate == "22P02") {  // check_types_and_commit()'s: the server took the values
+        // A type the open would refuse (double precision narrowed to
+        // real) was written in it: the values rounded, without a word.
+        try {
+          check_table_again(c);
+        } catch (const error& refused) {
+          return PostgresqlError{
+              "42804", std::string(refused.what()) + " (its columns changed while the logger ran)"};
+        }
         diagnostics()->warn(
             "auditpipe: {}: the column types of {} changed since this connection read them (an "
             "ALTER TABLE): the batch is rolled back and sent in the new types",

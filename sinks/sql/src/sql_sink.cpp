@@ -157,6 +157,13 @@ void SqlSink::prepare_table(SqlConnection& c) {
   }
 }
 
+void SqlSink::check_table_again(SqlConnection& c) const {
+  SqlSinkSettings check_only = settings_;
+  check_only.create_table = false;
+  check_only.migrate_add_columns = false;
+  sql_detail::create_or_check_table(c, dialect_, text_, *table_, check_only, [](bool) {});
+}
+
 void SqlSink::refuse_before_changes(SqlConnection& c, bool table_exists) {
   if (table_ready_done_) return;
   if (table_exists) refuse_reused_sources(c);

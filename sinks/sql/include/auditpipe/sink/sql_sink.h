@@ -196,6 +196,12 @@ class AUDITPIPE_EXPORT SqlSink : public Sink {
   virtual std::optional<WriteFailure> write_batch(SqlConnection& connection,
                                                   const Batch& batch) = 0;
 
+  /// The open's check of the table (columns, types, key), again, on
+  /// `connection`, creating and adding nothing: for a write path that saw
+  /// the table change under it (an ALTER TABLE). Throws auditpipe::error
+  /// with the open's message if the table would be refused now.
+  void check_table_again(SqlConnection& connection) const;
+
   /// From open() on.
   const TableDescriptor& table() const noexcept { return *table_; }
   /// The table's SQL text (quoted names, insert statements), from open() on.
