@@ -226,9 +226,20 @@ TEST(SqliteSink, ClearErrorsAtOpen) {
       open_error("sqlite://" + dir.file("a.db") + "?synchronous=sometimes").find("synchronous"),
       std::string::npos);
   EXPECT_NE(open_error("sqlite://").find("no database file path"), std::string::npos);
-  EXPECT_NE(
-      open_error("sqlite://" + dir.file("b.db") + "?create_table=false").find("does not exist"),
-      std::string::npos);
+  // create_table=false: a mistyped path is said so, and left without a
+  // file (an empty one stayed there); a file without the table is said so,
+  // without a hint at privileges, which a file has none of.
+  EXPECT_NE(open_error("sqlite://" + dir.file("b.db") + "?create_table=false")
+                .find("SQLite database '" + dir.file("b.db") +
+                      "' does not exist (No such file or directory; create_table=false makes "
+                      "neither the file nor the table)"),
+            std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(dir.file("b.db")));
+  exec(dir.file("c.db"), "CREATE TABLE other (x INTEGER)");
+  const std::string no_table = open_error("sqlite://" + dir.file("c.db") + "?create_table=false");
+  EXPECT_NE(no_table.find("does not exist (and create_table=false)"), std::string::npos)
+      << no_table;
+  EXPECT_EQ(no_table.find("privilege"), std::string::npos) << no_table;
 }
 
 TEST(SqliteSink, AnExistingTableMustHaveTheColumnsAndTheUniqueKey) {

@@ -66,9 +66,12 @@ void create_or_check_table(SqlConnection& c, const SqlDialect& dialect, const Sq
   std::vector<std::vector<std::string>> existing = catalog(dialect.table_columns_query());
   if (existing.empty()) {
     if (!settings.create_table) {
-      throw error("auditpipe: " + where +
-                  " does not exist (and create_table=false), or this user holds no privilege on "
-                  "it (the catalog shows only tables a user holds a privilege on)");
+      // (A SQLite file has no users to hold privileges.)
+      throw error("auditpipe: " + where + " does not exist (and create_table=false)" +
+                  (dialect.name == "sqlite"
+                       ? std::string()
+                       : ", or this user holds no privilege on it (the catalog shows only tables "
+                         "a user holds a privilege on)"));
     }
     before_changes(false);
     bool created = false;

@@ -231,6 +231,13 @@ std::unique_ptr<SqliteConnection> open_connection(const SqliteConfig& config, Th
     throw error("auditpipe: no SQLite database '" + config.path + "': " + std::strerror(errno) +
                 " (read_only=1 opens an existing file)");
   }
+  // Likewise for a writer told to make nothing: the table check then
+  // refused the empty file, which stayed behind at the mistyped path.
+  if (!config.sink.create_table && ::access(config.path.c_str(), F_OK) != 0) {
+    throw error("auditpipe: SQLite database '" + config.path + "' does not exist (" +
+                std::strerror(errno) +
+                "; create_table=false makes neither the file nor the table)");
+  }
   guard_sqlite_mutexes_across_fork();
   {
     OpenGate gate(config.path);  // refuses a file a parent had open at the fork
