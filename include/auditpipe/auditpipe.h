@@ -11,6 +11,7 @@
 #include "auditpipe/mapping.h"
 #include "auditpipe/nullable.h"
 #include "auditpipe/options.h"
+#include "auditpipe/prometheus.h"
 #include "auditpipe/schema.h"
 #include "auditpipe/stats.h"
 #include "auditpipe/status.h"

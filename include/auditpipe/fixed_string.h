@@ -110,6 +110,9 @@ class fixed_string {
   constexpr fixed_string() noexcept = default;
   /// Implicit on purpose: a record field is filled as `record.sender = name;`.
   constexpr fixed_string(std::string_view text) noexcept { assign(text); }  // NOLINT
+  /// A C string, implicit too: `Row{1, "x"}` needs it (a literal would
+  /// otherwise take two conversions). Null: empty, and counted.
+  constexpr fixed_string(const char* text) noexcept { assign(text); }  // NOLINT
 
   /// Copies `text`, truncated at a UTF-8 boundary to N bytes. Returns true if
   /// it had to truncate (the string remembers it as well).
@@ -169,6 +172,11 @@ class fixed_string {
   /// Compares the text held.
   friend constexpr bool operator==(const fixed_string& a, std::string_view b) noexcept {
     return a.view() == b;
+  }
+  /// Compares with a C string (a null one is empty). Without it `a == "x"`
+  /// is ambiguous: both constructors make a candidate of the literal.
+  friend constexpr bool operator==(const fixed_string& a, const char* b) noexcept {
+    return a.view() == (b != nullptr ? std::string_view(b) : std::string_view());
   }
   /// Compares the texts held. Without it, C++20's reversed candidates make
   /// `a == b` of two fixed_strings ambiguous (clang: -Wambiguous-reversed-operator).

@@ -140,3 +140,22 @@ TEST(FixedString, IsUsableAtCompileTime) {
 }
 
 }  // namespace
+
+// An aggregate with a fixed_string member takes a string literal, as the
+// README's "implicit" promised (`Row{1, "x"}` did not compile: two
+// conversions); a null C string is empty and marked, as assign() makes it.
+namespace {
+struct LiteralRow {
+  int id;
+  fixed_string<8> name;
+};
+}  // namespace
+
+TEST(FixedString, AnAggregateTakesAStringLiteral) {
+  const LiteralRow row{1, "x"};
+  EXPECT_EQ(row.name, "x");
+  const char* none = nullptr;
+  const fixed_string<8> empty = none;
+  EXPECT_TRUE(empty.empty());
+  static_assert(fixed_string<4>("abcdef").size() == 4);
+}
